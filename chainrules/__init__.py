@@ -1,0 +1,33 @@
+"""chainrules: automatic differentiation of plain NumPy code, made of rules.
+
+>>> import numpy as np, chainrules as cr
+>>> cr.grad(lambda x: np.sum(np.sin(x) ** 2))(np.zeros(3))
+array([0., 0., 0.])
+"""
+
+from .api import grad, grad_and_hvp, hvp, jvp, stop_gradient, value_and_grad, vjp
+from .derived import bilinear_rule, linear_rule, scalar_rule, unbroadcast
+from .errors import (AutodiffError, ComplexOutputError, EscapedTracerError,
+                     HvpNotSupported, MissingRuleError, NonDifferentiableInputError,
+                     NonScalarOutputError, NumericalInstabilityError, TangentShapeError,
+                     UntraceableError)
+from .graph import Gradients, MultiOutput, Tape
+from .registry import non_differentiable, register, rrule
+from .rule import NodeId, ReverseRule
+from .tangents import NoTangent, ZeroTangent
+from .tracing import Traced, primitive
+
+from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp", "stop_gradient",
+    "scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast",
+    "register", "rrule", "non_differentiable", "primitive",
+    "ReverseRule", "NodeId", "Tape", "Gradients", "MultiOutput", "Traced",
+    "ZeroTangent", "NoTangent",
+    "AutodiffError", "MissingRuleError", "HvpNotSupported", "NonScalarOutputError",
+    "TangentShapeError", "NumericalInstabilityError", "UntraceableError",
+    "EscapedTracerError", "NonDifferentiableInputError", "ComplexOutputError",
+]

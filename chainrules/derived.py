@@ -1,0 +1,432 @@
+"""Rules derived from one definition.
+
+Most operations need only their partial derivatives (``scalar_rule``), the
+adjoint of a linear map (``linear_rule``) or the two adjoints of a bilinear
+map (``bilinear_rule``); from that one definition these helpers derive the
+pullback, the pushforward and ``pullback_with_tangents``, so the same maths
+is never written three times. ``unbroadcast`` is the one place where a
+cotangent is summed back to the shape of a broadcast argument.
+"""
+
+import dis
+
+import numpy as np
+
+from .errors import HvpNotSupported
+from .registry import op_name, register
+from .rule import ReverseRule
+from .tangents import ZERO, _Structural
+
+__all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` over the axes along which an argument of ``shape`` was
+    broadcast, returning an array of exactly ``shape``."""
+    gshape = np.shape(g) if not hasattr(g, "shape") else g.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    if axes:
+        g = np.sum(g, axis=axes)
+    if g.shape != shape:
+        g = np.reshape(g, shape)
+    return g
+
+
+def _broadcast_tangent(t, shape):
+    if t.shape != shape:
+        return np.broadcast_to(t, shape)
+    return t
+
+
+def _reads(fn, names):
+    """Which of ``names`` the function reads (its parameters, positionally)."""
+    if not callable(fn):
+        return set()
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return set(names)
+    params = code.co_varnames[:code.co_argcount]
+    if code.co_flags & 0x04:  # *args: cannot tell
+        return set(names)
+    used = {ins.argval for ins in dis.get_instructions(code)
+            if ins.opname.startswith("LOAD_") and isinstance(ins.argval, str)}
+    used |= set(code.co_cellvars)
+    return {names[i] for i, p in enumerate(params) if i < len(names) and p in used}
+
+
+def _call(d, *args):
+    return d(*args) if callable(d) else d
+
+
+def _times(g, d):
+    """``g * d`` where ``d`` may be a constant partial (1, -1, 0)."""
+    if isinstance(g, _Structural):
+        return ZERO
+    if type(d) is int or type(d) is float:
+        if d == 1:
+            return g
+        if d == -1:
+            return -g
+        if d == 0:
+            return ZERO
+    return g * d
+
+
+def _plus(a, b):
+    if isinstance(a, _Structural):
+        return b
+    if isinstance(b, _Structural):
+        return a
+    return a + b
+
+
+# -- unary ---------------------------------------------------------------------
+class _UnarySpec:
+    __slots__ = ("op", "d", "d2", "save_x", "save_y", "name")
+
+
+class UnaryScalarRule(ReverseRule):
+    """y = f(x) elementwise, from ``d(x, y) = f'(x)`` and ``d2(x, y) = f''(x)``."""
+
+    __slots__ = ("x_id", "x", "y", "spec")
+
+    def __init__(self, x_id, x, y, spec):
+        self.x_id = x_id
+        self.x = x
+        self.y = y
+        self.spec = spec
+
+    @property
+    def name(self):
+        return self.spec.name
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        spec = self.spec
+        return [(self.x_id, _times(g, _call(spec.d, self.x, self.y)))]
+
+    def pushforward(self, tangents):
+        spec = self.spec
+        return _times(tangents[0], _call(spec.d, self.x, self.y))
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        spec = self.spec
+        d = _call(spec.d, self.x, self.y)
+        c = _times(g, d)
+        cd = _times(gd, d)
+        xd = tangents[0]
+        if not isinstance(xd, _Structural) and not isinstance(g, _Structural):
+            if spec.d2 is None:
+                raise HvpNotSupported(f"{spec.name} was registered without second=")
+            cd = _plus(cd, _times(_times(g, _call(spec.d2, self.x, self.y)), xd))
+        return [(self.x_id, c, cd)]
+
+
+# -- binary --------------------------------------------------------------------
+class _BinarySpec:
+    __slots__ = ("op", "dx", "dy", "dxx", "dxy", "dyy", "reads_x", "reads_y", "name")
+
+
+class BinaryScalarRule(ReverseRule):
+    """z = f(x, y) elementwise with broadcasting, from its partials."""
+
+    __slots__ = ("x_id", "y_id", "x", "y", "z", "xshape", "yshape", "zshape", "spec")
+
+    def __init__(self, x_id, y_id, x, y, z, xshape, yshape, zshape, spec):
+        self.x_id = x_id
+        self.y_id = y_id
+        self.x = x
+        self.y = y
+        self.z = z
+        self.xshape = xshape
+        self.yshape = yshape
+        self.zshape = zshape
+        self.spec = spec
+
+    @property
+    def name(self):
+        return self.spec.name
+
+    def inputs(self):
+        if self.x_id is None:
+            return (self.y_id,)
+        if self.y_id is None:
+            return (self.x_id,)
+        return (self.x_id, self.y_id)
+
+    def pullback(self, g):
+        spec, x, y, z = self.spec, self.x, self.y, self.z
+        out = []
+        if self.x_id is not None:
+            out.append((self.x_id, unbroadcast(_times(g, _call(spec.dx, x, y, z)), self.xshape)))
+        if self.y_id is not None:
+            out.append((self.y_id, unbroadcast(_times(g, _call(spec.dy, x, y, z)), self.yshape)))
+        return out
+
+    def _tangents(self, tangents):
+        if self.x_id is None:
+            return ZERO, tangents[0]
+        if self.y_id is None:
+            return tangents[0], ZERO
+        return tangents
+
+    def pushforward(self, tangents):
+        spec, x, y, z = self.spec, self.x, self.y, self.z
+        xd, yd = self._tangents(tangents)
+        t = ZERO
+        if not isinstance(xd, _Structural):
+            t = _times(xd, _call(spec.dx, x, y, z))
+        if not isinstance(yd, _Structural):
+            t = _plus(t, _times(yd, _call(spec.dy, x, y, z)))
+        if isinstance(t, _Structural):
+            return t
+        return _broadcast_tangent(t, self.zshape)
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        spec, x, y, z = self.spec, self.x, self.y, self.z
+        xd, yd = self._tangents(tangents)
+        has_g = not isinstance(g, _Structural)
+        xd_on = has_g and not isinstance(xd, _Structural)
+        yd_on = has_g and not isinstance(yd, _Structural)
+        if (xd_on or yd_on) and spec.dxx is None:
+            raise HvpNotSupported(f"{spec.name} was registered without second=")
+        out = []
+        dxy = _call(spec.dxy, x, y, z) if (xd_on or yd_on) and spec.dxy is not None else 0
+        if self.x_id is not None:
+            d = _call(spec.dx, x, y, z)
+            c = _times(g, d)
+            cd = _times(gd, d)
+            if xd_on:
+                cd = _plus(cd, _times(_times(g, _call(spec.dxx, x, y, z)), xd))
+            if yd_on:
+                cd = _plus(cd, _times(_times(g, dxy), yd))
+            out.append((self.x_id, unbroadcast(c, self.xshape),
+                        cd if isinstance(cd, _Structural) else unbroadcast(cd, self.xshape)))
+        if self.y_id is not None:
+            d = _call(spec.dy, x, y, z)
+            c = _times(g, d)
+            cd = _times(gd, d)
+            if xd_on:
+                cd = _plus(cd, _times(_times(g, dxy), xd))
+            if yd_on:
+                cd = _plus(cd, _times(_times(g, _call(spec.dyy, x, y, z)), yd))
+            out.append((self.y_id, unbroadcast(c, self.yshape),
+                        cd if isinstance(cd, _Structural) else unbroadcast(cd, self.yshape)))
+        return out
+
+
+def _shape(v):
+    try:
+        return v.shape
+    except AttributeError:
+        return np.shape(v)
+
+
+def scalar_rule(op, *partials, second=None, types=()):
+    """Register an elementwise rule from partial derivatives.
+
+    Unary: ``scalar_rule(np.tanh, lambda x, y: 1 - y**2,
+    second=lambda x, y: -2 * y * (1 - y**2))`` where ``x`` is the input and
+    ``y`` the output. Binary: ``scalar_rule(np.arctan2, dx, dy,
+    second=(dxx, dxy, dyy))`` with each function of ``(x, y, z)``, ``z`` the
+    output. A partial may be a constant (``1``, ``-1``, ``0``). Arguments a
+    partial does not read are not saved, so ``tanh`` keeps only its output.
+    Holomorphic complex functions need nothing more: cotangents follow the
+    convention in the README.
+    """
+    name = op_name(op)
+    if len(partials) == 1:
+        spec = _UnarySpec()
+        spec.op, spec.d, spec.d2, spec.name = op, partials[0], second, name
+        reads = _reads(spec.d, ("x", "y")) | _reads(spec.d2, ("x", "y"))
+        save_x, save_y = "x" in reads, "y" in reads
+
+        def unary_maker(ids, x, **kwargs):
+            y = op(x, **kwargs) if kwargs else op(x)
+            return y, UnaryScalarRule(ids[0], x if save_x else None,
+                                      y if save_y else None, spec)
+
+        register(op, *types)(unary_maker)
+        return op
+    if len(partials) == 2:
+        spec = _BinarySpec()
+        spec.op, spec.name = op, name
+        spec.dx, spec.dy = partials
+        if second is None:
+            spec.dxx = spec.dxy = spec.dyy = None
+        else:
+            spec.dxx, spec.dxy, spec.dyy = second
+        fns = (spec.dx, spec.dy, spec.dxx, spec.dxy, spec.dyy)
+        reads = set().union(*(_reads(f, ("x", "y", "z")) for f in fns))
+        save_x, save_y, save_z = "x" in reads, "y" in reads, "z" in reads
+
+        def binary_maker(ids, x, y, **kwargs):
+            z = op(x, y, **kwargs) if kwargs else op(x, y)
+            return z, BinaryScalarRule(
+                ids[0], ids[1], x if save_x else None, y if save_y else None,
+                z if save_z else None,
+                _shape(x) if ids[0] is not None else None,
+                _shape(y) if ids[1] is not None else None, _shape(z), spec)
+
+        register(op, *types)(binary_maker)
+        return op
+    raise TypeError("scalar_rule takes one partial (unary) or two (binary)")
+
+
+# -- linear --------------------------------------------------------------------
+class LinearRule(ReverseRule):
+    """y = op(x, *static) linear in x; the pullback is ``transpose``."""
+
+    __slots__ = ("x_id", "op", "transpose", "shape", "args", "kwargs")
+    linear = True
+
+    def __init__(self, x_id, op, transpose, shape, args, kwargs):
+        self.x_id = x_id
+        self.op = op
+        self.transpose = transpose
+        self.shape = shape
+        self.args = args
+        self.kwargs = kwargs
+
+    @property
+    def name(self):
+        return op_name(self.op)
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        if isinstance(g, _Structural):
+            return []
+        return [(self.x_id, self.transpose(g, self.shape, *self.args, **self.kwargs))]
+
+    def pushforward(self, tangents):
+        return self.op(tangents[0], *self.args, **self.kwargs)
+
+
+def linear_rule(op, transpose, types=()):
+    """Register ``op(x, *static, **kw)``, linear in its first argument.
+
+    ``transpose(g, x_shape, *static, **kw)`` returns the cotangent of ``x``.
+    The other arguments must not be traced (they are static: axes, shapes).
+    """
+
+    def linear_maker(ids, x, *args, **kwargs):
+        if any(i is not None for i in ids[1:]):
+            from .errors import MissingRuleError
+
+            raise MissingRuleError(
+                f"{op_name(op)} is differentiated in its first argument only; "
+                "its other arguments must not be traced")
+        y = op(x, *args, **kwargs)
+        return y, LinearRule(ids[0], op, transpose, _shape(x), args, kwargs)
+
+    register(op, *types)(linear_maker)
+    return op
+
+
+# -- bilinear ------------------------------------------------------------------
+class BilinearRule(ReverseRule):
+    """z = op(x, y, *static), linear in each of x and y."""
+
+    __slots__ = ("x_id", "y_id", "x", "y", "op", "tx", "ty", "xshape", "yshape",
+                 "args", "kwargs")
+
+    def __init__(self, x_id, y_id, x, y, op, tx, ty, xshape, yshape, args, kwargs):
+        self.x_id = x_id
+        self.y_id = y_id
+        self.x = x
+        self.y = y
+        self.op = op
+        self.tx = tx
+        self.ty = ty
+        self.xshape = xshape
+        self.yshape = yshape
+        self.args = args
+        self.kwargs = kwargs
+
+    @property
+    def name(self):
+        return op_name(self.op)
+
+    def inputs(self):
+        if self.x_id is None:
+            return (self.y_id,)
+        if self.y_id is None:
+            return (self.x_id,)
+        return (self.x_id, self.y_id)
+
+    def _gx(self, g, y):
+        return self.tx(g, y, self.xshape, *self.args, **self.kwargs)
+
+    def _gy(self, g, x):
+        return self.ty(g, x, self.yshape, *self.args, **self.kwargs)
+
+    def pullback(self, g):
+        out = []
+        if self.x_id is not None:
+            out.append((self.x_id, self._gx(g, self.y)))
+        if self.y_id is not None:
+            out.append((self.y_id, self._gy(g, self.x)))
+        return out
+
+    def _split(self, tangents):
+        if self.x_id is None:
+            return ZERO, tangents[0]
+        if self.y_id is None:
+            return tangents[0], ZERO
+        return tangents
+
+    def pushforward(self, tangents):
+        xd, yd = self._split(tangents)
+        t = ZERO
+        if not isinstance(xd, _Structural):
+            t = self.op(xd, self.y, *self.args, **self.kwargs)
+        if not isinstance(yd, _Structural):
+            t = _plus(t, self.op(self.x, yd, *self.args, **self.kwargs))
+        return t
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        xd, yd = self._split(tangents)
+        has_g = not isinstance(g, _Structural)
+        has_gd = not isinstance(gd, _Structural)
+        out = []
+        if self.x_id is not None:
+            c = self._gx(g, self.y) if has_g else ZERO
+            cd = self._gx(gd, self.y) if has_gd else ZERO
+            if has_g and not isinstance(yd, _Structural):
+                cd = _plus(cd, self._gx(g, yd))
+            out.append((self.x_id, c, cd))
+        if self.y_id is not None:
+            c = self._gy(g, self.x) if has_g else ZERO
+            cd = self._gy(gd, self.x) if has_gd else ZERO
+            if has_g and not isinstance(xd, _Structural):
+                cd = _plus(cd, self._gy(g, xd))
+            out.append((self.y_id, c, cd))
+        return out
+
+
+def bilinear_rule(op, transpose_x, transpose_y, types=()):
+    """Register ``z = op(x, y, *static, **kw)``, bilinear in ``(x, y)``.
+
+    ``transpose_x(g, y, x_shape, *static, **kw)`` is the cotangent of ``x``
+    and ``transpose_y(g, x, y_shape, *static, **kw)`` that of ``y``. The
+    pushforward and the second-order terms follow from bilinearity.
+    """
+
+    def bilinear_maker(ids, x, y, *args, **kwargs):
+        z = op(x, y, *args, **kwargs)
+        # x is needed only for the cotangent of y, and y only for that of x
+        return z, BilinearRule(ids[0], ids[1], x if ids[1] is not None else None,
+                               y if ids[0] is not None else None, op,
+                               transpose_x, transpose_y,
+                               _shape(x), _shape(y), args, kwargs)
+
+    register(op, *types)(bilinear_maker)
+    return op

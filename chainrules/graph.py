@@ -1,0 +1,448 @@
+"""The graph engine: a tape of rules keyed by ``NodeId``.
+
+The tape is a list indexed by ``NodeId``; a node is either a leaf (no rule)
+or the rule that produced it. Because nodes are appended as they are
+computed, the list is already in topological order: every sweep is a plain
+loop, forwards or reversed, with no recursion and no sort.
+
+Sweeps:
+
+* ``backward``: reverse sweep accumulating cotangents (fan-out adds up);
+  cotangents are freed as soon as their node is processed and, unless the
+  graph is retained, so are the rule's saved values.
+* ``forward``: forward-tangent sweep through ``pushforward``.
+* ``backward_with_tangents``: reverse sweep carrying the tangent of every
+  cotangent (forward-over-reverse HVPs).
+
+Cotangents are projected onto their primal's shape, dtype and real/complex
+kind before they are accumulated; a rule that returns a tangent of the wrong
+shape raises ``TangentShapeError`` naming the rule.
+"""
+
+import itertools
+
+import numpy as np
+
+from .errors import NumericalInstabilityError, TangentShapeError
+from .rule import NodeId, ReverseRule, rule_name
+from .tangents import NOTANGENT, ZERO, NoTangent, ZeroTangent, _Structural
+
+__all__ = ["Tape", "Gradients", "MultiOutput"]
+
+_ndarray = np.ndarray
+_levels = itertools.count(1)
+_MULTI = object()  # shape marker of a node with several outputs
+_STRUCT = (ZeroTangent, NoTangent, type(None))
+
+
+class Gradients:
+    """Cotangents of the requested nodes after a backward sweep.
+
+    ``get(node)`` returns the cotangent (``ZeroTangent()`` when the output
+    does not depend on the node), ``remove(node)`` pops it without copying,
+    ``replace(node, value)`` swaps in a new value and returns the old one.
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store=None):
+        self._store = {} if store is None else store
+
+    def get(self, node, default=ZERO):
+        return self._store.get(node, default)
+
+    def remove(self, node, default=ZERO):
+        return self._store.pop(node, default)
+
+    def replace(self, node, value):
+        old = self._store.get(node, ZERO)
+        self._store[node] = value
+        return old
+
+    def __contains__(self, node):
+        return node in self._store
+
+    def __len__(self):
+        return len(self._store)
+
+    def __iter__(self):
+        return iter(self._store)
+
+    def items(self):
+        return self._store.items()
+
+    def __repr__(self):
+        return f"Gradients({sorted(int(k) for k in self._store)})"
+
+
+class MultiOutput:
+    """Wrap the output of a rule with several outputs (a tuple or list)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
+
+
+class Select(ReverseRule):
+    """Output ``k`` of a multi-output node."""
+
+    __slots__ = ("parent", "k")
+    linear = True
+
+    def __init__(self, parent, k):
+        self.parent = parent
+        self.k = k
+
+    def inputs(self):
+        return (self.parent,)
+
+    def pullback(self, g):
+        return [(self.parent, (self.k, g))]
+
+    def pushforward(self, tangents):
+        t = tangents[0]
+        if isinstance(t, _Structural):
+            return ZERO
+        return t[self.k]
+
+
+def _meta(value):
+    try:
+        return value.shape, value.dtype
+    except AttributeError:
+        a = np.asarray(value)
+        return a.shape, a.dtype
+
+
+class Tape:
+    """A recording of rules in topological order.
+
+    Low-level use, for people building their own array types::
+
+        tape = Tape()
+        x = tape.leaf(x_value)                 # -> NodeId
+        y = tape.record(MyRule(x, ...), y_val)  # rule.inputs() == (x,)
+        grads = tape.backward([y], [seed])
+        grads.get(x)
+    """
+
+    __slots__ = ("rules", "shapes", "dtypes", "level", "active", "sources",
+                 "__weakref__")
+
+    def __init__(self):
+        self.rules = []
+        self.shapes = []
+        self.dtypes = []
+        self.level = next(_levels)
+        self.active = True
+        self.sources = None
+
+    def __len__(self):
+        return len(self.rules)
+
+    def __repr__(self):
+        return f"<Tape level={self.level} nodes={len(self.rules)}>"
+
+    # -- recording ---------------------------------------------------------------
+    def leaf(self, value):
+        """Add an input node and return its ``NodeId``."""
+        shape, dtype = _meta(value)
+        nid = NodeId(len(self.rules))
+        self.rules.append(None)
+        self.shapes.append(shape)
+        self.dtypes.append(dtype)
+        if self.sources is not None:
+            self.sources.append(None)
+        return nid
+
+    def record(self, rule, value):
+        """Append ``rule`` whose primal output is ``value``; return its NodeId.
+
+        Returns ``None`` (and records nothing) when ``value`` is not of an
+        inexact dtype: integer and boolean results carry no derivative.
+        """
+        try:
+            dtype = value.dtype
+            shape = value.shape
+        except AttributeError:
+            shape, dtype = _meta(value)
+        if dtype.kind not in "fc":
+            return None
+        rules = self.rules
+        nid = NodeId(len(rules))
+        rules.append(rule)
+        self.shapes.append(shape)
+        self.dtypes.append(dtype)
+        if self.sources is not None:
+            from .anomaly import user_frame
+
+            self.sources.append(user_frame())
+        return nid
+
+    def record_multi(self, rule, values):
+        """Append a rule with several outputs; return one NodeId per output
+        (``None`` for outputs without a derivative)."""
+        rules = self.rules
+        parent = NodeId(len(rules))
+        rules.append(rule)
+        self.shapes.append(_MULTI)
+        self.dtypes.append(len(values))
+        if self.sources is not None:
+            from .anomaly import user_frame
+
+            self.sources.append(user_frame())
+        return [self.record(Select(parent, k), v) for k, v in enumerate(values)]
+
+    def free(self):
+        """Drop every rule and its saved values."""
+        n = len(self.rules)
+        self.rules = [None] * n
+        self.active = False
+
+    # -- projection --------------------------------------------------------------
+    def _project(self, c, nid, rule):
+        shape = self.shapes[nid]
+        if shape is _MULTI:
+            return c
+        dtype = self.dtypes[nid]
+        try:
+            cshape = c.shape
+            cdtype = c.dtype
+        except AttributeError:
+            if isinstance(c, (int, float, complex)):
+                c = np.asarray(c)
+                cshape, cdtype = c.shape, c.dtype
+            else:
+                raise TangentShapeError(
+                    f"rule {rule_name(rule)} returned a cotangent of type "
+                    f"{type(c).__name__} for an input of shape {shape} and dtype "
+                    f"{dtype}; return an array (or ZeroTangent())") from None
+        if cshape != shape:
+            raise TangentShapeError(
+                f"rule {rule_name(rule)} returned a cotangent of shape {cshape} for "
+                f"an input of shape {shape}; reduce broadcast axes with "
+                f"chainrules.unbroadcast(g, x.shape)")
+        if cdtype != dtype:
+            if cdtype.kind == "c" and dtype.kind != "c":
+                c = np.real(c)
+            if cdtype.kind not in "fc":
+                raise TangentShapeError(
+                    f"rule {rule_name(rule)} returned a cotangent of dtype {cdtype} "
+                    f"for an input of dtype {dtype}")
+            c = c.astype(dtype)
+        elif type(c) is not _ndarray and type(c).__name__ != "Traced":
+            c = np.asarray(c)
+        return c
+
+    # -- reverse sweep -----------------------------------------------------------
+    def backward(self, outputs, seeds, wrt=None, retain_graph=False, check=None):
+        """Reverse sweep from ``outputs`` seeded with ``seeds``.
+
+        ``wrt``: the nodes whose cotangents to keep (default: every leaf).
+        Returns a ``Gradients`` store.
+        """
+        rules = self.rules
+        shapes = self.shapes
+        dtypes = self.dtypes
+        n = len(rules)
+        cots = [None] * n
+        owned = bytearray(n)
+        for o, s in zip(outputs, seeds):
+            if o is None or isinstance(s, _Structural):
+                continue
+            s = self._project(s, o, "seed")
+            cots[o] = s if cots[o] is None else cots[o] + s
+        keep = None if wrt is None else set(wrt)
+        store = {}
+        start = max((o for o in outputs if o is not None), default=-1)
+        for i in range(start, -1, -1):
+            g = cots[i]
+            if g is None:
+                continue
+            rule = rules[i]
+            if keep is not None:
+                if i in keep:
+                    store[i] = g
+            elif rule is None:
+                store[i] = g
+            if rule is None:
+                cots[i] = None
+                continue
+            cots[i] = None
+            if shapes[i] is _MULTI:
+                g = tuple(ZERO if t is None else t for t in g)
+            if check is not None:
+                check(self, i, g)
+            pairs = rule.pullback(g)
+            if not retain_graph:
+                rules[i] = None
+            for nid, c in pairs:
+                tc = type(c)
+                if tc is _ndarray:
+                    if c.shape != shapes[nid] or (c.dtype is not dtypes[nid]
+                                                  and c.dtype != dtypes[nid]):
+                        c = self._project(c, nid, rule)
+                elif tc in _STRUCT:
+                    continue
+                elif shapes[nid] is _MULTI:
+                    k, gk = c
+                    slots = cots[nid]
+                    if slots is None:
+                        slots = cots[nid] = [None] * dtypes[nid]
+                    slots[k] = gk if slots[k] is None else slots[k] + gk
+                    continue
+                else:
+                    c = self._project(c, nid, rule)
+                prev = cots[nid]
+                if prev is None:
+                    cots[nid] = c
+                elif owned[nid] and type(c) is _ndarray:
+                    np.add(prev, c, out=prev)
+                else:
+                    s = prev + c
+                    cots[nid] = s
+                    owned[nid] = type(s) is _ndarray
+        return Gradients(store)
+
+    # -- forward-tangent sweep ---------------------------------------------------
+    def forward(self, leaf_tangents, start=0):
+        """Push ``leaf_tangents`` ({NodeId: tangent}) through every rule.
+
+        Returns the list of node tangents (``None`` where structurally zero).
+        """
+        rules = self.rules
+        n = len(rules)
+        tans = [None] * n
+        for nid, t in leaf_tangents.items():
+            if not isinstance(t, _Structural):
+                tans[nid] = t
+        for i in range(start, n):
+            rule = rules[i]
+            if rule is None:
+                continue
+            ins = rule.inputs()
+            ts = [tans[j] for j in ins]
+            if all(t is None for t in ts):
+                continue
+            ts = tuple(ZERO if t is None else t for t in ts)
+            t = self._pushforward(rule, ts, i)
+            if not isinstance(t, _Structural):
+                tans[i] = t
+        return tans
+
+    def _pushforward(self, rule, ts, i):
+        if type(rule).pushforward is ReverseRule.pushforward:
+            return transpose_pullback(rule, ts, self.shapes[i], self.dtypes[i])
+        return rule.pushforward(ts)
+
+    # -- reverse sweep carrying tangents ----------------------------------------
+    def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
+                               wrt=None, retain_graph=True):
+        """Reverse sweep carrying, for every cotangent, its tangent along the
+        forward tangents ``tangents`` (from ``forward``).
+
+        Returns ``(Gradients of cotangents, Gradients of their tangents)``.
+        """
+        rules = self.rules
+        shapes = self.shapes
+        n = len(rules)
+        cots = [None] * n
+        dots = [None] * n
+        for o, s, sd in zip(outputs, seeds, seed_tangents):
+            if o is None:
+                continue
+            if not isinstance(s, _Structural):
+                s = self._project(s, o, "seed")
+                cots[o] = s if cots[o] is None else cots[o] + s
+            if not isinstance(sd, _Structural) and sd is not None:
+                sd = self._project(sd, o, "seed")
+                dots[o] = sd if dots[o] is None else dots[o] + sd
+        keep = None if wrt is None else set(wrt)
+        store, dstore = {}, {}
+        start = max((o for o in outputs if o is not None), default=-1)
+        for i in range(start, -1, -1):
+            g = cots[i]
+            gd = dots[i]
+            if g is None and gd is None:
+                continue
+            rule = rules[i]
+            if (keep is not None and i in keep) or (keep is None and rule is None):
+                store[i] = ZERO if g is None else g
+                dstore[i] = ZERO if gd is None else gd
+            cots[i] = dots[i] = None
+            if rule is None:
+                continue
+            if shapes[i] is _MULTI:
+                g = ZERO if g is None else tuple(ZERO if t is None else t for t in g)
+                gd = ZERO if gd is None else tuple(ZERO if t is None else t for t in gd)
+            else:
+                g = ZERO if g is None else g
+                gd = ZERO if gd is None else gd
+            ins = rule.inputs()
+            ts = tuple(ZERO if tangents[j] is None else tangents[j] for j in ins)
+            triples = rule.pullback_with_tangents(g, gd, ts)
+            if not retain_graph:
+                rules[i] = None
+            for nid, c, cd in triples:
+                if shapes[nid] is _MULTI:
+                    for buf, val in ((cots, c), (dots, cd)):
+                        if val is None or isinstance(val, _Structural):
+                            continue
+                        k, vk = val
+                        if isinstance(vk, _Structural):
+                            continue
+                        slots = buf[nid]
+                        if slots is None:
+                            slots = buf[nid] = [None] * self.dtypes[nid]
+                        slots[k] = vk if slots[k] is None else slots[k] + vk
+                    continue
+                if c is not None and not isinstance(c, _Structural):
+                    c = self._project(c, nid, rule)
+                    prev = cots[nid]
+                    cots[nid] = c if prev is None else prev + c
+                if cd is not None and not isinstance(cd, _Structural):
+                    cd = self._project(cd, nid, rule)
+                    prev = dots[nid]
+                    dots[nid] = cd if prev is None else prev + cd
+        return Gradients(store), Gradients(dstore)
+
+
+def transpose_pullback(rule, tangents, out_shape, out_dtype):
+    """Derive a pushforward from a pullback.
+
+    A pullback is linear in its cotangent, so ``J u`` is the gradient with
+    respect to ``g`` of ``<pullback(g), u>``: record the pullback on a small
+    tape with ``g`` traced and sweep it backwards.
+    """
+    from .tracing import Traced
+
+    if out_shape is _MULTI:
+        from .errors import MissingRuleError
+
+        raise MissingRuleError(
+            f"rule {rule_name(rule)} has several outputs and no pushforward; "
+            "define pushforward(tangents) on it")
+    local = Tape()
+    g0 = np.zeros(out_shape, out_dtype)
+    gid = local.leaf(g0)
+    g = Traced(g0, gid, local)
+    try:
+        pairs = rule.pullback(g)
+        by_node = dict(zip(rule.inputs(), tangents))
+        total = None
+        for nid, c in pairs:
+            u = by_node.get(nid, ZERO)
+            if isinstance(c, _Structural) or isinstance(u, _Structural):
+                continue
+            prod = c * u
+            if getattr(prod, "dtype", np.dtype(float)).kind == "c":
+                prod = np.real(prod)
+            term = np.sum(prod)
+            total = term if total is None else total + term
+    finally:
+        local.active = False
+    if total is None or not isinstance(total, Traced) or total.tape is not local:
+        return ZERO
+    grads = local.backward([total.node], [np.ones((), total.dtype)])
+    return grads.get(gid)

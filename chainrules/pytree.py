@@ -1,0 +1,112 @@
+"""Pytrees: nested tuples, lists, dicts and dataclasses of arrays.
+
+``flatten(tree)`` returns the leaves in a fixed order and a definition that
+``unflatten`` uses to rebuild a tree of the same structure. Anything that is
+not a tuple, list, dict or dataclass instance is a leaf (``None`` included).
+"""
+
+import dataclasses
+
+__all__ = ["flatten", "unflatten", "tree_map", "is_leaf"]
+
+
+def _kind(x):
+    t = type(x)
+    if t is tuple or t is list or t is dict:
+        return t
+    if isinstance(x, tuple):  # namedtuple and other tuple subclasses
+        return tuple
+    if isinstance(x, dict):
+        return dict
+    if isinstance(x, list):
+        return list
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return dataclasses
+    return None
+
+
+def is_leaf(x):
+    return _kind(x) is None
+
+
+class _Leaf:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "*"
+
+
+LEAF = _Leaf()
+
+
+class TreeDef:
+    """The structure of a pytree, without its leaves."""
+
+    __slots__ = ("kind", "node_type", "keys", "children")
+
+    def __init__(self, kind, node_type, keys, children):
+        self.kind = kind
+        self.node_type = node_type
+        self.keys = keys
+        self.children = children
+
+    def __eq__(self, other):
+        return (isinstance(other, TreeDef) and self.kind == other.kind
+                and self.node_type is other.node_type and self.keys == other.keys
+                and self.children == other.children)
+
+    def __repr__(self):
+        return f"TreeDef({self.node_type.__name__}, {self.children})"
+
+
+def flatten(tree):
+    leaves = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(x, leaves):
+    kind = _kind(x)
+    if kind is None:
+        leaves.append(x)
+        return LEAF
+    if kind is dict:
+        keys = tuple(x.keys())
+        return TreeDef(dict, type(x), keys, tuple(_flatten(x[k], leaves) for k in keys))
+    if kind is dataclasses:
+        keys = tuple(f.name for f in dataclasses.fields(x))
+        return TreeDef(kind, type(x), keys,
+                       tuple(_flatten(getattr(x, k), leaves) for k in keys))
+    return TreeDef(kind, type(x), None, tuple(_flatten(c, leaves) for c in x))
+
+
+def unflatten(treedef, leaves):
+    it = iter(leaves)
+    out = _unflatten(treedef, it)
+    return out
+
+
+def _unflatten(td, it):
+    if td is LEAF:
+        return next(it)
+    children = [_unflatten(c, it) for c in td.children]
+    if td.kind is dict:
+        d = dict(zip(td.keys, children))
+        return d if td.node_type is dict else td.node_type(d)
+    if td.kind is dataclasses:
+        obj = td.node_type.__new__(td.node_type)
+        for k, v in zip(td.keys, children):
+            object.__setattr__(obj, k, v)
+        return obj
+    if td.kind is tuple:
+        if td.node_type is tuple:
+            return tuple(children)
+        if hasattr(td.node_type, "_fields"):  # namedtuple
+            return td.node_type(*children)
+        return td.node_type(children)
+    return td.node_type(children) if td.node_type is not list else children
+
+
+def tree_map(fn, tree, *rest):
+    leaves, td = flatten(tree)
+    others = [flatten(r)[0] for r in rest]
+    return unflatten(td, [fn(x, *ys) for x, *ys in zip(leaves, *others)])

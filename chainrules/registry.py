@@ -1,0 +1,221 @@
+"""The rule registry: (operation, argument types) -> rule maker.
+
+A *maker* is called with the ``NodeId`` of each positional argument
+(``None`` for constants; a tuple of them for a list/tuple argument) followed
+by the unwrapped arguments, and returns ``(output, rule)``; ``rule`` is
+``None`` for an output without a derivative::
+
+    @chainrules.register(my_op)
+    def _(ids, x, y):
+        out = my_op(x, y)
+        return out, MyOpRule(ids[0], ids[1], x, y)
+
+Dispatch is by multipledispatch on the primal types of the arguments (a
+traced value counts as the type of the array it wraps), with the resolved
+maker cached per (operation, type signature). A later registration for the
+same signature replaces the earlier one, so user rules override built-ins.
+"""
+
+import functools
+
+import numpy as np
+from multipledispatch import Dispatcher
+from multipledispatch.variadic import Variadic
+
+from .errors import HvpNotSupported, MissingRuleError
+from .graph import MultiOutput
+from .rule import ReverseRule
+
+__all__ = ["register", "rrule", "non_differentiable", "lookup", "op_name",
+           "registered_ops", "is_registered"]
+
+_dispatchers = {}
+_cache = {}
+_single = {}  # op -> maker, for ops registered only for (object, ...)
+
+
+def op_name(op):
+    """A qualified, readable name of an operation, for messages."""
+    if isinstance(op, np.ufunc):
+        return f"numpy.{op.__name__}"
+    mod = getattr(op, "__module__", None) or ""
+    name = getattr(op, "__qualname__", None) or getattr(op, "__name__", None) or repr(op)
+    if mod.startswith("numpy"):
+        mod = "numpy" + (mod[len("numpy"):] if not mod.startswith("numpy._core") else "")
+    return f"{mod}.{name}" if mod else name
+
+
+def _signature(types):
+    return tuple(types) + (Variadic[object],)
+
+
+def register(op, *types):
+    """Decorator: register a maker for ``op`` on leading argument ``types``."""
+
+    def deco(maker):
+        d = _dispatchers.get(op)
+        if d is None:
+            d = _dispatchers[op] = Dispatcher(op_name(op))
+        d.add(_signature(types), maker)
+        _cache.clear()
+        _single.clear()
+        return maker
+
+    return deco
+
+
+def registered_ops():
+    """Every operation that has a registered rule."""
+    return list(_dispatchers)
+
+
+def is_registered(op):
+    return op in _dispatchers
+
+
+def _generic_only(d):
+    return len(d.funcs) == 1 and next(iter(d.funcs)) == _signature(())
+
+
+def lookup(op, types):
+    """The maker for ``op`` applied to arguments of ``types`` (cached)."""
+    m = _single.get(op)
+    if m is not None:
+        return m
+    key = (op, types)
+    m = _cache.get(key)
+    if m is not None:
+        return m
+    d = _dispatchers.get(op)
+    m = None if d is None else d.dispatch(*types)
+    if m is None:
+        raise MissingRuleError(_missing_message(op, types))
+    if _generic_only(d):
+        _single[op] = m
+    _cache[key] = m
+    return m
+
+
+def _missing_message(op, types):
+    name = op_name(op)
+    tnames = ", ".join(t.__name__ for t in types)
+    short = getattr(op, "__name__", "op")
+    return (
+        f"no differentiation rule for {name} with argument types ({tnames}).\n"
+        f"Register one, for example:\n"
+        f"    @chainrules.rrule({name})\n"
+        f"    def _(*args):\n"
+        f"        out = {short}(*args)\n"
+        f"        def {short}_pullback(g):\n"
+        f"            return (...one cotangent per argument...)\n"
+        f"        return out, {short}_pullback\n"
+        f"or mark it chainrules.non_differentiable({name}) if it has no derivative."
+    )
+
+
+# -- registration helpers -------------------------------------------------------
+def _is_dispatchable(op):
+    return (isinstance(op, np.ufunc) or getattr(op, "_chainrules_primitive", False)
+            or hasattr(op, "_implementation") or getattr(op, "_chainrules_op", False))
+
+
+def _check_dispatchable(op):
+    if not _is_dispatchable(op):
+        raise TypeError(
+            f"{op_name(op)} is a plain Python function: calls to it on traced values "
+            "run its body and never reach the registry. Decorate it with "
+            "@chainrules.primitive first, then register its rule.")
+
+
+def non_differentiable(op, *types):
+    """Mark ``op`` as having no derivative: it returns plain values and its
+    arguments get ``NoTangent``. Returns ``op``."""
+    _check_dispatchable(op)
+
+    def nondiff_maker(ids, *args, **kwargs):
+        return op(*args, **kwargs), None
+
+    register(op, *types)(nondiff_maker)
+    return op
+
+
+class ClosureRule(ReverseRule):
+    """A rule from a ChainRules-style closure: ``(out, pullback)``."""
+
+    __slots__ = ("op", "ids", "pb")
+
+    def __init__(self, op, ids, pb):
+        self.op = op
+        self.ids = ids
+        self.pb = pb
+
+    @property
+    def name(self):
+        return f"rrule({op_name(self.op)})"
+
+    def inputs(self):
+        out = []
+        for i in self.ids:
+            if type(i) is tuple:
+                out.extend(j for j in i if j is not None)
+            elif i is not None:
+                out.append(i)
+        return tuple(out)
+
+    def pullback(self, g):
+        res = self.pb(g)
+        ids = self.ids
+        if len(ids) == 1 and not isinstance(res, tuple):
+            res = (res,)
+        if not isinstance(res, (tuple, list)) or len(res) != len(ids):
+            from .errors import TangentShapeError
+
+            raise TangentShapeError(
+                f"{self.name}: the pullback must return one cotangent per positional "
+                f"argument ({len(ids)}), got {type(res).__name__}"
+                + (f" of length {len(res)}" if isinstance(res, (tuple, list)) else ""))
+        out = []
+        for i, c in zip(ids, res):
+            if type(i) is tuple:
+                out.extend((j, cj) for j, cj in zip(i, c) if j is not None)
+            elif i is not None:
+                out.append((i, c))
+        return out
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        raise HvpNotSupported(
+            f"{self.name} has no hand-written pullback_with_tangents; "
+            "chainrules.hvp falls back to differentiating its pullback")
+
+
+def rrule(op, *types):
+    """Register a ChainRules-style closure rule for ``op``.
+
+    The decorated function takes the primal arguments and returns
+    ``(output, pullback)``; ``pullback(g)`` returns one cotangent per
+    positional argument (``NoTangent()`` for non-differentiable ones)::
+
+        @chainrules.rrule(my_op)
+        def _(x, y):
+            out = my_op(x, y)
+            def my_op_pullback(g):
+                return g * y, g * x
+            return out, my_op_pullback
+
+    Write the pullback with NumPy calls so that it can be differentiated
+    again (``grad`` of ``grad``, and ``hvp``).
+    """
+    _check_dispatchable(op)
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def closure_maker(ids, *args, **kwargs):
+            out, pb = fn(*args, **kwargs)
+            if type(out) is tuple:  # several outputs: pullback gets a tuple
+                out = MultiOutput(out)
+            return out, ClosureRule(op, tuple(ids), pb)
+
+        register(op, *types)(closure_maker)
+        return fn
+
+    return deco

@@ -1,0 +1,76 @@
+"""The rule protocol: ``NodeId``, ``ReverseRule`` and the forward protocol.
+
+A rule is the record of one operation applied to traced values. It knows
+
+* ``inputs()``: the ``NodeId`` of each traced argument it depends on;
+* ``pullback(cotangent)``: a list of ``(NodeId, cotangent)`` pairs, the
+  vector-Jacobian product for each input;
+* ``pushforward(tangents)``: the Jacobian-vector product; ``tangents`` is a
+  tuple aligned with ``inputs()``, entries may be ``ZeroTangent()``;
+* ``pullback_with_tangents(cotangent, cotangent_tangent, tangents)``: the
+  pullback together with its directional derivative, as a list of
+  ``(NodeId, cotangent, tangent_of_cotangent)`` triples. ``tangents`` are
+  the forward tangents of the inputs (aligned with ``inputs()``); the
+  second-order term of the rule needs them. This is the fast path of
+  forward-over-reverse Hessian-vector products.
+
+Only ``inputs`` and ``pullback`` are required. ``pushforward`` is derived
+from ``pullback`` (a pullback is linear in its cotangent, so the engine can
+transpose it). A rule that is linear in its inputs can set ``linear = True``
+and gets ``pullback_with_tangents`` for free. Any other rule without a
+hand-written ``pullback_with_tangents`` raises ``HvpNotSupported``;
+``chainrules.hvp`` then falls back to nested differentiation of the pullback.
+"""
+
+from .errors import HvpNotSupported
+
+
+class NodeId(int):
+    """Identifier of a node on a tape (its position in recording order)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"NodeId({int(self)})"
+
+
+class ReverseRule:
+    """Base class of rules. Subclasses define ``inputs`` and ``pullback``."""
+
+    __slots__ = ()
+
+    #: set to True when the rule's output is linear in its traced inputs
+    linear = False
+    #: the name used in error messages; defaults to the class name
+    name = None
+
+    def inputs(self):
+        raise NotImplementedError(f"{type(self).__name__} must define inputs()")
+
+    def pullback(self, cotangent):
+        raise NotImplementedError(f"{type(self).__name__} must define pullback()")
+
+    def pushforward(self, tangents):
+        from .graph import transpose_pullback
+
+        return transpose_pullback(self, tangents)
+
+    def pullback_with_tangents(self, cotangent, cotangent_tangent, tangents):
+        if self.linear:
+            cots = self.pullback(cotangent)
+            dots = dict(self.pullback(cotangent_tangent))
+            return [(nid, c, dots.get(nid)) for nid, c in cots]
+        raise HvpNotSupported(
+            f"rule {rule_name(self)} cannot carry tangents through its pullback: "
+            "define pullback_with_tangents(cotangent, cotangent_tangent, tangents), "
+            "set linear = True if the operation is linear, or register the rule "
+            "with chainrules.rrule so that its second-order term can be derived"
+        )
+
+
+def rule_name(rule):
+    """A readable name for a rule, for error messages."""
+    name = getattr(rule, "name", None)
+    if name:
+        return name
+    return type(rule).__name__

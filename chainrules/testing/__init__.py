@@ -1,0 +1,1 @@
+"""Property-based rule testing (see chainrules.testing.checks)."""

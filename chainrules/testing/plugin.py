@@ -1,0 +1,1 @@
+"""pytest plugin: registers the chainrules hypothesis profiles."""

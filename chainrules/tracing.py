@@ -1,0 +1,633 @@
+"""Traced values: how plain NumPy code reaches the registry.
+
+``Traced`` wraps a primal value (an ndarray, a NumPy scalar, or a traced
+value of an outer differentiation) together with its ``NodeId`` on a tape.
+It implements NumPy's ``__array_ufunc__`` and ``__array_function__``
+protocols and the Python operators, so ``np.sin(x) @ W`` on a traced ``x``
+is recorded without any wrapped ``numpy`` module.
+
+Levels: every tape has a level, newer tapes higher. An operation is recorded
+on the highest-level tape among its arguments; values of lower levels are
+constants there and are unwrapped by their own tape when the rule computes
+with them. That is what makes ``grad(grad(f))`` and closures over outer
+traced values correct, without perturbation confusion.
+
+Uses that would silently drop a derivative raise ``UntraceableError``:
+``np.asarray(x)``, ``float(x)``, ``x.item()``, ``x[0] = ...``, ``out=``.
+"""
+
+import operator
+
+import numpy as np
+
+from .errors import EscapedTracerError, MissingRuleError, UntraceableError
+from .graph import MultiOutput
+from .registry import lookup, op_name
+from .tangents import _Structural
+
+__all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "is_traced"]
+
+_list_tuple = (list, tuple)
+
+
+def _primal_type(v):
+    while type(v) is Traced:
+        v = v.value
+    return type(v)
+
+
+def _top_tape(args, kwargs):
+    top = None
+    for a in args:
+        ta = type(a)
+        if ta is Traced:
+            t = a.tape
+            if top is None or t.level > top.level:
+                top = t
+        elif ta is list or ta is tuple:
+            for b in a:
+                if type(b) is Traced:
+                    t = b.tape
+                    if top is None or t.level > top.level:
+                        top = t
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is Traced:
+                t = a.tape
+                if top is None or t.level > top.level:
+                    top = t
+    return top
+
+
+def _bind_traced_kwargs(op, args, kwargs):
+    """Move traced keyword arguments to their positions (slow path)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(op)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        raise MissingRuleError(
+            f"{op_name(op)} was given a traced keyword argument that chainrules "
+            "cannot place; pass it positionally") from None
+    new_args, new_kwargs = [], {}
+    for name, p in sig.parameters.items():
+        if name not in bound.arguments:
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and any(
+                    type(v) is Traced for v in new_kwargs.values()):
+                break
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                if p.default is p.empty:
+                    break
+                new_args.append(p.default)
+            continue
+        v = bound.arguments[name]
+        if p.kind is p.VAR_POSITIONAL:
+            new_args.extend(v)
+        elif p.kind is p.VAR_KEYWORD:
+            new_kwargs.update(v)
+        elif p.kind is p.KEYWORD_ONLY:
+            new_kwargs[name] = v
+        else:
+            new_args.append(v)
+    if any(type(v) is Traced for v in new_kwargs.values()):
+        raise MissingRuleError(
+            f"{op_name(op)} was given a traced keyword-only argument; "
+            "chainrules differentiates positional array arguments only")
+    # drop trailing defaults again so that rules see the call as written
+    return tuple(new_args), new_kwargs
+
+
+def dispatch(op, args, kwargs):
+    """Record ``op(*args, **kwargs)`` on the highest-level tape involved."""
+    top = _top_tape(args, kwargs)
+    if top is None:
+        return op(*args, **kwargs)
+    if not top.active:
+        raise EscapedTracerError(
+            f"{op_name(op)} was called on a traced value whose differentiation "
+            "has finished (it escaped from a function being differentiated, for "
+            "example through a global or has_aux); use chainrules.stop_gradient "
+            "on it before it leaves the function")
+    if kwargs and any(type(v) is Traced and v.tape is top for v in kwargs.values()):
+        args, kwargs = _bind_traced_kwargs(op, args, kwargs)
+    ids = []
+    vals = []
+    types = []
+    for a in args:
+        ta = type(a)
+        if ta is Traced:
+            if a.tape is top:
+                ids.append(a.node)
+                v = a.value
+                vals.append(v)
+                types.append(type(v) if type(v) is not Traced else _primal_type(v))
+                continue
+            ids.append(None)
+            vals.append(a)
+            types.append(_primal_type(a))
+        elif (ta is list or ta is tuple) and any(
+                type(b) is Traced and b.tape is top for b in a):
+            sub_ids = tuple(b.node if type(b) is Traced and b.tape is top else None
+                            for b in a)
+            sub_vals = [b.value if type(b) is Traced and b.tape is top else b for b in a]
+            ids.append(sub_ids)
+            vals.append(ta(sub_vals))
+            types.append(ta)
+        else:
+            ids.append(None)
+            vals.append(a)
+            types.append(ta)
+    maker = lookup(op, tuple(types))
+    out, rule = maker(ids, *vals, **kwargs) if kwargs else maker(ids, *vals)
+    if rule is None:
+        return out
+    if type(out) is MultiOutput:
+        values = out.values
+        nids = top.record_multi(rule, values)
+        res = [v if n is None else Traced(v, n, top) for v, n in zip(values, nids)]
+        return type(values)(res) if isinstance(values, tuple) else res
+    nid = top.record(rule, out)
+    if nid is None:
+        return out
+    return Traced(out, nid, top)
+
+
+def _dispatch1(op, x):
+    # fast path for unary calls: one traced argument, no keywords
+    tape = x.tape
+    if not tape.active:
+        return dispatch(op, (x,), None)
+    v = x.value
+    tv = type(v)
+    maker = lookup(op, (tv if tv is not Traced else _primal_type(v),))
+    out, rule = maker([x.node], v)
+    if rule is None:
+        return out
+    if type(out) is MultiOutput:
+        return dispatch(op, (x,), None)
+    nid = tape.record(rule, out)
+    if nid is None:
+        return out
+    return Traced(out, nid, tape)
+
+
+def _binop(op, a, b):
+    # fast path of the arithmetic operators
+    ta, tb = type(a), type(b)
+    if ta is Traced and tb is not Traced:
+        if tb in _STRUCT:
+            return NotImplemented
+        tape = a.tape
+        if tape.active:
+            v = a.value
+            tv = type(v)
+            maker = lookup(op, (tv if tv is not Traced else _primal_type(v), tb))
+            out, rule = maker([a.node, None], v, b)
+            if rule is None:
+                return out
+            nid = tape.record(rule, out)
+            return out if nid is None else Traced(out, nid, tape)
+    elif tb is Traced and ta is not Traced:
+        if ta in _STRUCT:
+            return NotImplemented
+        tape = b.tape
+        if tape.active:
+            v = b.value
+            tv = type(v)
+            maker = lookup(op, (ta, tv if tv is not Traced else _primal_type(v)))
+            out, rule = maker([None, b.node], a, v)
+            if rule is None:
+                return out
+            nid = tape.record(rule, out)
+            return out if nid is None else Traced(out, nid, tape)
+    elif ta is Traced and tb is Traced and a.tape is b.tape and a.tape.active:
+        tape = a.tape
+        va, vb = a.value, b.value
+        tva, tvb = type(va), type(vb)
+        maker = lookup(op, (tva if tva is not Traced else _primal_type(va),
+                            tvb if tvb is not Traced else _primal_type(vb)))
+        out, rule = maker([a.node, b.node], va, vb)
+        if rule is None:
+            return out
+        nid = tape.record(rule, out)
+        return out if nid is None else Traced(out, nid, tape)
+    return dispatch(op, (a, b), None)
+
+
+_STRUCT = set()  # filled below: structural tangent types defer to their own operators
+
+
+def getitem(x, index):
+    """``x[index]`` as a registered operation."""
+    return x[index]
+
+
+getitem._chainrules_op = True
+
+
+def _untraceable(what, alternative):
+    raise UntraceableError(f"{what} on a traced value would drop its derivative; "
+                           f"{alternative}")
+
+
+_REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
+           "fmax": np.nanmax, "fmin": np.nanmin}
+_ACCUMULATE = {"add": np.cumsum, "multiply": np.cumprod}
+
+
+class Traced:
+    """An array being differentiated. Use it as you would an ndarray."""
+
+    __slots__ = ("value", "node", "tape")
+    __array_priority__ = 1000.0
+
+    def __init__(self, value, node, tape):
+        self.value = value
+        self.node = node
+        self.tape = tape
+
+    # -- NumPy protocols ---------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if "out" in kwargs:
+            _untraceable(f"{op_name(ufunc)}(..., out=...)",
+                         "assign the result to a new name instead (y = f(x))")
+        if method == "__call__":
+            if "where" in kwargs:
+                raise MissingRuleError(
+                    f"{op_name(ufunc)} with where= on traced values leaves entries "
+                    "uninitialised; use np.where(cond, f(x), other) instead")
+            if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
+                return _dispatch1(ufunc, inputs[0])
+            return dispatch(ufunc, inputs, kwargs)
+        if method == "reduce" and ufunc.__name__ in _REDUCE and "where" not in kwargs \
+                and "initial" not in kwargs:
+            kw = dict(kwargs)
+            kw.setdefault("axis", 0)
+            kw.pop("dtype", None)
+            return _REDUCE[ufunc.__name__](*inputs, **kw)
+        if method == "accumulate" and ufunc.__name__ in _ACCUMULATE:
+            kw = dict(kwargs)
+            kw.setdefault("axis", 0)
+            return _ACCUMULATE[ufunc.__name__](*inputs, **kw)
+        if method == "outer" and len(inputs) == 2 and not kwargs:
+            a, b = inputs
+            na, nb = np.ndim(a), np.ndim(b)
+            return ufunc(np.reshape(a, np.shape(a) + (1,) * nb),
+                         np.reshape(b, (1,) * na + np.shape(b)))
+        if method == "at":
+            _untraceable(f"{op_name(ufunc)}.at (an in-place update)",
+                         "build the result out of place, for example with "
+                         "chainrules.numpy.index_add or np.where")
+        raise MissingRuleError(
+            f"no differentiation rule for {op_name(ufunc)}.{method} with "
+            f"{len(inputs)} argument(s) and keywords {sorted(kwargs)}")
+
+    def __array_function__(self, func, types, args, kwargs):
+        return dispatch(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        _untraceable("converting to a plain array (np.asarray / np.array)",
+                     "keep using NumPy functions on it; to build an array from "
+                     "traced pieces use np.stack / np.concatenate or "
+                     "chainrules.numpy.array; use chainrules.stop_gradient(x) for "
+                     "an explicit constant copy")
+
+    # -- conversions -------------------------------------------------------------
+    def __float__(self):
+        _untraceable("float()", "keep the value as an array, or use "
+                                "float(chainrules.stop_gradient(x)) deliberately")
+
+    def __complex__(self):
+        _untraceable("complex()", "use complex(chainrules.stop_gradient(x)) deliberately")
+
+    def __int__(self):
+        _untraceable("int()", "use int(chainrules.stop_gradient(x)) deliberately")
+
+    def __index__(self):
+        _untraceable("using it as an index", "indices carry no derivative: use "
+                                             "chainrules.stop_gradient(x) first")
+
+    def item(self, *args):
+        _untraceable("x.item()", "use chainrules.stop_gradient(x).item() deliberately")
+
+    def tolist(self):
+        _untraceable("x.tolist()", "use chainrules.stop_gradient(x).tolist() deliberately")
+
+    def __bool__(self):
+        return bool(stop_gradient(self))
+
+    def __setitem__(self, index, value):
+        _untraceable("an in-place write (x[...] = v)",
+                     "build a new array out of place, for example "
+                     "np.where(mask, v, x) or chainrules.numpy.index_update(x, index, v)")
+
+    def __repr__(self):
+        return f"Traced({self.value!r}, node={int(self.node)}, level={self.tape.level})"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        _untraceable("deepcopy", "copy the plain value with chainrules.stop_gradient")
+
+    __hash__ = None
+
+    # -- attributes ---------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.value.shape
+
+    @property
+    def ndim(self):
+        return self.value.ndim
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    @property
+    def size(self):
+        return self.value.size
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    @property
+    def mT(self):
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return np.real(self)
+
+    @property
+    def imag(self):
+        return np.imag(self)
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        for i in range(len(self.value)):
+            yield self[i]
+
+    def __getitem__(self, index):
+        return dispatch(getitem, (self, index), None)
+
+    # -- methods -----------------------------------------------------------------
+    def sum(self, *args, **kwargs):
+        return np.sum(self, *args, **kwargs)
+
+    def mean(self, *args, **kwargs):
+        return np.mean(self, *args, **kwargs)
+
+    def prod(self, *args, **kwargs):
+        return np.prod(self, *args, **kwargs)
+
+    def max(self, *args, **kwargs):
+        return np.max(self, *args, **kwargs)
+
+    def min(self, *args, **kwargs):
+        return np.min(self, *args, **kwargs)
+
+    def var(self, *args, **kwargs):
+        return np.var(self, *args, **kwargs)
+
+    def std(self, *args, **kwargs):
+        return np.std(self, *args, **kwargs)
+
+    def cumsum(self, *args, **kwargs):
+        return np.cumsum(self, *args, **kwargs)
+
+    def cumprod(self, *args, **kwargs):
+        return np.cumprod(self, *args, **kwargs)
+
+    def ptp(self, *args, **kwargs):
+        return np.ptp(self, *args, **kwargs)
+
+    def argmax(self, *args, **kwargs):
+        return np.argmax(self, *args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return np.argmin(self, *args, **kwargs)
+
+    def argsort(self, *args, **kwargs):
+        return np.argsort(self, *args, **kwargs)
+
+    def nonzero(self):
+        return np.nonzero(self)
+
+    def any(self, *args, **kwargs):
+        return np.any(self, *args, **kwargs)
+
+    def all(self, *args, **kwargs):
+        return np.all(self, *args, **kwargs)
+
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return np.reshape(self, shape, **kwargs)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return np.transpose(self, axes or None)
+
+    def swapaxes(self, a, b):
+        return np.swapaxes(self, a, b)
+
+    def ravel(self, order="C"):
+        return np.ravel(self, order)
+
+    def flatten(self, order="C"):
+        return np.ravel(self, order)
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis)
+
+    def repeat(self, repeats, axis=None):
+        return np.repeat(self, repeats, axis)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return np.take(self, indices, axis, mode=mode)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        return np.trace(self, offset, axis1, axis2)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def conj(self):
+        return np.conjugate(self)
+
+    conjugate = conj
+
+    def clip(self, min=None, max=None):
+        return np.clip(self, min, max)
+
+    def round(self, decimals=0):
+        return np.round(self, decimals)
+
+    def copy(self):
+        return self
+
+    def astype(self, dtype, copy=True):
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "fc":
+            return stop_gradient(self).astype(dtype)
+        if dtype == self.dtype:
+            return self
+        return dispatch(astype, (self, dtype), None)
+
+    # -- operators -----------------------------------------------------------------
+    def __add__(self, other):
+        return _binop(np.add, self, other)
+
+    def __radd__(self, other):
+        return _binop(np.add, other, self)
+
+    def __sub__(self, other):
+        return _binop(np.subtract, self, other)
+
+    def __rsub__(self, other):
+        return _binop(np.subtract, other, self)
+
+    def __mul__(self, other):
+        return _binop(np.multiply, self, other)
+
+    def __rmul__(self, other):
+        return _binop(np.multiply, other, self)
+
+    def __truediv__(self, other):
+        return _binop(np.true_divide, self, other)
+
+    def __rtruediv__(self, other):
+        return _binop(np.true_divide, other, self)
+
+    def __floordiv__(self, other):
+        return np.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return np.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return np.remainder(self, other)
+
+    def __rmod__(self, other):
+        return np.remainder(other, self)
+
+    def __pow__(self, other):
+        return _binop(np.power, self, other)
+
+    def __rpow__(self, other):
+        return _binop(np.power, other, self)
+
+    def __matmul__(self, other):
+        if type(other) in _STRUCT:
+            return NotImplemented
+        return dispatch(np.matmul, (self, other), None)
+
+    def __rmatmul__(self, other):
+        if type(other) in _STRUCT:
+            return NotImplemented
+        return dispatch(np.matmul, (other, self), None)
+
+    def __neg__(self):
+        return _dispatch1(np.negative, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _dispatch1(np.absolute, self)
+
+    def __eq__(self, other):
+        return np.equal(self, other)
+
+    def __ne__(self, other):
+        return np.not_equal(self, other)
+
+    def __lt__(self, other):
+        return np.less(self, other)
+
+    def __le__(self, other):
+        return np.less_equal(self, other)
+
+    def __gt__(self, other):
+        return np.greater(self, other)
+
+    def __ge__(self, other):
+        return np.greater_equal(self, other)
+
+
+def astype(x, dtype):
+    """``x.astype(dtype)`` between inexact dtypes, as a registered operation."""
+    return x.astype(dtype)
+
+
+astype._chainrules_op = True
+
+
+def _init_struct():
+    from .tangents import NoTangent, ZeroTangent
+
+    _STRUCT.update((ZeroTangent, NoTangent))
+
+
+_init_struct()
+
+
+def is_traced(x):
+    return type(x) is Traced
+
+
+def stop_gradient(x):
+    """The value of ``x`` with every level of tracing removed (a constant).
+
+    Works on arrays, scalars and pytrees; plain values are returned as is.
+    """
+    if type(x) is Traced:
+        while type(x) is Traced:
+            x = x.value
+        return x
+    if isinstance(x, (list, tuple, dict)) or hasattr(x, "__dataclass_fields__"):
+        from . import pytree
+
+        return pytree.tree_map(stop_gradient, x)
+    return x
+
+
+class Primitive:
+    """A user function made into one operation of the registry."""
+
+    _chainrules_primitive = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "primitive")
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self.__module__ = getattr(fn, "__module__", None)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, **kwargs):
+        if _top_tape(args, kwargs) is None:
+            return self.fn(*args, **kwargs)
+        return dispatch(self, args, kwargs)
+
+    def __repr__(self):
+        return f"<primitive {self.__qualname__}>"
+
+
+def primitive(fn):
+    """Make ``fn`` one operation: calls on traced values go to its registered
+    rule (register one with ``chainrules.rrule(fn)``) instead of tracing
+    through its body. Usable as a decorator."""
+    if isinstance(fn, Primitive):
+        return fn
+    return Primitive(fn)
