@@ -21,6 +21,11 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
            "stop_gradient"]
 
 
+def _shape(v):
+    s = getattr(v, "shape", None)
+    return np.shape(v) if s is None else s
+
+
 def _fname(f):
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
 
@@ -93,8 +98,8 @@ def _leaf_cotangent(c, leaf, scalar):
     if isinstance(c, _Structural):
         if not _is_inexact(leaf):
             return NOTANGENT
-        v = stop_gradient(leaf)
-        c = np.zeros(np.shape(v), np.result_type(v))
+        v = np.asarray(stop_gradient(leaf))
+        c = np.zeros(v.shape, v.dtype)
     if scalar and type(c) is np.ndarray:
         return c[()]
     return c
@@ -244,10 +249,10 @@ def vjp(f, *primals, has_aux=False):
                 f"output's {td}")
         nodes, seeds = [], []
         for o, c in zip(leaves, cleaves):
-            if np.shape(c) != np.shape(o):
+            if _shape(c) != _shape(o):
                 raise TangentShapeError(
-                    f"vjp of {fname}: cotangent of shape {np.shape(c)} for an output "
-                    f"of shape {np.shape(o)}")
+                    f"vjp of {fname}: cotangent of shape {_shape(c)} for an output "
+                    f"of shape {_shape(o)}")
             if type(o) is Traced and o.tape is tape:
                 nodes.append(o.node)
                 seeds.append(c)
@@ -268,9 +273,9 @@ def _check_tangent(t, p, fname):
     for a, b in zip(pl, tl):
         if isinstance(b, _Structural):
             continue
-        if np.shape(a) != np.shape(b):
-            raise TangentShapeError(f"jvp of {fname}: tangent of shape {np.shape(b)} "
-                                    f"for a primal of shape {np.shape(a)}")
+        if _shape(a) != _shape(b):
+            raise TangentShapeError(f"jvp of {fname}: tangent of shape {_shape(b)} "
+                                    f"for a primal of shape {_shape(a)}")
     return tl
 
 
@@ -301,7 +306,7 @@ def jvp(f, primals, tangents):
             t = tans[o.node]
             v = o.value
             if t is None:
-                t = np.zeros(np.shape(v), np.result_type(stop_gradient(v)))
+                t = np.zeros(_shape(v), stop_gradient(v).dtype)
             outs.append(v)
             touts.append(t)
         else:

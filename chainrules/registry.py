@@ -135,6 +135,7 @@ def non_differentiable(op, *types):
     def nondiff_maker(ids, *args, **kwargs):
         return op(*args, **kwargs), None
 
+    nondiff_maker._nondiff = True
     register(op, *types)(nondiff_maker)
     return op
 

@@ -163,6 +163,7 @@ def _scale_default(t, s):
 inner = Dispatcher("inner")
 
 
+@inner.register(_Structural, _Structural)
 @inner.register(_Structural, object)
 @inner.register(object, _Structural)
 def _inner_structural(a, b):

@@ -104,6 +104,12 @@ def dispatch(op, args, kwargs):
     if top is None:
         return op(*args, **kwargs)
     if not top.active:
+        try:
+            maker = lookup(op, tuple(_primal_type(a) for a in args))
+        except MissingRuleError:
+            maker = None
+        if getattr(maker, "_nondiff", False):  # shape queries, comparisons: harmless
+            return op(*stop_gradient(list(args)), **(kwargs or {}))
         raise EscapedTracerError(
             f"{op_name(op)} was called on a traced value whose differentiation "
             "has finished (it escaped from a function being differentiated, for "

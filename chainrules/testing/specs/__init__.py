@@ -1,0 +1,81 @@
+"""Rule specs: how to sample valid inputs for each registered rule.
+
+A ``RuleSpec`` names an operation and a sampler ``args(draw, dtype)`` that
+returns ``(args, kwargs)`` for one example (``draw`` is Hypothesis's draw
+function, so samplers use ``chainrules.testing.strategies``). Positional
+arguments of an inexact dtype are differentiated; everything else (ints,
+axes, shapes, index tuples, keyword arguments) is held constant.
+
+The built-in specs live in one module per rule family, each exposing
+``SPECS = [...]``; ``all_specs()`` collects them, and the registry sweep in
+the test suite runs every one through the checkers and fails for any
+registered operation that has no spec.
+"""
+
+import dataclasses
+import importlib
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+__all__ = ["RuleSpec", "all_specs", "FAMILIES"]
+
+#: spec modules of the built-in rule families (chainrules.testing.specs.<name>)
+FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
+            "shape", "indexing", "nondiff", "linalg", "fft", "special")
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleSpec:
+    """How to test one operation.
+
+    op:      the registered operation (np.sin, np.sum, chainrules.tracing.getitem)
+    args:    ``args(draw, dtype) -> (args_tuple, kwargs_dict)``
+    dtypes:  dtypes to test; complex128 only where NumPy defines the op
+    call:    how to apply the op to the arguments (default ``op(*args, **kw)``),
+             for operators and methods, e.g. ``lambda x, i: x[i]``
+    modes:   subset of {"rrule", "frule", "hvp"}; {"nondiff"} for operations
+             that return plain values
+    rtol, atol: tolerance overrides (default: from the dtype)
+    name:    label in test ids and reports (default: the op's name)
+    """
+
+    op: Any
+    args: Callable
+    dtypes: tuple = ("float64", "float32")
+    call: Optional[Callable] = None
+    modes: frozenset = frozenset({"rrule", "frule", "hvp"})
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    name: Optional[str] = None
+
+    @property
+    def label(self):
+        if self.name:
+            return self.name
+        from chainrules.registry import op_name
+
+        return op_name(self.op).replace("numpy.", "np.")
+
+    def function(self):
+        """The callable under test: ``f(*args, **kwargs)``."""
+        if self.call is not None:
+            return self.call
+        return self.op
+
+    def np_dtypes(self):
+        return tuple(np.dtype(d) for d in self.dtypes)
+
+
+def all_specs():
+    """Every built-in spec, from the family modules that exist."""
+    out = []
+    for fam in FAMILIES:
+        try:
+            mod = importlib.import_module(f"{__name__}.{fam}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}.{fam}":
+                continue
+            raise
+        out.extend(getattr(mod, "SPECS", []))
+    return out
