@@ -17,6 +17,7 @@ from .rule import NodeId, ReverseRule
 from .tangents import NoTangent, ZeroTangent
 from .tracing import Traced, primitive
 
+from . import pytree  # noqa: E402
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
 
 __version__ = "0.1.0"
