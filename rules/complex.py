@@ -1,0 +1,1 @@
+"""complex rules (to be filled)."""

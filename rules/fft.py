@@ -1,0 +1,1 @@
+"""fft rules (to be filled)."""

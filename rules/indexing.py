@@ -1,0 +1,1 @@
+"""indexing rules (to be filled)."""

@@ -1,0 +1,1 @@
+"""nondiff rules (to be filled)."""

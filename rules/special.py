@@ -1,0 +1,1 @@
+"""special rules (to be filled)."""
