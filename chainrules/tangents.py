@@ -132,6 +132,9 @@ def _add_zero_zero(a, b):
 
 @add.register(NoTangent, object)
 @add.register(object, NoTangent)
+@add.register(NoTangent, ZeroTangent)
+@add.register(ZeroTangent, NoTangent)
+@add.register(NoTangent, NoTangent)
 def _add_no(a, b):
     return NOTANGENT
 
