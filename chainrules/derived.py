@@ -86,7 +86,7 @@ def _plus(a, b):
 
 # -- unary ---------------------------------------------------------------------
 class _UnarySpec:
-    __slots__ = ("op", "d", "d2", "save_x", "save_y", "name")
+    __slots__ = ("op", "d", "d2", "save_x", "save_y", "name", "const")
 
 
 class UnaryScalarRule(ReverseRule):
@@ -108,8 +108,10 @@ class UnaryScalarRule(ReverseRule):
         return (self.x_id,)
 
     def pullback(self, g):
-        spec = self.spec
-        return [(self.x_id, _times(g, _call(spec.d, self.x, self.y)))]
+        d = self.spec.d
+        if self.spec.const:
+            return [(self.x_id, _times(g, d))]
+        return [(self.x_id, g * d(self.x, self.y))]
 
     def pushforward(self, tangents):
         spec = self.spec
@@ -244,6 +246,7 @@ def scalar_rule(op, *partials, second=None, types=()):
     if len(partials) == 1:
         spec = _UnarySpec()
         spec.op, spec.d, spec.d2, spec.name = op, partials[0], second, name
+        spec.const = not callable(spec.d)
         reads = _reads(spec.d, ("x", "y")) | _reads(spec.d2, ("x", "y"))
         save_x, save_y = "x" in reads, "y" in reads
 
@@ -268,11 +271,12 @@ def scalar_rule(op, *partials, second=None, types=()):
 
         def binary_maker(ids, x, y, **kwargs):
             z = op(x, y, **kwargs) if kwargs else op(x, y)
+            xi, yi = ids
+            # traced values always have .shape; constants' shapes are not needed
             return z, BinaryScalarRule(
-                ids[0], ids[1], x if save_x else None, y if save_y else None,
-                z if save_z else None,
-                _shape(x) if ids[0] is not None else None,
-                _shape(y) if ids[1] is not None else None, _shape(z), spec)
+                xi, yi, x if save_x else None, y if save_y else None,
+                z if save_z else None, None if xi is None else x.shape,
+                None if yi is None else y.shape, z.shape, spec)
 
         register(op, *types)(binary_maker)
         return op
@@ -423,10 +427,11 @@ def bilinear_rule(op, transpose_x, transpose_y, types=()):
     def bilinear_maker(ids, x, y, *args, **kwargs):
         z = op(x, y, *args, **kwargs)
         # x is needed only for the cotangent of y, and y only for that of x
-        return z, BilinearRule(ids[0], ids[1], x if ids[1] is not None else None,
-                               y if ids[0] is not None else None, op,
-                               transpose_x, transpose_y,
-                               _shape(x), _shape(y), args, kwargs)
+        xi, yi = ids
+        return z, BilinearRule(xi, yi, None if yi is None else x,
+                               None if xi is None else y, op, transpose_x, transpose_y,
+                               None if xi is None else x.shape,
+                               None if yi is None else y.shape, args, kwargs)
 
     register(op, *types)(bilinear_maker)
     return op

@@ -30,6 +30,7 @@ from .tangents import NOTANGENT, ZERO, NoTangent, ZeroTangent, _Structural
 __all__ = ["Tape", "Gradients", "MultiOutput"]
 
 _ndarray = np.ndarray
+_F64 = np.dtype(np.float64)
 _levels = itertools.count(1)
 _MULTI = object()  # shape marker of a node with several outputs
 _STRUCT = (ZeroTangent, NoTangent, type(None))
@@ -167,7 +168,7 @@ class Tape:
             shape = value.shape
         except AttributeError:
             shape, dtype = _meta(value)
-        if dtype.kind not in "fc":
+        if dtype is not _F64 and dtype.kind not in "fc":
             return None
         rules = self.rules
         nid = NodeId(len(rules))
