@@ -290,6 +290,15 @@ class Traced:
             f"{len(inputs)} argument(s) and keywords {sorted(kwargs)}")
 
     def __array_function__(self, func, types, args, kwargs):
+        if kwargs:
+            if kwargs.get("out") is not None:
+                _untraceable(f"{op_name(func)}(..., out=...)",
+                             "assign the result to a new name instead (y = f(x))")
+            where = kwargs.get("where", True)
+            if where is not True:
+                raise MissingRuleError(
+                    f"{op_name(func)} with where= is not differentiable by chainrules; "
+                    "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
         return dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):

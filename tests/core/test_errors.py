@@ -119,3 +119,10 @@ def test_control_flow_on_values():
 
     assert cr.grad(f)(2.0) == 4.0
     assert cr.grad(f)(-2.0) == -1.0
+
+
+def test_function_out_and_where_are_refused():
+    with pytest.raises(cr.UntraceableError, match="out="):
+        cr.grad(lambda x: np.sum(x, out=np.zeros(())))(np.ones(2))
+    with pytest.raises(cr.MissingRuleError, match="where"):
+        cr.grad(lambda x: np.sum(x, where=np.array([True, False])))(np.ones(2))
