@@ -19,6 +19,9 @@ from .tracing import Traced, primitive
 
 from . import pytree  # noqa: E402
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
+from .registry import mark_builtins as _mark_builtins  # noqa: E402
+
+_mark_builtins()
 
 __version__ = "0.1.0"
 

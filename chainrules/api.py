@@ -132,7 +132,7 @@ def _normalize_argnums(argnums):
     return tuple(int(a) for a in argnums), False
 
 
-def _scalar_output(out, tape, fname):
+def _scalar_output(out, tape, fname, holomorphic=False):
     shape = getattr(out, "shape", None)
     if shape is None:
         if isinstance(out, (int, float, complex, np.generic)):
@@ -146,20 +146,28 @@ def _scalar_output(out, tape, fname):
             f"grad of {fname}: the output has shape {shape}, not (); grad needs a "
             "scalar output. Reduce it (np.sum), or use chainrules.vjp / "
             "chainrules.jacobian for vector outputs.")
-    dtype = getattr(out, "dtype", np.result_type(out))
+    dtype = getattr(out, "dtype", None)
+    if dtype is None:
+        dtype = np.result_type(out)
+    if holomorphic:
+        return np.dtype(np.complex128) if dtype.kind != "c" else dtype
     if dtype.kind == "c":
         raise ComplexOutputError(
             f"grad of {fname}: the output is complex ({dtype}); differentiate a real "
-            "quantity (np.real, np.abs) or use chainrules.vjp with a complex cotangent")
+            "quantity (np.real, np.abs), pass holomorphic=True for a complex "
+            "derivative of a holomorphic function, or use chainrules.vjp")
     return dtype
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
     """Return a function computing ``(f(*args), gradient)``.
 
     The gradient has the structure of ``args[argnums]`` (a tuple of them when
     ``argnums`` is a tuple). With ``has_aux=True``, ``f`` returns
     ``(value, aux)`` and the result is ``((value, aux), gradient)``.
+    With ``holomorphic=True``, ``f`` maps complex inputs to a complex scalar
+    and the result is the complex derivative ``f'(z)``; the inputs must be
+    complex.
     """
     nums, single = _normalize_argnums(argnums)
     fname = _fname(f)
@@ -168,6 +176,14 @@ def value_and_grad(f, argnums=0, has_aux=False):
     def value_and_grad_f(*args, **kwargs):
         tape = Tape()
         try:
+            if holomorphic:
+                for a in nums:
+                    for leaf in pytree.flatten(args[a])[0]:
+                        if np.result_type(stop_gradient(leaf)).kind != "c":
+                            raise NonDifferentiableInputError(
+                                f"{fname}: holomorphic=True needs complex inputs, got "
+                                f"{np.result_type(stop_gradient(leaf))}; cast with "
+                                "x.astype(complex)")
             targs, specs = _trace_args(tape, args, nums, fname)
             out = f(*targs, **kwargs)
             aux = None
@@ -176,7 +192,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
                     raise TypeError(f"{fname} was declared has_aux=True and must "
                                     "return a pair (value, aux)")
                 out, aux = out
-            dtype = _scalar_output(out, tape, fname)
+            dtype = _scalar_output(out, tape, fname, holomorphic)
         finally:
             tape.active = False
         if type(out) is Traced and out.tape is tape:
@@ -201,14 +217,14 @@ class _Empty:
 _EMPTY = _Empty()
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f, argnums=0, has_aux=False, holomorphic=False):
     """Return a function computing the gradient of scalar-valued ``f``.
 
     >>> import numpy as np, chainrules as cr
     >>> float(cr.grad(lambda x: np.sin(x) * x)(0.0))
     0.0
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):

@@ -69,6 +69,20 @@ def registered_ops():
     return list(_dispatchers)
 
 
+_builtin = None
+
+
+def mark_builtins():
+    """Remember the operations registered so far as the built-in library."""
+    global _builtin
+    _builtin = frozenset(_dispatchers)
+
+
+def builtin_ops():
+    """The operations registered by ``chainrules.rules`` (not by users)."""
+    return list(_builtin if _builtin is not None else _dispatchers)
+
+
 def is_registered(op):
     return op in _dispatchers
 

@@ -157,3 +157,20 @@ def test_scalar_input_gives_scalar_gradient():
 def test_stop_gradient():
     f = lambda x: np.sum(x * cr.stop_gradient(x))
     np.testing.assert_array_equal(cr.grad(f)(np.array([2.0, 3.0])), [2.0, 3.0])
+
+
+def test_holomorphic_grad():
+    z = np.complex128(0.3 + 0.4j)
+    d = cr.grad(lambda z: z * z * z, holomorphic=True)(z)
+    assert d == pytest.approx(3 * z**2)
+    d2 = cr.grad(cr.grad(lambda z: np.sin(z), holomorphic=True), holomorphic=True)(z)
+    assert d2 == pytest.approx(-np.sin(z))
+    with pytest.raises(cr.NonDifferentiableInputError, match="complex"):
+        cr.grad(lambda z: z * z, holomorphic=True)(1.0)
+
+
+def test_gradient_of_real_loss_wrt_complex_is_conjugate_convention():
+    # L = |z|^2 = z * conj(z): JAX convention gives 2 * conj(z)
+    z = np.array([3.0 + 4.0j])
+    g = cr.grad(lambda z: np.sum(z * np.conj(z)).real)(z)
+    np.testing.assert_allclose(g, 2 * np.conj(z))
