@@ -16,6 +16,10 @@ from .registry import non_differentiable, register, rrule
 from .rule import NodeId, ReverseRule
 from .tangents import NoTangent, ZeroTangent
 from .tracing import Traced, primitive
+from .jacobians import (hessian, hessian_operator, hessp, jacobian, linearize,
+                        linearize_grad)
+from .checkpoint import checkpoint, checkpoint_sequential
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_anomaly_mode
 
 from . import pytree  # noqa: E402
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
@@ -34,4 +38,7 @@ __all__ = [
     "AutodiffError", "MissingRuleError", "HvpNotSupported", "NonScalarOutputError",
     "TangentShapeError", "NumericalInstabilityError", "UntraceableError",
     "EscapedTracerError", "NonDifferentiableInputError", "ComplexOutputError",
+    "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
+    "checkpoint", "checkpoint_sequential",
+    "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",
 ]

@@ -31,6 +31,7 @@ __all__ = ["Tape", "Gradients", "MultiOutput"]
 
 _ndarray = np.ndarray
 _F64 = np.dtype(np.float64)
+from .anomaly import _state as _anomaly_state  # noqa: E402  (issue 6: read in Tape())
 _levels = itertools.count(1)
 _MULTI = object()  # shape marker of a node with several outputs
 _STRUCT = (ZeroTangent, NoTangent, type(None))
@@ -137,7 +138,8 @@ class Tape:
         self.dtypes = []
         self.level = next(_levels)
         self.active = True
-        self.sources = None
+        # anomaly detection (issue 6): per-node user source lines, None when off
+        self.sources = [] if _anomaly_state["on"] else None
 
     def __len__(self):
         return len(self.rules)
@@ -153,8 +155,10 @@ class Tape:
         self.rules.append(None)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
-        if self.sources is not None:
-            self.sources.append(None)
+        if self.sources is not None:  # anomaly mode (issue 6)
+            from .anomaly import on_leaf
+
+            on_leaf(self, value)
         return nid
 
     def record(self, rule, value):
@@ -175,10 +179,10 @@ class Tape:
         rules.append(rule)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
-        if self.sources is not None:
-            from .anomaly import user_frame
+        if self.sources is not None:  # anomaly mode (issue 6)
+            from .anomaly import on_record
 
-            self.sources.append(user_frame())
+            on_record(self, rule, value, nid)
         return nid
 
     def record_multi(self, rule, values):
@@ -241,12 +245,22 @@ class Tape:
         """Reverse sweep from ``outputs`` seeded with ``seeds``.
 
         ``wrt``: the nodes whose cotangents to keep (default: every leaf).
-        Returns a ``Gradients`` store.
+        With ``wrt`` the sweep is partial: only rules whose inputs lead to a
+        ``wrt`` node are pulled back (e.g. the gradient of one layer's
+        weights skips every other branch). ``check(tape, i, g, pairs)``, if
+        given, sees each pullback's result (anomaly mode installs one).
+        Returns a ``Gradients`` store (``get``, ``remove``, ``replace``).
         """
         rules = self.rules
         shapes = self.shapes
         dtypes = self.dtypes
         n = len(rules)
+        # -- issue 6: anomaly checks and partial backward (outside the loop) --
+        if check is None and self.sources is not None:
+            from .anomaly import check_pullback as check
+        if wrt is not None:
+            rules = self._prune(wrt, outputs, retain_graph)
+        # --
         cots = [None] * n
         owned = bytearray(n)
         for o, s in zip(outputs, seeds):
@@ -273,9 +287,9 @@ class Tape:
             cots[i] = None
             if shapes[i] is _MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
-            if check is not None:
-                check(self, i, g)
             pairs = rule.pullback(g)
+            if check is not None:
+                check(self, i, g, pairs)
             if not retain_graph:
                 rules[i] = None
             for nid, c in pairs:
@@ -305,6 +319,35 @@ class Tape:
                     cots[nid] = s
                     owned[nid] = type(s) is _ndarray
         return Gradients(store)
+
+    # -- partial backward (issue 6) ------------------------------------------------
+    def _prune(self, wrt, outputs, retain_graph):
+        """The rules list with ``None`` for every node whose inputs do not
+        lead to a node of ``wrt``, so that the sweep never pulls back through
+        them (in place when the graph is not retained: dropped early)."""
+        rules = self.rules
+        start = max((o for o in outputs if o is not None), default=-1)
+        dep = bytearray(len(rules))  # 1: the node is in wrt or depends on it
+        first = start + 1
+        for w in wrt:
+            if w <= start:
+                dep[w] = 1
+                first = min(first, w)
+        out = rules if not retain_graph else list(rules)
+        for i in range(start + 1):
+            rule = rules[i]
+            if rule is None:
+                continue
+            if i > first:
+                for j in rule.inputs():
+                    if dep[j]:
+                        dep[i] = 1
+                        break
+                else:
+                    out[i] = None
+            else:
+                out[i] = None  # nothing at or before the first wrt node is needed
+        return out
 
     # -- forward-tangent sweep ---------------------------------------------------
     def forward(self, leaf_tangents, start=0):
@@ -339,7 +382,7 @@ class Tape:
 
     # -- reverse sweep carrying tangents ----------------------------------------
     def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
-                               wrt=None, retain_graph=True):
+                               wrt=None, retain_graph=True, check=None):
         """Reverse sweep carrying, for every cotangent, its tangent along the
         forward tangents ``tangents`` (from ``forward``).
 
@@ -348,6 +391,12 @@ class Tape:
         rules = self.rules
         shapes = self.shapes
         n = len(rules)
+        # -- issue 6: anomaly checks and partial backward (outside the loop) --
+        if check is None and self.sources is not None:
+            from .anomaly import check_pullback as check
+        if wrt is not None:
+            rules = self._prune(wrt, outputs, retain_graph)
+        # --
         cots = [None] * n
         dots = [None] * n
         for o, s, sd in zip(outputs, seeds, seed_tangents):
@@ -383,6 +432,8 @@ class Tape:
             ins = rule.inputs()
             ts = tuple(ZERO if tangents[j] is None else tangents[j] for j in ins)
             triples = rule.pullback_with_tangents(g, gd, ts)
+            if check is not None:
+                check(self, i, g, triples)
             if not retain_graph:
                 rules[i] = None
             for nid, c, cd in triples:

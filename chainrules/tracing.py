@@ -152,7 +152,9 @@ def dispatch(op, args, kwargs):
         values = out.values
         nids = top.record_multi(rule, values)
         res = [v if n is None else Traced(v, n, top) for v, n in zip(values, nids)]
-        return type(values)(res) if isinstance(values, tuple) else res
+        if isinstance(values, tuple):  # namedtuples (EighResult, ...) take fields
+            return type(values)(*res) if hasattr(values, "_fields") else type(values)(res)
+        return res
     nid = top.record(rule, out)
     if nid is None:
         return out

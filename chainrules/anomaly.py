@@ -1,0 +1,260 @@
+"""Anomaly detection: stop at the first NaN or Inf, naming the operation and
+the line of user code that recorded it.
+
+Usage::
+
+    with chainrules.detect_anomaly():
+        g = chainrules.grad(loss)(w)
+
+or ``chainrules.set_anomaly_mode(True)`` to leave it on while debugging.
+While the mode is on, every tape created records, for each node, the first
+stack frame outside chainrules (and outside NumPy/SciPy internals): the
+line of user code where the operation was called. Then
+
+* every forward output (and every input to differentiation) is checked for
+  NaN/Inf when it is recorded;
+* every cotangent a pullback returns is checked in ``Tape.backward`` and
+  ``Tape.backward_with_tangents`` (also the tangents of cotangents).
+
+A failing check raises ``NumericalInstabilityError`` naming the operation,
+the shapes of its traced arguments and the user's source line. The mode is
+off by default and costs nothing then: tapes created while it is off keep
+``sources = None`` and the engine's loops see no extra work. The flag is
+process-wide (not per thread). It costs one stack walk and one
+``isfinite`` pass per operation while it is on.
+"""
+
+import contextlib
+import linecache
+import os
+import sys
+
+import numpy as np
+
+from .errors import NumericalInstabilityError
+
+__all__ = ["detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "user_frame"]
+
+_state = {"on": False}
+
+
+def is_anomaly_enabled():
+    """True while anomaly detection is on."""
+    return _state["on"]
+
+
+def set_anomaly_mode(enabled):
+    """Turn anomaly detection on or off; returns the previous setting.
+
+    Only tapes created while the mode is on are checked (a ``grad`` call
+    creates its tape when it starts)."""
+    prev = _state["on"]
+    _state["on"] = bool(enabled)
+    return prev
+
+
+@contextlib.contextmanager
+def detect_anomaly(enabled=True):
+    """Context manager: check every value and cotangent for NaN/Inf.
+
+    >>> import numpy as np, chainrules as cr
+    >>> with cr.detect_anomaly():
+    ...     cr.grad(lambda x: np.sum(np.log(x)))(np.zeros(2))   # doctest: +SKIP
+    Traceback (most recent call last):
+    NumericalInstabilityError: numpy.log produced -inf in its output ...
+    """
+    prev = set_anomaly_mode(enabled)
+    try:
+        yield
+    finally:
+        set_anomaly_mode(prev)
+
+
+# -- where was an operation recorded? -------------------------------------------
+def _internal_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = {here}
+    try:
+        from . import rules as _rules  # the rule library lives in its own directory
+
+        dirs.add(os.path.dirname(os.path.abspath(_rules.__file__)))
+    except Exception:  # pragma: no cover - rules failed to import
+        pass
+    for mod in ("numpy", "scipy"):
+        m = sys.modules.get(mod)
+        if m is not None and getattr(m, "__file__", None):
+            dirs.add(os.path.dirname(os.path.abspath(m.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
+_dirs = None
+_internal_code = {}  # code object -> bool, so each stack walk is cheap
+
+
+def _is_internal(code):
+    r = _internal_code.get(code)
+    if r is None:
+        global _dirs
+        if _dirs is None:
+            _dirs = _internal_dirs()
+        fn = code.co_filename
+        if not os.path.isabs(fn):
+            fn = os.path.abspath(fn)
+        r = fn.startswith(_dirs) or code.co_filename.startswith("<frozen")
+        _internal_code[code] = r
+    return r
+
+
+class SourceLocation:
+    """Where an operation was recorded: file, line and function."""
+
+    __slots__ = ("filename", "lineno", "function")
+
+    def __init__(self, filename, lineno, function):
+        self.filename = filename
+        self.lineno = lineno
+        self.function = function
+
+    @property
+    def line(self):
+        """The source text of the line (empty when unavailable)."""
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __repr__(self):
+        return f"{self.filename}:{self.lineno} in {self.function}"
+
+    def describe(self):
+        text = self.line
+        where = f'File "{self.filename}", line {self.lineno}, in {self.function}'
+        return where + (f"\n    {text}" if text else "")
+
+
+def user_frame():
+    """The first stack frame outside chainrules, NumPy and SciPy, as a
+    ``SourceLocation`` (``None`` when the whole stack is internal)."""
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if not _is_internal(code):
+            return SourceLocation(code.co_filename, f.f_lineno, code.co_name)
+        f = f.f_back
+    return None
+
+
+# -- checks ------------------------------------------------------------------
+def _plain(v):
+    while type(v).__name__ == "Traced":
+        v = v.value
+    return v
+
+
+def _bad(v):
+    """'nan', 'inf', '-inf' or None for a value (array, scalar, tuple)."""
+    v = _plain(v)
+    if v is None:
+        return None
+    if isinstance(v, (tuple, list)):
+        for item in v:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int):
+                item = item[1]
+            b = _bad(item)
+            if b:
+                return b
+        return None
+    dt = getattr(v, "dtype", None)
+    if dt is None:
+        if not isinstance(v, (float, complex)):
+            return None
+        v = np.asarray(v)
+        dt = v.dtype
+    if dt.kind not in "fc":
+        return None
+    finite = np.isfinite(v)
+    if finite.all():
+        return None
+    bad = np.asarray(v)[~finite]
+    if np.isnan(bad).any():
+        return "nan"
+    if dt.kind == "f" and (bad > 0).any():
+        return "inf"
+    return "-inf" if dt.kind == "f" else "inf"
+
+
+def _describe_node(tape, i):
+    from .rule import rule_name
+
+    rule = tape.rules[i] if i < len(tape.rules) else None
+    if type(rule).__name__ == "Select":  # output k of a multi-output node
+        k = rule.k
+        i = rule.parent
+        rule = tape.rules[i]
+        name, shapes = _describe_node(tape, i)
+        return f"{name} (output {k})", shapes
+    name = "an input" if rule is None else rule_name(rule)
+    shapes = []
+    if rule is not None:
+        try:
+            shapes = [tape.shapes[j] for j in rule.inputs()]
+        except Exception:  # the rule was freed or is malformed
+            shapes = []
+    return name, shapes
+
+
+def _where(tape, i):
+    rule = tape.rules[i] if i < len(tape.rules) else None
+    if type(rule).__name__ == "Select":
+        i = rule.parent
+    src = tape.sources[i] if tape.sources is not None and i < len(tape.sources) else None
+    if src is None:
+        return "\n(no user source line: the node was created by chainrules itself)"
+    return "\nThe operation was recorded at:\n  " + src.describe()
+
+
+def _shape_str(shape):
+    return "several outputs" if not isinstance(shape, tuple) else str(shape)
+
+
+def on_leaf(tape, value):
+    """Called by ``Tape.leaf`` in anomaly mode."""
+    tape.sources.append(None)
+    b = _bad(value)
+    if b:
+        raise NumericalInstabilityError(
+            f"an input to differentiation (shape {np.shape(_plain(value))}) contains "
+            f"{b} (anomaly detection); check the arguments passed to grad/jvp/hvp")
+
+
+def on_record(tape, rule, value, nid):
+    """Called by ``Tape.record`` in anomaly mode, after the node is appended."""
+    tape.sources.append(user_frame())
+    b = _bad(value)
+    if b:
+        name, shapes = _describe_node(tape, nid)
+        raise NumericalInstabilityError(
+            f"{name} produced {b} in its output of shape {np.shape(_plain(value))} "
+            f"(traced argument shapes: {', '.join(map(_shape_str, shapes)) or 'none'}) "
+            f"(anomaly detection, forward pass)." + _where(tape, nid))
+
+
+def check_pullback(tape, i, g, results):
+    """Backward check: ``results`` are the pairs/triples a pullback of node
+    ``i`` returned for cotangent ``g``. Raises on the first non-finite value."""
+    b = _bad(g)
+    if b:  # a bad seed, or finite contributions whose sum overflowed
+        name, shapes = _describe_node(tape, i)
+        raise NumericalInstabilityError(
+            f"the cotangent arriving at the output of {name} contains {b} (a "
+            "non-finite seed, or finite contributions whose sum overflowed) "
+            "(anomaly detection, backward pass)." + _where(tape, i))
+    for item in results:
+        for k, c in enumerate(item[1:]):
+            b = _bad(c)
+            if b:
+                name, shapes = _describe_node(tape, i)
+                what = "cotangent" if k == 0 else "tangent of the cotangent"
+                raise NumericalInstabilityError(
+                    f"the pullback of {name} returned {b} in the {what} of an "
+                    f"argument of shape {_shape_str(tape.shapes[item[0]])} (traced "
+                    f"argument shapes: {', '.join(map(_shape_str, shapes)) or 'none'}; "
+                    f"incoming cotangent finite) (anomaly detection, backward pass)."
+                    + _where(tape, i))

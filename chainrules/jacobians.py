@@ -1,0 +1,618 @@
+"""Jacobians, Hessians and Hessian operators: record once, sweep many times.
+
+Every function here traces the user's function *once* on a tape and then
+runs only the engine's sweeps, one per basis direction (or per direction
+the caller asks for):
+
+* ``jacobian(f)``: forward mode (one tangent sweep per input element) when
+  the inputs are smaller than the outputs, reverse mode (one backward
+  sweep per output element, graph retained) otherwise; ``mode=`` forces.
+* ``hessian(f)``: forward-over-reverse, one tangent sweep plus one reverse
+  sweep carrying tangents per input element.
+* ``linearize(f, *primals)``: ``(f(*primals), f_jvp)``; ``f_jvp`` runs only
+  the tangent sweep.
+* ``linearize_grad(f, x)``: ``(grad f(x), hvp_fn)``; ``hvp_fn(v)`` runs only
+  the forward-over-reverse sweeps (no re-tracing). This is
+  ``linearize(grad(f), x)`` without recording the backward pass.
+* ``hessian_operator(f, x)``: the same as a ``scipy.sparse.linalg.LinearOperator``
+  (``matvec``/``matmat`` are HVPs), for ``cg``, ``eigsh``, ``minimize``.
+* ``hessp(f)``: a ``hessp(x, p)`` callable for ``scipy.optimize.minimize``
+  that records ``f`` once per point ``x``, whatever the number of
+  Hessian-vector products the optimiser asks for there.
+
+Rules without a hand-written ``pullback_with_tangents`` raise
+``HvpNotSupported`` in the fast sweep; every function here then falls back
+to differentiating the gradient (``jacobian(grad(f))`` / ``chainrules.hvp``).
+"""
+
+import functools
+
+import numpy as np
+
+from . import pytree
+from .api import (_EMPTY, _collect, _fname, _is_inexact, _normalize_argnums,
+                  _scalar_output, _shape, _trace_args, _unwrap_level, grad)
+from .api import hvp as _api_hvp
+from .errors import (HvpNotSupported, MissingRuleError, NonDifferentiableInputError,
+                     TangentShapeError)
+from .graph import Tape
+from .tangents import NOTANGENT, ZERO, _Structural, to_vector
+from .tracing import Traced, stop_gradient
+
+__all__ = ["jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator",
+           "hessp", "Hessp"]
+
+
+# -- recording ---------------------------------------------------------------
+class _Recording:
+    """``f(*args)`` traced once on a tape, with the traced argument leaves."""
+
+    __slots__ = ("tape", "specs", "out", "aux", "out_leaves", "out_td")
+
+    def __init__(self, f, args, nums, fname, has_aux=False, kwargs=None):
+        tape = Tape()
+        try:
+            targs, specs = _trace_args(tape, args, nums, fname)
+            out = f(*targs, **(kwargs or {}))
+            aux = None
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TypeError(f"{fname} was declared has_aux=True and must "
+                                    "return a pair (value, aux)")
+                out, aux = out
+        finally:
+            tape.active = False
+        self.tape = tape
+        self.specs = specs
+        self.out = out
+        self.aux = None if aux is None else _unwrap_level(aux, tape)
+        self.out_leaves, self.out_td = pytree.flatten(out)
+
+    def node(self, leaf):
+        """The node of an output leaf on this tape, or None for a constant."""
+        if type(leaf) is Traced and leaf.tape is self.tape:
+            return leaf.node
+        return None
+
+    def inputs(self):
+        """(spec index, leaf index, leaf value, NodeId or None) per input leaf."""
+        for s, spec in enumerate(self.specs):
+            for k, (leaf, nid) in enumerate(zip(spec.leaves, spec.ids)):
+                yield s, k, leaf, nid
+
+
+def _dtype(v):
+    v = stop_gradient(v)
+    dt = getattr(v, "dtype", None)
+    return dt if dt is not None else np.result_type(v)
+
+
+def _is_complex(v):
+    return _is_inexact(v) and _dtype(v).kind == "c"
+
+
+def _basis(shape, dtype, k):
+    e = np.zeros(shape, dtype)
+    e.reshape(-1)[k] = 1
+    return e
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _stack(pieces, axis):
+    """Stack equally shaped pieces; differentiable when they are traced."""
+    if not any(type(p) is Traced for p in pieces):
+        return np.stack([np.asarray(p) for p in pieces], axis=axis)
+    try:
+        return np.stack(pieces, axis=axis)
+    except MissingRuleError:
+        # no rule for np.stack yet: build it from products with basis vectors
+        n = len(pieces)
+        total = None
+        for k, p in enumerate(pieces):
+            e = np.zeros(n)
+            e[k] = 1.0
+            pk = np.reshape(p, _shape(p) + (1,)) * e
+            total = pk if total is None else total + pk
+        if axis == 0:
+            nd = len(_shape(pieces[0]))
+            total = np.transpose(total, (nd,) + tuple(range(nd)))
+        return total
+
+
+def _finish(block, shape):
+    if type(block) is np.ndarray:
+        block = block.reshape(shape)
+        return block[()] if shape == () else block
+    return np.reshape(block, shape)
+
+
+def _zeros_block(shape, dtype):
+    z = np.zeros(shape, dtype)
+    return z[()] if shape == () else z
+
+
+def _assemble(rec, blocks, single):
+    """Output tree whose leaves are (tuples of) input trees of blocks."""
+    out = []
+    for i in range(len(rec.out_leaves)):
+        per_arg = []
+        for s, spec in enumerate(rec.specs):
+            per_arg.append(pytree.unflatten(spec.treedef, blocks[i][s]))
+        out.append(per_arg[0] if single else tuple(per_arg))
+    return pytree.unflatten(rec.out_td, out)
+
+
+# -- jacobian ------------------------------------------------------------------
+def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
+    """Return a function computing the Jacobian of ``f`` with respect to
+    ``args[argnums]``.
+
+    The result has the structure of ``f``'s output; each output leaf is
+    replaced by the structure of the differentiated argument (a tuple of
+    them when ``argnums`` is a tuple) whose leaves have shape
+    ``out_leaf.shape + in_leaf.shape`` (the JAX layout).
+
+    ``mode``: ``"forward"`` (one tangent sweep per input element),
+    ``"reverse"`` (one backward sweep per output element) or ``None`` to
+    pick the cheaper one. Either way ``f`` is traced once.
+
+    Complex outputs of real inputs are supported in both modes. Complex
+    inputs need ``holomorphic=True`` (the result is then the complex
+    derivative ``f'(z)``); for a non-holomorphic function differentiate
+    the real and imaginary parts as separate real arguments.
+
+    >>> import numpy as np, chainrules as cr
+    >>> cr.jacobian(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    if mode not in (None, "forward", "reverse"):
+        raise ValueError(f"jacobian: mode must be None, 'forward' or 'reverse', not {mode!r}")
+    nums, single = _normalize_argnums(argnums)
+    fname = _fname(f)
+
+    @functools.wraps(f)
+    def jacobian_f(*args, **kwargs):
+        rec = _Recording(f, args, nums, fname, has_aux, kwargs)
+        try:
+            jac = _jacobian(rec, mode, holomorphic, fname, single)
+        finally:
+            rec.tape.free()
+        return (jac, rec.aux) if has_aux else jac
+
+    return jacobian_f
+
+
+def _jacobian(rec, mode, holomorphic, fname, single):
+    ins = list(rec.inputs())
+    for _, _, leaf, nid in ins:
+        if nid is not None and _is_complex(leaf) and not holomorphic:
+            raise NonDifferentiableInputError(
+                f"jacobian of {fname}: an input has complex dtype {_dtype(leaf)}; pass "
+                "holomorphic=True if the function is holomorphic, otherwise pass the "
+                "real and imaginary parts as separate real arguments")
+    n_in = sum(_size(_shape(leaf)) for _, _, leaf, nid in ins if nid is not None)
+    n_out = sum(_size(_shape(o)) for o in rec.out_leaves if rec.node(o) is not None)
+    if mode is None:
+        mode = "forward" if n_in <= n_out else "reverse"
+    blocks = [[[None] * len(spec.leaves) for spec in rec.specs] for _ in rec.out_leaves]
+    for i, o in enumerate(rec.out_leaves):
+        oshape = _shape(o)
+        for s, k, leaf, nid in ins:
+            if nid is None:
+                blocks[i][s][k] = NOTANGENT
+            elif rec.node(o) is None or not _is_inexact(o):
+                dt = np.result_type(_dtype(leaf), _dtype(o)) if _is_inexact(o) \
+                    else _dtype(leaf)
+                blocks[i][s][k] = _zeros_block(oshape + _shape(leaf), dt)
+    if mode == "forward":
+        _jac_forward(rec, ins, blocks)
+    else:
+        _jac_reverse(rec, ins, blocks)
+    return _assemble(rec, blocks, single)
+
+
+def _jac_forward(rec, ins, blocks):
+    tape = rec.tape
+    outs = [(i, o, rec.node(o)) for i, o in enumerate(rec.out_leaves)
+            if rec.node(o) is not None and _is_inexact(o)]
+    if not outs:
+        return
+    for s, k, leaf, nid in ins:
+        if nid is None:
+            continue
+        ishape, idt = _shape(leaf), _dtype(leaf)
+        cols = [[] for _ in outs]
+        for e in range(_size(ishape)):
+            tans = tape.forward({nid: _basis(ishape, idt, e)}, start=nid)
+            for c, (i, o, node) in enumerate(outs):
+                t = tans[node]
+                if t is None:
+                    t = np.zeros(_shape(o), np.result_type(_dtype(o), idt))
+                cols[c].append(t)
+        for c, (i, o, node) in enumerate(outs):
+            oshape = _shape(o)
+            if cols[c]:
+                block = _stack(cols[c], axis=-1)
+            else:
+                block = np.zeros(oshape + (0,), np.result_type(_dtype(o), idt))
+            blocks[i][s][k] = _finish(block, oshape + ishape)
+
+
+def _jac_reverse(rec, ins, blocks):
+    tape = rec.tape
+    for i, o in enumerate(rec.out_leaves):
+        node = rec.node(o)
+        if node is None or not _is_inexact(o):
+            continue
+        oshape, odt = _shape(o), _dtype(o)
+        cplx = odt.kind == "c"
+        rows = {(s, k): [] for s, k, _, nid in ins if nid is not None}
+        for e in range(_size(oshape)):
+            seed = _basis(oshape, odt, e)
+            g = tape.backward([node], [seed], retain_graph=True)
+            g_im = None
+            if cplx and any(not _is_complex(leaf) for _, _, leaf, nid in ins
+                            if nid is not None):
+                # a real input sees Re(seed * J): seed -1j gives Im(J)
+                g_im = tape.backward([node], [-1j * seed], retain_graph=True)
+            for s, k, leaf, nid in ins:
+                if nid is None:
+                    continue
+                ishape, idt = _shape(leaf), _dtype(leaf)
+                r = g.get(nid)
+                if isinstance(r, _Structural):
+                    r = np.zeros(ishape, np.result_type(odt, idt))
+                if g_im is not None and not _is_complex(leaf):
+                    ri = g_im.get(nid)
+                    if not isinstance(ri, _Structural):
+                        r = r + 1j * ri
+                    elif type(r) is np.ndarray:
+                        r = r.astype(np.result_type(r.dtype, np.complex64))
+                rows[(s, k)].append(r)
+        for (s, k), pieces in rows.items():
+            leaf = rec.specs[s].leaves[k]
+            ishape = _shape(leaf)
+            if pieces:
+                block = _stack(pieces, axis=0)
+            else:
+                block = np.zeros((0,) + ishape, np.result_type(odt, _dtype(leaf)))
+            blocks[i][s][k] = _finish(block, oshape + ishape)
+
+
+# -- hessian -------------------------------------------------------------------
+def hessian(f, argnums=0, has_aux=False):
+    """Return a function computing the Hessian of scalar ``f``.
+
+    Forward-over-reverse: ``f`` is traced once, then each input element
+    costs one tangent sweep and one reverse sweep carrying tangents. The
+    layout is that of ``jacobian(grad(f, argnums), argnums)``: for a single
+    array argument of shape ``s`` an array of shape ``s + s``; for pytrees a
+    tree of trees (``H[i][j]`` of shape ``leaf_i.shape + leaf_j.shape``);
+    for a tuple ``argnums`` a tuple of tuples. Falls back to
+    ``jacobian(grad(f))`` when a rule cannot carry tangents.
+
+    >>> import numpy as np, chainrules as cr
+    >>> cr.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    nums, single = _normalize_argnums(argnums)
+    fname = _fname(f)
+
+    @functools.wraps(f)
+    def hessian_f(*args, **kwargs):
+        rec = _Recording(f, args, nums, fname, has_aux, kwargs)
+        try:
+            _scalar_output(rec.out, rec.tape, f"hessian of {fname}")
+            H = _hessian(rec, fname, single)
+        except HvpNotSupported:
+            H = None
+        finally:
+            rec.tape.free()
+        if H is None:
+            inner = grad(f, argnums, has_aux=has_aux)
+            if has_aux:
+                H = jacobian(lambda *a, **k: inner(*a, **k)[0], argnums)(*args, **kwargs)
+            else:
+                H = jacobian(inner, argnums)(*args, **kwargs)
+        return (H, rec.aux) if has_aux else H
+
+    return hessian_f
+
+
+def _hessian(rec, fname, single):
+    ins = list(rec.inputs())
+    for _, _, leaf, nid in ins:
+        if nid is not None and _is_complex(leaf):
+            raise NonDifferentiableInputError(
+                f"hessian of {fname}: an input has complex dtype {_dtype(leaf)}; pass "
+                "the real and imaginary parts as separate real arguments")
+    tape = rec.tape
+    node = rec.node(rec.out)
+    live = [(s, k, leaf, nid) for s, k, leaf, nid in ins if nid is not None]
+    one = np.ones((), _dtype(rec.out))
+    # blocks[a][b]: d/d(leaf b) of the gradient leaf a, shape leaf_a + leaf_b
+    cols = {(a[0], a[1], b[0], b[1]): [] for a in live for b in live}
+    for sb, kb, leafb, nidb in live:
+        bshape, bdt = _shape(leafb), _dtype(leafb)
+        for e in range(_size(bshape)):
+            if node is None:
+                break
+            tans = tape.forward({nidb: _basis(bshape, bdt, e)}, start=nidb)
+            _, hv = tape.backward_with_tangents([node], [one], [ZERO], tans,
+                                                retain_graph=True)
+            for sa, ka, leafa, nida in live:
+                h = hv.get(nida)
+                if isinstance(h, _Structural):
+                    h = np.zeros(_shape(leafa), _dtype(leafa))
+                cols[(sa, ka, sb, kb)].append(h)
+    # the Hessian of f(args[argnums]) as jacobian(grad): output tree = grad tree
+    out = []
+    for sa, spec_a in enumerate(rec.specs):
+        out_leaves = []
+        for ka, (leafa, nida) in enumerate(zip(spec_a.leaves, spec_a.ids)):
+            per_arg = []
+            for sb, spec_b in enumerate(rec.specs):
+                row = []
+                for kb, (leafb, nidb) in enumerate(zip(spec_b.leaves, spec_b.ids)):
+                    if nida is None or nidb is None:
+                        row.append(NOTANGENT)
+                        continue
+                    shape = _shape(leafa) + _shape(leafb)
+                    pieces = cols[(sa, ka, sb, kb)]
+                    if not pieces:
+                        row.append(_zeros_block(shape, _dtype(leafa)))
+                    else:
+                        row.append(_finish(_stack(pieces, axis=-1), shape))
+                per_arg.append(pytree.unflatten(spec_b.treedef, row))
+            out_leaves.append(per_arg[0] if single else tuple(per_arg))
+        out.append(pytree.unflatten(spec_a.treedef, out_leaves))
+    return out[0] if single else tuple(out)
+
+
+# -- linearize -----------------------------------------------------------------
+def linearize(f, *primals):
+    """``out, f_jvp = linearize(f, *primals)``.
+
+    ``f`` is traced once at ``primals``; ``f_jvp(*tangents)`` returns
+    ``J @ tangents`` (structured like ``out``) by running only the tangent
+    sweep over the recording, as many times as needed. Call
+    ``f_jvp.free()`` to drop the recording early.
+    """
+    fname = _fname(f)
+    rec = _Recording(f, primals, range(len(primals)), fname)
+    tape = rec.tape
+    outs = [_unwrap_level(o, tape) for o in rec.out_leaves]
+    value = pytree.unflatten(rec.out_td, outs)
+    from .api import _check_tangent, _zero_like_value
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TangentShapeError(f"linearize of {fname}: {len(primals)} primals but "
+                                    f"{len(tangents)} tangents")
+        seeds = {}
+        for spec, p, t in zip(rec.specs, primals, tangents):
+            for nid, tv in zip(spec.ids, _check_tangent(t, p, fname)):
+                if nid is not None and not isinstance(tv, _Structural):
+                    seeds[nid] = tv
+        tans = tape.forward(seeds)
+        res = []
+        for o, v in zip(rec.out_leaves, outs):
+            node = rec.node(o)
+            t = None if node is None else tans[node]
+            if t is None:
+                t = _zero_like_value(v)
+            res.append(t)
+        return pytree.unflatten(rec.out_td, res)
+
+    f_jvp.free = tape.free
+    return value, f_jvp
+
+
+class _HvpRecording:
+    """Scalar ``f`` traced once at ``x``: value, gradient, and HVPs by sweeps."""
+
+    __slots__ = ("f", "x", "fname", "tape", "spec", "node", "one", "value", "grad",
+                 "_slow", "ids")
+
+    def __init__(self, f, x, fname):
+        self.f, self.x, self.fname = f, x, fname
+        self._slow = False
+        rec = _Recording(f, (x,), (0,), fname)
+        self.tape = tape = rec.tape
+        self.spec = rec.specs[0]
+        for leaf, nid in zip(self.spec.leaves, self.spec.ids):
+            if nid is not None and _is_complex(leaf):
+                raise NonDifferentiableInputError(
+                    f"Hessian operator of {fname}: an input has complex dtype "
+                    f"{_dtype(leaf)}; pass real and imaginary parts as real arguments")
+        dtype = _scalar_output(rec.out, tape, fname)
+        self.node = rec.node(rec.out)
+        self.one = np.ones((), dtype)
+        self.ids = [n for n in self.spec.ids if n is not None]
+        self.value = _unwrap_level(rec.out, tape)
+        if self.node is None:
+            self.grad = _collect(self.spec, _EMPTY)
+            tape.free()
+        else:
+            g = tape.backward([self.node], [self.one], retain_graph=True)
+            self.grad = _collect(self.spec, g)
+
+    def hvp(self, v):
+        if self.node is None:
+            return _collect(self.spec, _EMPTY)
+        if self._slow:
+            return _api_hvp(self.f, self.x, v)
+        from .api import _check_tangent
+
+        seeds = {}
+        for nid, tv in zip(self.spec.ids, _check_tangent(v, self.x, self.fname)):
+            if nid is not None and not isinstance(tv, _Structural):
+                seeds[nid] = tv
+        try:
+            tans = self.tape.forward(seeds)
+            _, hv = self.tape.backward_with_tangents([self.node], [self.one], [ZERO],
+                                                     tans, retain_graph=True)
+        except HvpNotSupported:
+            self._slow = True
+            self.tape.free()
+            return _api_hvp(self.f, self.x, v)
+        return _collect(self.spec, hv)
+
+    def free(self):
+        self.tape.free()
+
+
+def linearize_grad(f, x):
+    """``g, hvp_fn = linearize_grad(f, x)``: the gradient of scalar ``f`` at
+    ``x`` and a function ``hvp_fn(v) = H(x) @ v``.
+
+    ``f`` is traced once; every ``hvp_fn`` call runs only a tangent sweep
+    and a reverse sweep carrying tangents over that recording (no
+    re-tracing, no scipy needed). It is ``linearize(grad(f), x)`` without
+    recording the backward pass. ``v`` and the result have the structure
+    of ``x``. The recording is kept until ``hvp_fn`` is garbage collected
+    or ``hvp_fn.free()`` is called.
+
+    >>> import numpy as np, chainrules as cr
+    >>> g, hvp_fn = cr.linearize_grad(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]))
+    >>> hvp_fn(np.array([1.0, 0.0]))
+    array([6., 0.])
+    """
+    rec = _HvpRecording(f, x, _fname(f))
+
+    def hvp_fn(v):
+        return rec.hvp(v)
+
+    hvp_fn.free = rec.free
+    hvp_fn.value = rec.value
+    return rec.grad, hvp_fn
+
+
+# -- scipy LinearOperator ----------------------------------------------------------
+_operator_class = None
+
+
+def _get_operator_class():
+    global _operator_class
+    if _operator_class is not None:
+        return _operator_class
+    from scipy.sparse.linalg import LinearOperator
+
+    class HessianOperator(LinearOperator):
+        """The Hessian of a scalar function at one point as a LinearOperator.
+
+        ``matvec``/``matmat`` run tangent sweeps over one recording of the
+        function. Attributes: ``value`` (f(x)), ``grad`` (the gradient with
+        the structure of x), ``grad_vector`` (flattened), ``x``.
+        """
+
+        def __init__(self, rec, n, rebuild):
+            self._rec = rec
+            self._rebuild = rebuild
+            self.value = rec.value
+            self.grad = rec.grad
+            self.x = rec.x
+            super().__init__(np.dtype(np.float64), (n, n))
+
+        @property
+        def grad_vector(self):
+            return to_vector(self.grad)[0]
+
+        def _matvec(self, v):
+            v = np.asarray(v, dtype=np.float64).reshape(-1)
+            x = self.x
+            if type(x) is np.ndarray and x.dtype == np.float64:  # no copies
+                return np.reshape(self._rec.hvp(v.reshape(x.shape)), -1)
+            hv = self._rec.hvp(self._rebuild(v))
+            return to_vector(hv)[0]
+
+        _rmatvec = _matvec
+
+        def _matmat(self, V):
+            V = np.asarray(V, dtype=np.float64)
+            return np.stack([self._matvec(V[:, j]) for j in range(V.shape[1])], axis=1)
+
+        def _adjoint(self):
+            return self
+
+        def free(self):
+            """Drop the recording (the operator is unusable afterwards)."""
+            self._rec.free()
+
+    _operator_class = HessianOperator
+    return HessianOperator
+
+
+def hessian_operator(f, x):
+    """The Hessian of scalar ``f`` at ``x`` as a
+    ``scipy.sparse.linalg.LinearOperator``.
+
+    ``f`` is traced once at ``x`` (and its gradient computed); ``matvec``
+    and ``matmat`` run only the forward-over-reverse sweeps over that
+    recording, so ``scipy.sparse.linalg.cg``, ``eigsh`` and
+    ``scipy.optimize.minimize(..., hessp=...)`` apply directly. ``x`` may be
+    a pytree of real arrays: the operator acts on the flattened vector
+    (``chainrules.tangents.to_vector`` order). The operator carries
+    ``value``, ``grad`` and ``grad_vector`` of ``f`` at ``x``.
+
+    >>> import numpy as np, chainrules as cr
+    >>> H = cr.hessian_operator(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]))
+    >>> H @ np.array([0.0, 1.0])
+    array([ 0., 12.])
+    """
+    rec = _HvpRecording(f, x, _fname(f))
+    vec, rebuild = to_vector(x)
+    return _get_operator_class()(rec, vec.size, rebuild)
+
+
+class Hessp:
+    """A ``hessp(x, p)`` callable for ``scipy.optimize.minimize`` that traces
+    ``f`` once per point.
+
+    Newton-CG and trust-krylov ask for many Hessian-vector products at the
+    same ``x``; ``Hessp`` records ``f`` when ``x`` changes and answers every
+    product at that point with sweeps only. ``value_and_grad(x)`` shares
+    the recording (pass it with ``jac=True``)::
+
+        h = chainrules.hessp(f)
+        scipy.optimize.minimize(h.value_and_grad, x0, jac=True, hessp=h,
+                                method="trust-krylov")
+    """
+
+    def __init__(self, f):
+        self.f = f
+        self.fname = _fname(f)
+        self._x = None
+        self._rec = None
+        self.recordings = 0
+
+    def _at(self, x):
+        if self._rec is None or self._x.shape != np.shape(x) or \
+                not np.array_equal(self._x, x):
+            if self._rec is not None:
+                self._rec.free()
+            self._x = np.array(x, copy=True)
+            self._rec = _HvpRecording(self.f, self._x, self.fname)
+            self.recordings += 1
+        return self._rec
+
+    def __call__(self, x, p):
+        return self._at(x).hvp(np.asarray(p, dtype=self._x.dtype).reshape(self._x.shape))
+
+    def value_and_grad(self, x):
+        rec = self._at(x)
+        return rec.value, rec.grad
+
+
+def hessp(f):
+    """``hessp(f)`` returns a ``Hessp``: ``h(x, p) = H(x) @ p`` recording
+    ``f`` once per distinct ``x``; ``h.value_and_grad`` shares it."""
+    return Hessp(f)
