@@ -1,0 +1,103 @@
+"""PyTorch eager, float64, thread count set like NumPy's.
+
+The shared workloads are written against a NumPy-like namespace; ``TorchNS``
+maps the handful of names they use onto torch (one Python call each).
+HVPs use double backward (reverse-over-reverse), the usual eager idiom.
+"""
+
+import torch
+
+from common import PARAM_NAMES, Bench, chain, mlp_loss, mlp_params, rosen
+
+
+class TorchNS:
+    sin = staticmethod(torch.sin)
+    tanh = staticmethod(torch.tanh)
+    exp = staticmethod(torch.exp)
+    log = staticmethod(torch.log)
+
+    @staticmethod
+    def sum(x, axis=None, keepdims=False):
+        if axis is None:
+            return torch.sum(x)
+        return torch.sum(x, dim=axis, keepdim=keepdims)
+
+    @staticmethod
+    def max(x, axis=None, keepdims=False):
+        if axis is None:
+            return torch.amax(x)
+        return torch.amax(x, dim=axis, keepdim=keepdims)
+
+
+tnp = TorchNS()
+
+
+def setup(threads):
+    torch.set_num_threads(threads)
+    torch.set_default_dtype(torch.float64)
+
+
+def version():
+    return torch.__version__
+
+
+def threads():
+    return torch.get_num_threads()
+
+
+def _t(a):
+    return torch.from_numpy(a)
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def build(workload, d, cfg):
+    shift = cfg["shift"]
+    if workload == "chain":
+        x0 = _t(d["chain_x"])
+
+        def run():
+            x = x0.detach().requires_grad_()
+            y = chain(tnp, x)
+            (g,) = torch.autograd.grad(y, x)
+            return y.detach(), g
+        return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])},
+                     "autograd.grad")
+    if workload == "mlp_grad":
+        p0 = [_t(a) for a in mlp_params(d)]
+        X, Y = _t(d["X"]), _t(d["Y"])
+
+        def run():
+            p = [a.detach().requires_grad_() for a in p0]
+            y = mlp_loss(tnp, p, X, Y, shift)
+            g = torch.autograd.grad(y, p)
+            return y.detach(), g
+
+        def outputs(r):
+            return {"value": _np(r[0]), **{k: _np(g) for k, g in zip(PARAM_NAMES, r[1])}}
+        return Bench(run, outputs, "autograd.grad")
+    if workload == "rosen_hvp":
+        x0, v = _t(d["rosen_x"]), _t(d["rosen_v"])
+
+        def run():
+            x = x0.detach().requires_grad_()
+            (g,) = torch.autograd.grad(rosen(tnp, x), x, create_graph=True)
+            (hv,) = torch.autograd.grad(g, x, grad_outputs=v)
+            return hv
+        return Bench(run, lambda r: {"hvp": _np(r)},
+                     "double backward (reverse-over-reverse)")
+    if workload == "mlp_hvp":
+        _, b1, W2, b2, W3, b3 = [_t(a) for a in mlp_params(d)]
+        W10, V1, X, Y = _t(d["W1"]), _t(d["V1"]), _t(d["X"]), _t(d["Y"])
+
+        def run():
+            W1 = W10.detach().requires_grad_()
+            y = mlp_loss(tnp, (W1, b1, W2, b2, W3, b3), X, Y, shift)
+            (g,) = torch.autograd.grad(y, W1, create_graph=True)
+            (hv,) = torch.autograd.grad(g, W1, grad_outputs=V1)
+            return hv
+        return Bench(run, lambda r: {"hvp": _np(r)},
+                     "double backward (reverse-over-reverse)")
+    raise NotImplementedError(workload)
