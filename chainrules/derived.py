@@ -23,6 +23,8 @@ __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
 def unbroadcast(g, shape):
     """Sum ``g`` over the axes along which an argument of ``shape`` was
     broadcast, returning an array of exactly ``shape``."""
+    if isinstance(g, _Structural):
+        return g
     gshape = np.shape(g) if not hasattr(g, "shape") else g.shape
     if gshape == shape:
         return g
@@ -92,13 +94,14 @@ class _UnarySpec:
 class UnaryScalarRule(ReverseRule):
     """y = f(x) elementwise, from ``d(x, y) = f'(x)`` and ``d2(x, y) = f''(x)``."""
 
-    __slots__ = ("x_id", "x", "y", "spec")
+    __slots__ = ("x_id", "x", "y", "spec", "dval")
 
     def __init__(self, x_id, x, y, spec):
         self.x_id = x_id
         self.x = x
         self.y = y
         self.spec = spec
+        self.dval = None
 
     @property
     def name(self):
@@ -107,19 +110,29 @@ class UnaryScalarRule(ReverseRule):
     def inputs(self):
         return (self.x_id,)
 
+    def _d(self):
+        # the partial depends on the primal only: computed once, reused by the
+        # tangent sweep and the reverse sweep with tangents (and across HVPs)
+        d = self.dval
+        if d is None:
+            d = self.dval = _call(self.spec.d, self.x, self.y)
+        return d
+
     def pullback(self, g):
         d = self.spec.d
         if self.spec.const:
             return [(self.x_id, _times(g, d))]
-        return [(self.x_id, g * d(self.x, self.y))]
+        d = self.dval
+        if d is None:
+            d = self.spec.d(self.x, self.y)
+        return [(self.x_id, g * d)]
 
     def pushforward(self, tangents):
-        spec = self.spec
-        return _times(tangents[0], _call(spec.d, self.x, self.y))
+        return _times(tangents[0], self._d())
 
     def pullback_with_tangents(self, g, gd, tangents):
         spec = self.spec
-        d = _call(spec.d, self.x, self.y)
+        d = self._d()
         c = _times(g, d)
         cd = _times(gd, d)
         xd = tangents[0]
@@ -138,9 +151,11 @@ class _BinarySpec:
 class BinaryScalarRule(ReverseRule):
     """z = f(x, y) elementwise with broadcasting, from its partials."""
 
-    __slots__ = ("x_id", "y_id", "x", "y", "z", "xshape", "yshape", "zshape", "spec")
+    __slots__ = ("x_id", "y_id", "x", "y", "z", "xshape", "yshape", "zshape", "spec",
+                 "dxv", "dyv")
 
     def __init__(self, x_id, y_id, x, y, z, xshape, yshape, zshape, spec):
+        self.dxv = self.dyv = None
         self.x_id = x_id
         self.y_id = y_id
         self.x = x
@@ -161,6 +176,18 @@ class BinaryScalarRule(ReverseRule):
         if self.y_id is None:
             return (self.x_id,)
         return (self.x_id, self.y_id)
+
+    def _dx(self):
+        d = self.dxv
+        if d is None:
+            d = self.dxv = _call(self.spec.dx, self.x, self.y, self.z)
+        return d
+
+    def _dy(self):
+        d = self.dyv
+        if d is None:
+            d = self.dyv = _call(self.spec.dy, self.x, self.y, self.z)
+        return d
 
     def pullback(self, g):
         spec, x, y, z = self.spec, self.x, self.y, self.z
@@ -183,9 +210,9 @@ class BinaryScalarRule(ReverseRule):
         xd, yd = self._tangents(tangents)
         t = ZERO
         if not isinstance(xd, _Structural):
-            t = _times(xd, _call(spec.dx, x, y, z))
+            t = _times(xd, self._dx())
         if not isinstance(yd, _Structural):
-            t = _plus(t, _times(yd, _call(spec.dy, x, y, z)))
+            t = _plus(t, _times(yd, self._dy()))
         if isinstance(t, _Structural):
             return t
         return _broadcast_tangent(t, self.zshape)
@@ -201,7 +228,7 @@ class BinaryScalarRule(ReverseRule):
         out = []
         dxy = _call(spec.dxy, x, y, z) if (xd_on or yd_on) and spec.dxy is not None else 0
         if self.x_id is not None:
-            d = _call(spec.dx, x, y, z)
+            d = self._dx()
             c = _times(g, d)
             cd = _times(gd, d)
             if xd_on:
@@ -211,7 +238,7 @@ class BinaryScalarRule(ReverseRule):
             out.append((self.x_id, unbroadcast(c, self.xshape),
                         cd if isinstance(cd, _Structural) else unbroadcast(cd, self.xshape)))
         if self.y_id is not None:
-            d = _call(spec.dy, x, y, z)
+            d = self._dy()
             c = _times(g, d)
             cd = _times(gd, d)
             if xd_on:
@@ -269,9 +296,18 @@ def scalar_rule(op, *partials, second=None, types=()):
         reads = set().union(*(_reads(f, ("x", "y", "z")) for f in fns))
         save_x, save_y, save_z = "x" in reads, "y" in reads, "z" in reads
 
+        dx_const = not callable(spec.dx) and spec.dxx == 0 and spec.dxy == 0
+        dy_const = not callable(spec.dy) and spec.dyy == 0 and spec.dxy == 0
+
         def binary_maker(ids, x, y, **kwargs):
             z = op(x, y, **kwargs) if kwargs else op(x, y)
             xi, yi = ids
+            # x + c, c - x, ...: one traced side with a constant partial and no
+            # broadcasting is a plain (signed) identity
+            if yi is None and dx_const and x.shape == z.shape:
+                return z, ConstPartialRule(xi, spec.dx, spec.name)
+            if xi is None and dy_const and y.shape == z.shape:
+                return z, ConstPartialRule(yi, spec.dy, spec.name)
             # traced values always have .shape; constants' shapes are not needed
             return z, BinaryScalarRule(
                 xi, yi, x if save_x else None, y if save_y else None,
@@ -281,6 +317,49 @@ def scalar_rule(op, *partials, second=None, types=()):
         register(op, *types)(binary_maker)
         return op
     raise TypeError("scalar_rule takes one partial (unary) or two (binary)")
+
+
+class ConstPartialRule(ReverseRule):
+    """z = f(x, c) whose partial in x is a constant (x + c, c - x): linear."""
+
+    __slots__ = ("x_id", "d", "name")
+    linear = True
+
+    def __init__(self, x_id, d, name):
+        self.x_id = x_id
+        self.d = d
+        self.name = name
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        return [(self.x_id, _times(g, self.d))]
+
+    def pushforward(self, tangents):
+        return _times(tangents[0], self.d)
+
+
+class ScaleRule(ReverseRule):
+    """z = c * x for a constant real scalar c (elementwise bilinear ops)."""
+
+    __slots__ = ("x_id", "c", "name")
+    linear = True
+
+    def __init__(self, x_id, c, name):
+        self.x_id = x_id
+        self.c = c
+        self.name = name
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        return [(self.x_id, g * self.c)]
+
+    def pushforward(self, tangents):
+        t = tangents[0]
+        return t if isinstance(t, _Structural) else t * self.c
 
 
 # -- linear --------------------------------------------------------------------
@@ -416,18 +495,28 @@ class BilinearRule(ReverseRule):
         return out
 
 
-def bilinear_rule(op, transpose_x, transpose_y, types=()):
+_SCALARS = (float, int, np.float64, np.float32)
+
+
+def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
     """Register ``z = op(x, y, *static, **kw)``, bilinear in ``(x, y)``.
 
     ``transpose_x(g, y, x_shape, *static, **kw)`` is the cotangent of ``x``
     and ``transpose_y(g, x, y_shape, *static, **kw)`` that of ``y``. The
     pushforward and the second-order terms follow from bilinearity.
+    ``elementwise=True`` (for ``multiply``) records ``x * c`` with a constant
+    real scalar ``c`` as a cheaper scaling rule.
     """
 
     def bilinear_maker(ids, x, y, *args, **kwargs):
         z = op(x, y, *args, **kwargs)
-        # x is needed only for the cotangent of y, and y only for that of x
         xi, yi = ids
+        if elementwise and not args and not kwargs:
+            if yi is None and type(y) in _SCALARS:
+                return z, ScaleRule(xi, y, op_name(op))
+            if xi is None and type(x) in _SCALARS:
+                return z, ScaleRule(yi, x, op_name(op))
+        # x is needed only for the cotangent of y, and y only for that of x
         return z, BilinearRule(xi, yi, None if yi is None else x,
                                None if xi is None else y, op, transpose_x, transpose_y,
                                None if xi is None else x.shape,

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import EscapedTracerError, MissingRuleError, UntraceableError
 from .graph import MultiOutput
-from .registry import lookup, op_name
+from .registry import _single, lookup, op_name
 from .tangents import _Structural
 
 __all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "is_traced"]
@@ -168,7 +168,7 @@ def _dispatch1(op, x):
         return dispatch(op, (x,), None)
     v = x.value
     tv = type(v)
-    maker = lookup(op, (tv if tv is not Traced else _primal_type(v),))
+    maker = _single.get(op) or lookup(op, (tv if tv is not Traced else _primal_type(v),))
     out, rule = maker([x.node], v)
     if rule is None:
         return out
@@ -190,7 +190,8 @@ def _binop(op, a, b):
         if tape.active:
             v = a.value
             tv = type(v)
-            maker = lookup(op, (tv if tv is not Traced else _primal_type(v), tb))
+            maker = _single.get(op) or lookup(
+                op, (tv if tv is not Traced else _primal_type(v), tb))
             out, rule = maker([a.node, None], v, b)
             if rule is None:
                 return out
@@ -203,7 +204,8 @@ def _binop(op, a, b):
         if tape.active:
             v = b.value
             tv = type(v)
-            maker = lookup(op, (ta, tv if tv is not Traced else _primal_type(v)))
+            maker = _single.get(op) or lookup(
+                op, (ta, tv if tv is not Traced else _primal_type(v)))
             out, rule = maker([None, b.node], a, v)
             if rule is None:
                 return out
@@ -213,7 +215,7 @@ def _binop(op, a, b):
         tape = a.tape
         va, vb = a.value, b.value
         tva, tvb = type(va), type(vb)
-        maker = lookup(op, (tva if tva is not Traced else _primal_type(va),
+        maker = _single.get(op) or lookup(op, (tva if tva is not Traced else _primal_type(va),
                             tvb if tvb is not Traced else _primal_type(vb)))
         out, rule = maker([a.node, b.node], va, vb)
         if rule is None:
