@@ -1,1 +1,207 @@
-"""special rules (to be filled)."""
+"""``scipy.special`` (registered only when SciPy is installed).
+
+The ufuncs are one ``scalar_rule`` each, with their second derivatives for
+HVPs. Derivatives are taken in the continuous arguments only: the order
+``v`` of ``iv``/``ive`` and ``s`` of ``zeta(s, q)`` are constants (asking
+for their derivative raises ``MissingRuleError``).
+
+``polygamma``, ``logsumexp``, ``softmax`` and ``log_softmax`` are plain Python
+functions in SciPy that convert their inputs with ``np.asarray``: on traced
+values they raise ``UntraceableError``. Their differentiable versions live
+here: ``chainrules.rules.special.logsumexp`` (same signature, ``b`` weights,
+``keepdims``, ``return_sign``), ``softmax``, ``log_softmax`` and
+``polygamma(n, x)`` (differentiable in ``x``; ``zeta`` underneath).
+"""
+
+import numpy as np
+
+from chainrules.errors import MissingRuleError
+
+try:
+    import scipy.special as sc
+except ImportError:  # pragma: no cover - SciPy is an optional extra
+    sc = None
+
+__all__ = ["logsumexp", "softmax", "log_softmax", "polygamma"]
+
+# Python floats, so that float32 stays float32 (NumPy 2 promotion)
+_SQRT_PI = float(np.sqrt(np.pi))
+_SQRT_2PI = float(np.sqrt(2 * np.pi))
+
+
+def _no_derivative(what):
+    def partial(x, y, z):
+        raise MissingRuleError(f"scipy.special: no derivative with respect to {what}; "
+                               "pass it as a constant")
+    return partial
+
+
+def _register():
+    from chainrules.derived import scalar_rule
+
+    def trigamma(x):
+        return sc.zeta(2.0, x)
+
+    # logistic
+    scalar_rule(sc.expit, lambda x, y: y * (1 - y),
+                second=lambda x, y: y * (1 - y) * (1 - 2 * y))
+    scalar_rule(sc.logit, lambda x, y: 1 / (x * (1 - x)),
+                second=lambda x, y: (2 * x - 1) / (x * (1 - x)) ** 2)
+    scalar_rule(sc.log_expit, lambda x, y: sc.expit(-x),
+                second=lambda x, y: -sc.expit(x) * sc.expit(-x))
+    # error functions and normal distribution
+    scalar_rule(sc.erf, lambda x, y: 2 / _SQRT_PI * np.exp(-x * x),
+                second=lambda x, y: -4 / _SQRT_PI * x * np.exp(-x * x))
+    scalar_rule(sc.erfc, lambda x, y: -2 / _SQRT_PI * np.exp(-x * x),
+                second=lambda x, y: 4 / _SQRT_PI * x * np.exp(-x * x))
+    scalar_rule(sc.erfinv, lambda x, y: _SQRT_PI / 2 * np.exp(y * y),
+                second=lambda x, y: y * (np.pi / 2) * np.exp(2 * y * y))
+    scalar_rule(sc.ndtr, lambda x, y: np.exp(-x * x / 2) / _SQRT_2PI,
+                second=lambda x, y: -x * np.exp(-x * x / 2) / _SQRT_2PI)
+    scalar_rule(sc.ndtri, lambda x, y: _SQRT_2PI * np.exp(y * y / 2),
+                second=lambda x, y: y * (2 * np.pi) * np.exp(y * y))
+    scalar_rule(sc.log_ndtr, lambda x, y: np.exp(-x * x / 2 - y) / _SQRT_2PI,
+                second=lambda x, y: -np.exp(-x * x / 2 - y) / _SQRT_2PI * (
+                    x + np.exp(-x * x / 2 - y) / _SQRT_2PI))
+    # gamma family
+    scalar_rule(sc.gammaln, lambda x, y: sc.digamma(x), second=lambda x, y: trigamma(x))
+    scalar_rule(sc.digamma, lambda x, y: trigamma(x),
+                second=lambda x, y: -2 * sc.zeta(3.0, x))
+    scalar_rule(sc.gamma, lambda x, y: y * sc.digamma(x),
+                second=lambda x, y: y * (sc.digamma(x) ** 2 + trigamma(x)))
+    # scipy.special.zeta(s, q) is a Python wrapper of the ufunc _zeta
+    from scipy.special import _ufuncs
+
+    scalar_rule(_ufuncs._zeta, _no_derivative("s (the first argument of zeta)"),
+                lambda s, q, z: -s * sc.zeta(s + 1, q),
+                second=(_no_derivative("s"), 0,
+                        lambda s, q, z: s * (s + 1) * sc.zeta(s + 2, q)))
+
+    def _psi_ab(a, b):
+        return sc.digamma(a + b)
+
+    scalar_rule(sc.betaln,
+                lambda a, b, z: sc.digamma(a) - _psi_ab(a, b),
+                lambda a, b, z: sc.digamma(b) - _psi_ab(a, b),
+                second=(lambda a, b, z: trigamma(a) - trigamma(a + b),
+                        lambda a, b, z: -trigamma(a + b),
+                        lambda a, b, z: trigamma(b) - trigamma(a + b)))
+    scalar_rule(sc.beta,
+                lambda a, b, z: z * (sc.digamma(a) - _psi_ab(a, b)),
+                lambda a, b, z: z * (sc.digamma(b) - _psi_ab(a, b)),
+                second=(lambda a, b, z: z * ((sc.digamma(a) - _psi_ab(a, b)) ** 2
+                                             + trigamma(a) - trigamma(a + b)),
+                        lambda a, b, z: z * ((sc.digamma(a) - _psi_ab(a, b))
+                                             * (sc.digamma(b) - _psi_ab(a, b))
+                                             - trigamma(a + b)),
+                        lambda a, b, z: z * ((sc.digamma(b) - _psi_ab(a, b)) ** 2
+                                             + trigamma(b) - trigamma(a + b))))
+    # x log y family
+    scalar_rule(sc.xlogy, lambda x, y, z: np.log(y), lambda x, y, z: x / y,
+                second=(0, lambda x, y, z: 1 / y, lambda x, y, z: -x / y ** 2))
+    scalar_rule(sc.xlog1py, lambda x, y, z: np.log1p(y), lambda x, y, z: x / (1 + y),
+                second=(0, lambda x, y, z: 1 / (1 + y), lambda x, y, z: -x / (1 + y) ** 2))
+    scalar_rule(sc.entr, lambda x, y: -(np.log(x) + 1), second=lambda x, y: -1 / x)
+    scalar_rule(sc.rel_entr, lambda x, y, z: np.log(x / y) + 1, lambda x, y, z: -x / y,
+                second=(lambda x, y, z: 1 / x, lambda x, y, z: -1 / y,
+                        lambda x, y, z: x / y ** 2))
+    scalar_rule(sc.kl_div, lambda x, y, z: np.log(x / y), lambda x, y, z: 1 - x / y,
+                second=(lambda x, y, z: 1 / x, lambda x, y, z: -1 / y,
+                        lambda x, y, z: x / y ** 2))
+
+    # modified Bessel functions, derivatives in x: I_v' = (I_{v-1} + I_{v+1}) / 2;
+    # for the scaled ive(v, x) = exp(-|x|) I_v(x) subtract sign(x) ive(v, x)
+    def _iv_d(v, x, z):
+        return (sc.iv(v - 1, x) + sc.iv(v + 1, x)) / 2
+
+    def _iv_dd(v, x, z):
+        return (sc.iv(v - 2, x) + 2 * z + sc.iv(v + 2, x)) / 4
+
+    def _ive_d(v, x, z):
+        return (sc.ive(v - 1, x) + sc.ive(v + 1, x)) / 2 - np.sign(x) * z
+
+    def _ive_dd(v, x, z):
+        s = np.sign(x)
+        return ((sc.ive(v - 2, x) + 2 * z + sc.ive(v + 2, x)) / 4
+                - s * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) + s * s * z)
+
+    nov = _no_derivative("the order v")
+    scalar_rule(sc.iv, nov, _iv_d, second=(nov, 0, _iv_dd))
+    scalar_rule(sc.ive, nov, _ive_d, second=(nov, 0, _ive_dd))
+    scalar_rule(sc.i0, lambda x, y: sc.i1(x), second=lambda x, y: (y + sc.iv(2, x)) / 2)
+    scalar_rule(sc.i1, lambda x, y: (sc.i0(x) + sc.iv(2, x)) / 2,
+                second=lambda x, y: (3 * y + sc.iv(3, x)) / 4)
+    scalar_rule(sc.i0e, lambda x, y: sc.i1e(x) - np.sign(x) * y,
+                second=lambda x, y: _ive_dd(0, x, y))
+    scalar_rule(sc.i1e, lambda x, y: _ive_d(1, x, y), second=lambda x, y: _ive_dd(1, x, y))
+
+
+if sc is not None:
+    _register()
+
+
+# -- Python-level SciPy functions, as registered operations ---------------------
+def _reduce_axes(shape, axis):
+    nd = len(shape)
+    if axis is None:
+        return tuple(range(nd))
+    if np.ndim(axis) == 0:
+        return (axis % nd,)
+    return tuple(a % nd for a in axis)
+
+
+def _kept(shape, axes):
+    return tuple(1 if k in axes else n for k, n in enumerate(shape))
+
+
+def _logsumexp_impl(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """Differentiable ``scipy.special.logsumexp`` written with np.* calls."""
+    axes = _reduce_axes(a.shape if b is None else np.broadcast_shapes(
+        np.shape(a), np.shape(b)), axis)
+    from chainrules.tracing import stop_gradient
+
+    av = np.asarray(stop_gradient(a))
+    m = np.max(av, axis=axes, keepdims=True) if av.size else av
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(a - m)
+    if b is not None:
+        e = b * e
+    s = np.sum(e, axis=axes, keepdims=True)
+    if return_sign:
+        sign = np.sign(stop_gradient(s))
+        out = np.log(s * sign) + m
+        if not keepdims:
+            out = np.reshape(out, tuple(n for k, n in enumerate(out.shape) if k not in axes))
+            sign = np.reshape(sign, out.shape)
+        return out, sign
+    out = np.log(s) + m
+    if not keepdims:
+        out = np.reshape(out, tuple(n for k, n in enumerate(out.shape) if k not in axes))
+    return out
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``scipy.special.logsumexp`` that also accepts traced values.
+
+    Same signature and results; the maximum shift is a constant, so the
+    derivative is the softmax weights (times ``b``)."""
+    return _logsumexp_impl(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def softmax(x, axis=None):
+    """``scipy.special.softmax`` that also accepts traced values."""
+    return np.exp(x - logsumexp(x, axis=axis, keepdims=True))
+
+
+def log_softmax(x, axis=None):
+    """``scipy.special.log_softmax`` that also accepts traced values."""
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def polygamma(n, x):
+    """``scipy.special.polygamma(n, x)`` that also accepts traced ``x``
+    (integer ``n`` >= 0; differentiable in ``x``)."""
+    n = int(n)
+    if n == 0:
+        return sc.digamma(x)
+    return (-1.0) ** (n + 1) * float(np.prod(np.arange(1, n + 1))) * sc.zeta(n + 1.0, x)

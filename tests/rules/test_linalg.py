@@ -1,0 +1,176 @@
+"""np.linalg and scipy.linalg rules at the points the sweep avoids:
+repeated eigenvalues and singular values, result types, non-differentiable
+options, second order through the pullbacks."""
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules.testing import check_hvp, check_rrule
+
+RNG = np.random.default_rng(0)
+
+
+def _orth(n, seed):
+    q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((n, n)))
+    return q
+
+
+# a symmetric matrix with a doubly and a triply repeated eigenvalue
+Q5 = _orth(5, 1)
+A_DEG = (Q5 * np.array([1.0, 1.0, 2.5, 2.5, 2.5])) @ Q5.T
+A_DEG = (A_DEG + A_DEG.T) / 2
+
+
+def test_eigh_degenerate_eigenvalue_functions():
+    # sum(eigvalsh(a)) = trace(a): gradient I; sum(w**2) = ||a||_F^2: gradient 2a
+    for f, expected in [
+        (lambda a: np.sum(np.linalg.eigvalsh(a)), np.eye(5)),
+        (lambda a: np.sum(np.linalg.eigh(a)[0]), np.eye(5)),
+        (lambda a: np.sum(np.linalg.eigh(a)[0] ** 2), 2 * np.tril(A_DEG) + 2 * np.tril(A_DEG, -1)),
+    ]:
+        g = cr.grad(f)(A_DEG)
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, expected, atol=1e-10)
+
+
+def test_eigh_degenerate_eigenvectors_give_finite_values():
+    # a function of eigenvectors and eigenvalues: finite (no NaN, no Inf) at
+    # a repeated eigenvalue; see rules/linalg.py for when it is exact
+    def f(a):
+        w, v = np.linalg.eigh(a)
+        return np.sum(((v * w ** 2) @ v.T) * np.arange(25.0).reshape(5, 5))
+    g = cr.grad(f)(A_DEG)
+    assert np.all(np.isfinite(g))
+    hv = cr.hvp(f, A_DEG, np.eye(5))
+    assert np.all(np.isfinite(hv))
+
+
+def test_eigh_degenerate_hvp_of_eigenvalue_sum_is_zero():
+    f = lambda a: np.sum(np.linalg.eigvalsh(a))  # linear: zero Hessian
+    hv = cr.hvp(f, A_DEG, RNG.standard_normal((5, 5)))
+    np.testing.assert_allclose(hv, 0, atol=1e-10)
+
+
+def test_svd_repeated_singular_values():
+    u, v = _orth(4, 2), _orth(4, 3)
+    a = (u * np.array([2.0, 2.0, 2.0, 0.5])) @ v.T
+    # nuclear norm: gradient U V^T, through svd, compute_uv=False and norm
+    uu, s, vh = np.linalg.svd(a)
+    g1 = cr.grad(lambda x: np.sum(np.linalg.svd(x, compute_uv=False)))(a)
+    g2 = cr.grad(lambda x: np.linalg.norm(x, "nuc"))(a)
+    g3 = cr.grad(lambda x: np.sum(np.linalg.svd(x)[1]))(a)
+    g4 = cr.grad(lambda x: np.sum(np.linalg.svdvals(x)))(a)
+    for g in (g1, g2, g3, g4):
+        np.testing.assert_allclose(g, uu @ vh, atol=1e-10)
+    hv = cr.hvp(lambda x: np.linalg.norm(x, "nuc"), a, np.ones((4, 4)))
+    assert np.all(np.isfinite(hv))
+
+
+def _trace_usv(x):
+    u, s, vh = np.linalg.svd(x)
+    return np.trace((u * s) @ vh)
+
+
+def test_svd_repeated_singular_values_through_vectors():
+    # trace(U diag(s) V^T) = trace(a): gradient I, at symmetric positive
+    # semi-definite points with repeated singular values (identity included)
+    q = _orth(4, 4)
+    for a in (np.eye(3), (q * np.array([2.0, 2.0, 2.0, 0.5])) @ q.T):
+        g = cr.grad(_trace_usv)(a)
+        np.testing.assert_allclose(g, np.eye(len(a)), atol=1e-10)
+        hv = cr.hvp(_trace_usv, a, np.ones_like(a))
+        assert np.all(np.isfinite(hv))
+
+
+def test_result_types_are_numpys_namedtuples():
+    seen = {}
+
+    def f(a):
+        for name, res in [("eigh", np.linalg.eigh(a)), ("svd", np.linalg.svd(a)),
+                          ("slogdet", np.linalg.slogdet(a)), ("qr", np.linalg.qr(a))]:
+            seen[name] = type(res).__name__
+        w, v = np.linalg.eigh(a)
+        return np.linalg.eigh(a).eigenvalues[0] + np.linalg.slogdet(a).logabsdet
+    spd = np.eye(3) * 2 + 0.1
+    g = cr.grad(f)(spd)
+    assert seen == {"eigh": "EighResult", "svd": "SVDResult",
+                    "slogdet": "SlogdetResult", "qr": "QRResult"}
+    assert np.all(np.isfinite(g))
+
+
+def test_triangle_read_by_cholesky_and_eigh():
+    # NumPy reads the lower triangle only: the upper triangle gets no cotangent
+    a = np.array([[4.0, 100.0], [1.0, 3.0]])
+    g = cr.grad(lambda x: np.sum(np.linalg.cholesky(x)))(a)
+    assert g[0, 1] == 0.0
+    g = cr.grad(lambda x: np.sum(np.linalg.eigvalsh(x) ** 2))(a)
+    assert g[0, 1] == 0.0
+    np.testing.assert_allclose(g, [[8.0, 0.0], [4.0, 6.0]])  # d||sym(a)||_F^2
+
+
+def test_solve_vector_and_batched_semantics():
+    a = np.stack([np.eye(3) * 2 + 0.1, np.eye(3) * 3 - 0.2])
+    b = np.array([1.0, 2.0, 3.0])  # ndim == 1: a vector for every batch entry
+    check_rrule(np.linalg.solve, a, b)
+    check_hvp(np.linalg.solve, a, b)
+    bb = RNG.standard_normal((2, 3, 2))
+    check_rrule(np.linalg.solve, a, bb)
+
+
+def test_second_order_by_nested_grad():
+    a = np.eye(3) * 2 + 0.3 * RNG.standard_normal((3, 3))
+    v = RNG.standard_normal((3, 3))
+    for f in [lambda x: np.linalg.slogdet(x)[1], lambda x: np.linalg.det(x),
+              lambda x: np.sum(np.linalg.inv(x) ** 2),
+              lambda x: np.sum(np.linalg.svd(x, compute_uv=False) ** 3)]:
+        nested = cr.grad(lambda x: np.sum(cr.grad(f)(x) * v))(a)
+        np.testing.assert_allclose(nested, cr.hvp(f, a, v), rtol=1e-9, atol=1e-9)
+
+
+def test_non_differentiable_options():
+    a = np.eye(3) * 2.0
+    with pytest.raises(cr.MissingRuleError, match="mode='raw'"):
+        cr.grad(lambda x: np.sum(np.linalg.qr(x, mode="raw")[0]))(a)
+    # matrix_rank and the 0-"norm" (a count) are piecewise constant
+    g = cr.grad(lambda x: np.linalg.matrix_rank(x) * 1.0 + np.sum(x))(a)
+    np.testing.assert_array_equal(g, np.ones((3, 3)))
+    g = cr.grad(lambda x: np.linalg.norm(x[0], 0) + np.sum(x))(a)
+    np.testing.assert_array_equal(g, np.ones((3, 3)))
+
+
+def test_norm_at_zero_is_finite():
+    g = cr.grad(lambda x: np.linalg.norm(x))(np.zeros(3))
+    np.testing.assert_array_equal(g, 0.0)
+
+
+def test_scipy_linalg_functions_and_plain_scipy_error():
+    sl = pytest.importorskip("scipy.linalg")
+    from chainrules.rules import scipy_linalg as csl
+
+    a = np.array([[0.3, 0.1], [-0.2, 0.4]])
+    # d/dt expm(t a) at t = 1 is a expm(a)
+    t = cr.jvp(lambda x: csl.expm(x), (a,), (a,))[1]
+    np.testing.assert_allclose(t, a @ sl.expm(a), rtol=1e-10)
+    with pytest.raises(cr.UntraceableError):
+        cr.grad(lambda x: np.sum(sl.expm(x)))(a)
+    spd = np.array([[2.0, 0.3], [0.3, 1.0]])
+    c, lower = csl.cho_factor(spd)
+    b = np.array([1.0, -1.0])
+    g = cr.grad(lambda m: np.sum(csl.cho_solve(csl.cho_factor(m), b)))(spd)
+    g_np = cr.grad(lambda m: np.sum(np.linalg.solve(
+        np.triu(m) + np.triu(m, 1).T, b)))(spd)
+    np.testing.assert_allclose(g, g_np, rtol=1e-10)
+
+
+def test_logm_pushforward_and_hvp():
+    pytest.importorskip("scipy.linalg")
+    from chainrules.rules import scipy_linalg as csl
+    from chainrules.testing import check_frule
+
+    a = np.array([[1.5, 0.2], [0.3, 1.1]])
+    check_frule(csl.logm, a)
+    check_hvp(csl.logm, a)
+    # exp(log(a)) == a: the chain of both rules is the identity
+    t = cr.jvp(lambda x: csl.expm(csl.logm(x)), (a,), (np.ones((2, 2)),))[1]
+    np.testing.assert_allclose(t, np.ones((2, 2)), rtol=1e-9)
