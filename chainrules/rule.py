@@ -51,15 +51,22 @@ class ReverseRule:
         raise NotImplementedError(f"{type(self).__name__} must define pullback()")
 
     def pushforward(self, tangents):
-        from .graph import transpose_pullback
-
-        return transpose_pullback(self, tangents)
+        # Not overridden: the engine derives the pushforward by transposing the
+        # pullback (it knows the output's shape and dtype, which a rule need
+        # not). Calling this directly on such a rule is a usage error.
+        raise NotImplementedError(
+            f"{rule_name(self)} defines no pushforward; the engine derives one from "
+            "its pullback during Tape.forward (call chainrules.graph."
+            "transpose_pullback(rule, tangents, out_shape, out_dtype) to do it by hand)")
 
     def pullback_with_tangents(self, cotangent, cotangent_tangent, tangents):
         if self.linear:
-            cots = self.pullback(cotangent)
-            dots = dict(self.pullback(cotangent_tangent))
-            return [(nid, c, dots.get(nid)) for nid, c in cots]
+            cots = list(self.pullback(cotangent))
+            dots = list(self.pullback(cotangent_tangent))
+            if len(cots) == len(dots) and all(a[0] == b[0] for a, b in zip(cots, dots)):
+                return [(nid, c, d) for (nid, c), (_, d) in zip(cots, dots)]
+            # a structurally zero side returns no pairs: keep the other side whole
+            return [(nid, c, None) for nid, c in cots] + [(nid, None, d) for nid, d in dots]
         raise HvpNotSupported(
             f"rule {rule_name(self)} cannot carry tangents through its pullback: "
             "define pullback_with_tangents(cotangent, cotangent_tangent, tangents), "

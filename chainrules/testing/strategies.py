@@ -10,14 +10,38 @@ Domains (``domain=``):
 * ``"unit"``: in (-0.9, 0.9) (arcsin, arctanh);
 * ``"gt1"``: in [1.2, 3] (arccosh);
 * ``"nonzero"``: |x| in [0.5, 2] with either sign (division, abs, sign kinks);
-* ``"distinct"``: values at least 0.1 apart (max, sort: no ties).
+* ``"distinct"``: values at least 0.1 apart (max, sort: no ties);
+* ``"nonint"``: in [-2.5, 2.5], at least 0.15 away from every integer (floor,
+  round, mod, poles of gamma);
+* ``"prob"``: in [0.1, 0.9] (probabilities: logit, binary cross-entropy);
+* a pair ``(lo, hi)``: uniform in that interval.
+
+``arrays(..., avoid=(0.0,), margin=0.1)`` additionally keeps every value at
+least ``margin`` away from the given points (kinks, poles), by pushing
+values that fall too close outwards.
+
+Also here: ``broadcastable_shapes`` (shape tuples that broadcast together),
+``axes`` / ``axis_keepdims`` / ``reduction_kwargs`` (valid ``axis`` and
+``keepdims`` for a shape), ``matrices``, ``well_conditioned_matrices`` and
+``spd_matrices`` (condition number below ~10), ``scalars`` and ``pytrees``.
+
+Example, a property test of a user rule::
+
+    from hypothesis import given, strategies as st
+    from chainrules.testing import check_rrule, strategies as crs
+
+    @given(st.data())
+    def test_softplus(data):
+        x = data.draw(crs.arrays(np.float64, data.draw(crs.shapes()), "real"))
+        check_rrule(softplus, x)
 """
 
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["shapes", "arrays", "broadcastable_shapes", "axes", "dtypes",
-           "spd_matrices", "well_conditioned_matrices", "pytrees", "DOMAINS"]
+__all__ = ["shapes", "arrays", "broadcastable_shapes", "axes", "axis_keepdims",
+           "reduction_kwargs", "dtypes", "scalars", "matrices", "spd_matrices",
+           "well_conditioned_matrices", "pytrees", "nested_pytrees", "DOMAINS"]
 
 DOMAINS = {
     "real": (-2.0, 2.0),
@@ -26,10 +50,13 @@ DOMAINS = {
     "gt1": (1.2, 3.0),
     "nonzero": (0.5, 2.0),
     "distinct": (-2.0, 2.0),
+    "nonint": (-2.5, 2.5),
+    "prob": (0.1, 0.9),
 }
 
 
 def dtypes(complex_ok=False):
+    """float64 or float32 (and complex128 when ``complex_ok``)."""
     opts = [np.dtype(np.float64), np.dtype(np.float32)]
     if complex_ok:
         opts.append(np.dtype(np.complex128))
@@ -79,9 +106,20 @@ def axes(draw, ndim, allow_none=True, allow_tuple=True):
     return tuple(a - ndim if draw(st.booleans()) else a for a in picked)
 
 
+def _push_away(v, points, margin):
+    for p in points:
+        d = v - p
+        close = np.abs(d) < margin
+        if np.any(close):
+            v = np.where(close, p + np.where(d < 0, -margin, margin) + d, v)
+    return v
+
+
 @st.composite
-def arrays(draw, dtype, shape, domain="real"):
-    """An array of ``dtype`` and ``shape`` with values in ``domain``.
+def arrays(draw, dtype, shape, domain="real", avoid=(), margin=0.1):
+    """An array of ``dtype`` and ``shape`` with values in ``domain`` (a name
+    from ``DOMAINS`` or a pair ``(lo, hi)``), at least ``margin`` away from
+    every point of ``avoid``.
 
     Values are drawn from a seeded NumPy generator (fast, and shrinking the
     seed is enough); complex dtypes get independent real and imaginary parts.
@@ -89,7 +127,7 @@ def arrays(draw, dtype, shape, domain="real"):
     dtype = np.dtype(dtype)
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    lo, hi = DOMAINS[domain]
+    lo, hi = DOMAINS[domain] if isinstance(domain, str) else map(float, domain)
     shape = tuple(shape)
 
     def sample():
@@ -100,6 +138,11 @@ def arrays(draw, dtype, shape, domain="real"):
         v = rng.uniform(lo, hi, size=shape)
         if domain == "nonzero":
             v = v * rng.choice([-1.0, 1.0], size=shape)
+        if domain == "nonint":
+            frac = v - np.floor(v)
+            v = np.floor(v) + 0.15 + frac * 0.7
+        if avoid:
+            v = _push_away(v, tuple(avoid), margin)
         return v
 
     if dtype.kind == "c":
@@ -136,3 +179,44 @@ def pytrees(draw, dtype=np.float64, max_leaves=4):
     if kind == "list":
         return leaves
     return {f"k{i}": leaf for i, leaf in enumerate(leaves)}
+
+
+@st.composite
+def axis_keepdims(draw, ndim, allow_none=True, allow_tuple=True):
+    """``(axis, keepdims)`` for a reduction over an array of ``ndim`` dims."""
+    return (draw(axes(ndim, allow_none, allow_tuple)), draw(st.booleans()))
+
+
+@st.composite
+def reduction_kwargs(draw, ndim, allow_none=True, allow_tuple=True):
+    """``{"axis": ..., "keepdims": ...}`` for ``np.sum``-like reductions."""
+    axis, keepdims = draw(axis_keepdims(ndim, allow_none, allow_tuple))
+    return {"axis": axis, "keepdims": keepdims}
+
+
+@st.composite
+def scalars(draw, dtype=np.float64, domain="real"):
+    """A NumPy scalar of ``dtype`` in ``domain``."""
+    return draw(arrays(dtype, (), domain))[()]
+
+
+@st.composite
+def matrices(draw, dtype, n, m=None, batch=(), domain="real"):
+    """Matrices of shape ``batch + (n, m)`` (square when ``m`` is None)."""
+    return draw(arrays(dtype, tuple(batch) + (n, n if m is None else m), domain))
+
+
+@st.composite
+def nested_pytrees(draw, dtype=np.float64, max_leaves=4, max_depth=2):
+    """Pytrees of small arrays nested up to ``max_depth`` levels
+    (tuples, lists and dicts of arrays and of such containers)."""
+    if max_depth <= 0 or draw(st.booleans()):
+        return draw(pytrees(dtype, max_leaves))
+    n = draw(st.integers(1, 3))
+    kids = [draw(nested_pytrees(dtype, max_leaves, max_depth - 1)) for _ in range(n)]
+    kind = draw(st.sampled_from(["tuple", "list", "dict"]))
+    if kind == "tuple":
+        return tuple(kids)
+    if kind == "list":
+        return kids
+    return {f"n{i}": kid for i, kid in enumerate(kids)}

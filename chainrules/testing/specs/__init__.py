@@ -38,6 +38,9 @@ class RuleSpec:
              that return plain values
     rtol, atol: tolerance overrides (default: from the dtype)
     name:    label in test ids and reports (default: the op's name)
+    wrt:     positions of the arguments to differentiate (default: every
+             positional argument holding float or complex values); the
+             others are held constant, e.g. ``wrt=(1,)`` for ``zeta(s, q)``
     """
 
     op: Any
@@ -48,6 +51,7 @@ class RuleSpec:
     rtol: Optional[float] = None
     atol: Optional[float] = None
     name: Optional[str] = None
+    wrt: Optional[tuple] = None
 
     @property
     def label(self):

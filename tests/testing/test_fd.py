@@ -1,0 +1,116 @@
+"""Finite differences: accuracy, complex inputs, pytrees, error estimates."""
+
+import numpy as np
+import pytest
+
+from chainrules.testing.fd import fd_jacobian, fd_jvp, upcast
+
+CASES = [
+    (np.sin, np.cos, (-2, 2)),
+    (np.exp, np.exp, (-2, 2)),
+    (np.log, lambda x: 1 / x, (0.5, 2)),
+    (np.arcsin, lambda x: 1 / np.sqrt(1 - x * x), (-0.9, 0.9)),
+    (np.tanh, lambda x: 1 - np.tanh(x) ** 2, (-2, 2)),
+]
+
+
+@pytest.mark.parametrize("f, df, dom", CASES, ids=[c[0].__name__ for c in CASES])
+def test_float64_accuracy_and_estimate(f, df, dom, rng):
+    x = rng.uniform(*dom, size=12)
+    u = rng.standard_normal(12)
+    r = fd_jvp(f, (x,), (u,))
+    exact = df(x) * u
+    err = np.linalg.norm(r.value - exact)
+    assert err <= 1e-11 * np.linalg.norm(exact)
+    # the error estimate is honest (bounds the true error) and small; it is
+    # the error of the half-step stencil, so it is conservative near poles
+    assert err <= r.error <= 1e-8 * np.linalg.norm(exact)
+
+
+def test_float32_inputs_are_upcast(rng):
+    x = rng.uniform(-2, 2, 5).astype(np.float32)
+    u = rng.standard_normal(5).astype(np.float32)
+    r = fd_jvp(np.sin, (x,), (u,))
+    assert r.value.dtype == np.float64
+    exact = np.cos(x.astype(np.float64)) * u.astype(np.float64)
+    assert np.allclose(r.value, exact, rtol=1e-11, atol=0)
+
+
+def test_float32_output_uses_a_larger_step(rng):
+    x = rng.uniform(-2, 2, 5)
+    r32 = fd_jvp(lambda a: np.sin(a).astype(np.float32), (x,), (np.ones(5),))
+    r64 = fd_jvp(np.sin, (x,), (np.ones(5),))
+    assert r32.step > 10 * r64.step
+    assert np.allclose(r32.value, np.cos(x), rtol=1e-5, atol=1e-6)
+
+
+def test_step_follows_the_input_scale(rng):
+    x = rng.uniform(1e4, 2e4, 4)
+    u = rng.standard_normal(4)
+    r = fd_jvp(np.log, (x,), (u,))
+    assert np.allclose(r.value, u / x, rtol=1e-10, atol=0)
+    assert r.step > 1.0
+
+
+def test_complex_inputs_holomorphic_and_not(rng):
+    z = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    u = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    r = fd_jvp(np.exp, (z,), (u,))
+    assert np.allclose(r.value, np.exp(z) * u, rtol=1e-11, atol=0)
+    # |z| is not holomorphic: d|z| along u is Re(conj(z) u) / |z|
+    r = fd_jvp(np.abs, (z,), (u,))
+    assert np.allclose(r.value, np.real(np.conj(z) * u) / np.abs(z), rtol=1e-10, atol=0)
+
+
+def test_pytrees_and_constant_leaves(rng):
+    a, b = rng.standard_normal(3), rng.standard_normal((2, 3))
+
+    def f(tree, k):
+        return {"s": np.sin(tree["a"]) * k, "p": tree["b"] @ tree["a"], "n": k}
+
+    r = fd_jvp(f, ({"a": a, "b": b, "i": 3}, 2.0),
+               ({"a": np.ones(3), "b": np.zeros((2, 3)), "i": None}, 0.5))
+    assert np.allclose(r.value["s"], np.cos(a) * 2.0 + np.sin(a) * 0.5, rtol=1e-11)
+    assert np.allclose(r.value["p"], b @ np.ones(3), rtol=1e-11)
+    assert np.isclose(r.value["n"], 0.5)
+
+
+def test_scalar_primals_keep_their_type():
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return x * x
+
+    r = fd_jvp(f, (np.float32(1.5),), (np.float32(1.0),))
+    assert np.isclose(r.value, 3.0, rtol=1e-11)
+    assert set(seen) == {np.float64}
+    assert type(upcast(np.float32(1.0))) is np.float64
+
+
+def test_kinks_show_up_in_the_truncation_estimate():
+    r = fd_jvp(np.floor, (np.array([0.9999999, 1.5]),), (np.ones(2),))
+    assert r.truncation > 1e-3 * np.linalg.norm(r.value)
+    smooth = fd_jvp(np.sin, (np.array([0.9999999, 1.5]),), (np.ones(2),))
+    assert smooth.truncation < 1e-10
+
+
+def test_zero_direction_and_orders(rng):
+    x = rng.standard_normal(3)
+    r = fd_jvp(np.sin, (x,), (np.zeros(3),))
+    assert np.all(r.value == 0) and r.error == 0
+    errs = {}
+    for order in (2, 4, 6, 8):
+        v = fd_jvp(np.exp, (x,), (np.ones(3),), order=order, richardson=False).value
+        errs[order] = np.max(np.abs(v - np.exp(x)))
+    assert errs[2] > errs[4] > errs[6]
+    with pytest.raises(ValueError):
+        fd_jvp(np.sin, (x,), (x,), order=5)
+
+
+def test_fd_jacobian(rng):
+    x = rng.standard_normal(3)
+    J = fd_jacobian(lambda a: np.outer(a, a), x)
+    exact = np.einsum("ik,j->ijk", np.eye(3), x) + np.einsum("i,jk->ijk", x, np.eye(3))
+    assert J.shape == (3, 3, 3)
+    assert np.allclose(J, exact, rtol=0, atol=1e-11)
