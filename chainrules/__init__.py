@@ -22,6 +22,7 @@ from .checkpoint import checkpoint, checkpoint_sequential
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_anomaly_mode
 
 from . import pytree  # noqa: E402
+from . import numpy  # noqa: E402,F401  (chainrules.numpy.array, index_update, index_add)
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
 from .registry import mark_builtins as _mark_builtins  # noqa: E402
 

@@ -1,1 +1,412 @@
-"""indexing rules (to be filled)."""
+"""Indexing rules: ``x[index]``, take, take_along_axis, sort, partition,
+delete, select, choose, and the out-of-place updates ``index_update`` /
+``index_add``.
+
+Gathers (``x[index]``, take, take_along_axis, sort, partition, delete) are
+linear in ``x``:
+their adjoint is ``scatter_add`` (rules/shape.py), which adds the cotangent
+back at the gathered positions, so repeated indices accumulate. Basic
+indexing (ints, slices with any step, ``None``, ``Ellipsis``), integer
+arrays, boolean masks and mixed advanced indexing all go through the same
+rule.
+
+``np.sort`` is a gather through the sorting permutation: the cotangent of
+``sorted[j]`` goes to the element that landed at ``j``. Ties are broken by
+a stable sort (the earlier element first), so among equal elements each
+position's cotangent goes to one of them, in their original order; this is a
+valid one-sided derivative (``np.sort`` is not differentiable at ties).
+``np.partition`` is the gather through ``np.argpartition``.
+
+``np.select`` and ``np.choose`` are masked sums of their choices: each
+output element takes the cotangent of the choice it came from.
+
+``index_update(x, index, values)`` and ``index_add(x, index, values)`` are
+the differentiable, out-of-place forms of ``x[index] = values`` and
+``np.add.at(x, index, values)`` (in-place writes on traced values raise
+``UntraceableError``); they are exported as ``chainrules.numpy.index_update``
+and ``chainrules.numpy.index_add``.
+"""
+
+import numpy as np
+
+from chainrules.derived import linear_rule, unbroadcast
+from chainrules.errors import AutodiffError
+from chainrules.registry import op_name, register
+from chainrules.tangents import ZERO, _Structural
+from chainrules.tracing import getitem, primitive, stop_gradient
+
+from ._util import shape_of
+from .shape import (NamedLinearRule, ZipLinearRule, _dtype_of, _is_basic,
+                    _reject_traced, _traced_only, scatter_add, to_dtype)
+
+
+# -- x[index] ------------------------------------------------------------------------
+def _getitem_transpose(g, shape, index):
+    return scatter_add(g, index, shape)
+
+
+linear_rule(getitem, _getitem_transpose)
+
+
+# -- take, take_along_axis ------------------------------------------------------------------
+def _take_indices(indices, n, mode):
+    idx = np.asarray(indices)
+    if mode == "wrap":
+        return idx % n
+    if mode == "clip":
+        return np.clip(idx, 0, n - 1)
+    return idx
+
+
+def _take_transpose(g, shape, indices, axis=None, out=None, mode="raise"):
+    if axis is None:
+        size = int(np.prod(shape, dtype=np.int64))
+        flat = scatter_add(g, (_take_indices(indices, size, mode),), (size,))
+        return np.reshape(flat, shape)
+    axis = axis % len(shape)
+    idx = _take_indices(indices, shape[axis], mode)
+    return scatter_add(g, (slice(None),) * axis + (idx,), shape)
+
+
+linear_rule(np.take, _take_transpose)
+
+
+def _along_axis_index(indices, axis, shape):
+    """The advanced index equivalent to ``np.take_along_axis(., indices, axis)``."""
+    nd = len(shape)
+    index = []
+    for k in range(nd):
+        if k == axis:
+            index.append(indices)
+        else:
+            s = [1] * nd
+            s[k] = shape[k]
+            index.append(np.arange(shape[k]).reshape(s))
+    return tuple(index)
+
+
+def _take_along_axis_transpose(g, shape, indices, axis=-1):
+    if axis is None:
+        size = int(np.prod(shape, dtype=np.int64))
+        return np.reshape(scatter_add(g, (np.asarray(indices),), (size,)), shape)
+    index = _along_axis_index(np.asarray(indices), axis % len(shape), shape)
+    return scatter_add(g, index, shape)
+
+
+linear_rule(np.take_along_axis, _take_along_axis_transpose)
+
+
+# -- sort: a gather through the (stable) sorting permutation ----------------------------
+def _gather(t, index):
+    return t[index]
+
+
+def _gather_transpose(g, shape, index):
+    return scatter_add(g, index, shape)
+
+
+def _permuted_index(x, axis, arg):
+    """The advanced index of ``x`` reordered by ``arg(values, axis)`` (argsort,
+    argpartition) along ``axis``, or over the flattened array for None."""
+    shape = shape_of(x)
+    v = stop_gradient(x)
+    if axis is None:
+        if len(shape) == 0:
+            return (None,)
+        return np.unravel_index(arg(np.ravel(v), 0), shape)
+    axis = axis % max(len(shape), 1)
+    return _along_axis_index(arg(v, axis), axis, shape)
+
+
+def _sort_maker(op, arg):
+    def sort_maker(ids, x, *args, axis=-1, order=None, **kwargs):
+        _reject_traced(op, ids, 1)
+        if op is np.partition:
+            kth, args = args[0], args[1:]
+        if args:
+            axis = args[0]
+        if order is not None or len(args) > 2 and args[2] is not None:
+            raise AutodiffError(f"{op_name(op)} with order= (structured arrays) has no rule")
+        if op is np.partition:
+            index = _permuted_index(x, axis, lambda v, a: np.argpartition(v, kth, axis=a))
+        else:
+            index = _permuted_index(x, axis, arg)
+        return x[index], NamedLinearRule(op_name(op), ids[0], _gather, _gather_transpose,
+                                         shape_of(x), (index,), {})
+
+    register(op)(sort_maker)
+
+
+_sort_maker(np.sort, lambda v, a: np.argsort(v, axis=a, kind="stable"))
+_sort_maker(np.partition, None)
+
+
+# -- delete: a gather of the kept positions ------------------------------------------------
+def _delete_tangent(t, index, flat_shape):
+    if flat_shape is not None:
+        t = np.ravel(t)
+    return t[index]
+
+
+def _delete_transpose(g, shape, index, flat_shape):
+    if flat_shape is not None:
+        return np.reshape(scatter_add(g, index, flat_shape), shape)
+    return scatter_add(g, index, shape)
+
+
+@register(np.delete)
+def _delete_maker(ids, arr, obj, axis=None):
+    _reject_traced(np.delete, ids, 1)
+    shape = shape_of(arr)
+    if axis is None:
+        n = int(np.prod(shape, dtype=np.int64))
+        index, flat = (np.delete(np.arange(n), obj),), (n,)
+    else:
+        axis = axis % len(shape)
+        index, flat = (slice(None),) * axis + (np.delete(np.arange(shape[axis]), obj),), None
+    return np.delete(arr, obj, axis), NamedLinearRule(
+        "numpy.delete", ids[0], _delete_tangent, _delete_transpose, shape, (index, flat), {})
+
+
+# -- select, choose: masked sums of the choices -------------------------------------------
+class MaskedSumRule(ZipLinearRule):
+    """``out = sum_i mask_i * x_i`` (broadcast): np.select, np.choose.
+
+    ``ids``/``shapes``/``masks`` have one entry per piece; with ``whole`` set,
+    the pieces are the rows of one traced array.
+    """
+
+    __slots__ = ("label", "ids", "shapes", "masks", "out_shape", "whole", "dtypes",
+                 "out_dtype")
+
+    def __init__(self, label, ids, shapes, masks, out_shape, whole, dtypes, out_dtype):
+        self.label = label
+        self.dtypes = dtypes
+        self.out_dtype = out_dtype
+        self.ids = ids
+        self.shapes = shapes
+        self.masks = masks
+        self.out_shape = out_shape
+        self.whole = whole
+
+    @property
+    def name(self):
+        return self.label
+
+    def inputs(self):
+        if self.whole is not None:
+            return (self.whole,)
+        return _traced_only(self.ids)
+
+    def pullback(self, g):
+        if isinstance(g, _Structural):
+            return []
+        if self.whole is not None:
+            rows = [unbroadcast(g * m, s) for m, s in zip(self.masks, self.shapes)]
+            return [(self.whole, to_dtype(np.stack(rows), self.dtypes[0]))]
+        return [(nid, to_dtype(unbroadcast(g * m, s), d))
+                for nid, m, s, d in zip(self.ids, self.masks, self.shapes, self.dtypes)
+                if nid is not None]
+
+    def pushforward(self, tangents):
+        if self.whole is not None:
+            t = tangents[0]
+            ts = [t[i] for i in range(len(self.masks))]
+        else:
+            it = iter(tangents)
+            ts = [ZERO if nid is None else next(it) for nid in self.ids]
+        total = None
+        for t, m in zip(ts, self.masks):
+            if isinstance(t, _Structural):
+                continue
+            term = t * m
+            total = term if total is None else total + term
+        if total is None:
+            return ZERO
+        total = to_dtype(total, self.out_dtype)
+        if total.shape != self.out_shape:
+            total = np.broadcast_to(total, self.out_shape)
+        return total
+
+
+def _pieces(ids_i, value):
+    """(ids, pieces, whole) of a sequence argument that may be one traced array."""
+    if type(ids_i) is tuple:
+        return ids_i, list(value), None
+    if ids_i is None:
+        pieces = list(value)
+        return (None,) * len(pieces), pieces, None
+    pieces = [value[i] for i in range(shape_of(value)[0])]
+    return (None,) * len(pieces), pieces, ids_i
+
+
+@register(np.select)
+def _select_maker(ids, condlist, choicelist, default=0):
+    if type(ids[0]) is tuple and any(i is not None for i in ids[0]) or (
+            ids[0] is not None and type(ids[0]) is not tuple):
+        raise AutodiffError("numpy.select: the conditions must be boolean arrays, "
+                            "not traced values")
+    out = np.select(condlist, choicelist, default)
+    out_shape = shape_of(out)
+    cids, choices, whole = _pieces(ids[1] if len(ids) > 1 else None, choicelist)
+    taken = np.zeros(out_shape, bool)
+    masks = []
+    for c in condlist:
+        c = np.broadcast_to(c, out_shape)
+        masks.append(c & ~taken)
+        taken = taken | c
+    shapes = [shape_of(p) for p in choices]
+    dtypes = [_dtype_of(p) for p in choices]
+    default_id = ids[2] if len(ids) > 2 else None
+    if default_id is not None:
+        if whole is not None:
+            raise AutodiffError("numpy.select with a traced choicelist array and a traced "
+                                "default: pass the choices as a list")
+        cids = tuple(cids) + (default_id,)
+        masks.append(~taken)
+        shapes.append(shape_of(default))
+        dtypes.append(_dtype_of(default))
+    if whole is not None:
+        dtypes = [_dtype_of(choicelist)]
+    return out, MaskedSumRule("numpy.select", tuple(cids), tuple(shapes), tuple(masks),
+                              out_shape, whole, tuple(dtypes), _dtype_of(out))
+
+
+@register(np.choose)
+def _choose_maker(ids, a, choices, out=None, mode="raise"):
+    if ids[0] is not None:
+        raise AutodiffError("numpy.choose: the index array must be an integer array, "
+                            "not a traced value")
+    if out is not None:
+        raise AutodiffError("numpy.choose(..., out=...) on traced choices: assign the "
+                            "result instead")
+    res = np.choose(a, choices, mode=mode)
+    out_shape = shape_of(res)
+    cids, pieces, whole = _pieces(ids[1] if len(ids) > 1 else None, choices)
+    n = len(pieces)
+    idx = np.asarray(a)
+    if mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        idx = np.clip(idx, 0, n - 1)
+    masks = tuple(np.broadcast_to(idx == i, out_shape) for i in range(n))
+    dtypes = (_dtype_of(choices),) if whole is not None else tuple(_dtype_of(p) for p in pieces)
+    return res, MaskedSumRule("numpy.choose", tuple(cids),
+                              tuple(shape_of(p) for p in pieces), masks, out_shape, whole,
+                              dtypes, _dtype_of(res))
+
+
+# -- index_update, index_add ------------------------------------------------------------
+def _promoted_copy(x, values):
+    x = np.asarray(x)
+    return np.array(x, dtype=np.result_type(x, values), copy=True)
+
+
+@primitive
+def index_update(x, index, values):
+    """``x`` with ``x[index] = values`` applied out of place (differentiable).
+
+    The result has ``np.result_type(x, values)``. Repeated positions in an
+    advanced ``index`` are ambiguous (which write wins) and raise when
+    differentiated; use ``index_add`` for accumulation.
+
+    >>> index_update(np.zeros(3), 1, 5.0)
+    array([0., 5., 0.])
+    """
+    out = _promoted_copy(x, values)
+    out[index] = values
+    return out
+
+
+@primitive
+def index_add(x, index, values):
+    """``x`` with ``values`` added at ``index`` out of place, repeated indices
+    accumulating (like ``np.add.at``); differentiable in ``x`` and ``values``.
+
+    >>> index_add(np.zeros(3), [0, 0, 2], 1.0)
+    array([2., 0., 1.])
+    """
+    out = _promoted_copy(x, values)
+    np.add.at(out, index, values)
+    return out
+
+
+class IndexUpdateRule(ZipLinearRule):
+    """``index_update`` (``keep`` is the mask of untouched entries) or
+    ``index_add`` (``keep`` is None)."""
+
+    __slots__ = ("x_id", "v_id", "index", "keep", "x_shape", "v_shape", "x_dtype", "v_dtype",
+                 "out_dtype")
+
+    def __init__(self, x_id, v_id, index, keep, x_shape, v_shape, x_dtype, v_dtype,
+                 out_dtype):
+        self.out_dtype = out_dtype
+        self.x_id = x_id
+        self.v_id = v_id
+        self.index = index
+        self.keep = keep
+        self.x_shape = x_shape
+        self.v_shape = v_shape
+        self.x_dtype = x_dtype
+        self.v_dtype = v_dtype
+
+    @property
+    def name(self):
+        return "chainrules.numpy.index_update" if self.keep is not None \
+            else "chainrules.numpy.index_add"
+
+    def inputs(self):
+        return _traced_only((self.x_id, self.v_id))
+
+    def pullback(self, g):
+        if isinstance(g, _Structural):
+            return []
+        out = []
+        if self.x_id is not None:
+            gx = g if self.keep is None else g * self.keep
+            out.append((self.x_id, to_dtype(gx, self.x_dtype)))
+        if self.v_id is not None:
+            gv = unbroadcast(g[self.index], self.v_shape)
+            out.append((self.v_id, to_dtype(gv, self.v_dtype)))
+        return out
+
+    def pushforward(self, tangents):
+        it = iter(tangents)
+        tx = next(it) if self.x_id is not None else ZERO
+        tv = next(it) if self.v_id is not None else ZERO
+        if isinstance(tv, _Structural):
+            if isinstance(tx, _Structural):
+                return ZERO
+            return to_dtype(tx if self.keep is None else tx * self.keep, self.out_dtype)
+        if isinstance(tx, _Structural):
+            tx = np.zeros(self.x_shape, self.out_dtype)
+        op = index_add if self.keep is None else index_update
+        return to_dtype(op(tx, self.index, tv), self.out_dtype)
+
+
+def _index_maker(op, update):
+    def index_maker(ids, x, index, values):
+        _reject_traced(op, (None,) + tuple(ids[1:2]), 1)
+        out = op(x, index, values)
+        x_shape = shape_of(x)
+        keep = None
+        if update:
+            if not _is_basic(index):
+                count = np.zeros(x_shape, np.intp)
+                np.add.at(count, index, 1)
+                if count.size and count.max() > 1:
+                    raise AutodiffError(
+                        f"{op_name(op)} with repeated indices: which write wins is "
+                        "unspecified, so its derivative is ambiguous; use "
+                        "chainrules.numpy.index_add to accumulate, or unique indices")
+            keep = np.ones(x_shape, bool)
+            keep[index] = False
+        v_id = ids[2] if len(ids) > 2 else None
+        return out, IndexUpdateRule(ids[0], v_id, index, keep, x_shape, shape_of(values),
+                                    _dtype_of(x), _dtype_of(values), _dtype_of(out))
+
+    register(op)(index_maker)
+
+
+_index_maker(index_update, True)
+_index_maker(index_add, False)

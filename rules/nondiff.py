@@ -1,1 +1,60 @@
-"""nondiff rules (to be filled)."""
+"""Operations without a derivative.
+
+They return plain (untraced) values, their arguments get ``NoTangent``,
+and calling them never disturbs the trace of their inputs: ``x`` stays
+traced, so ``np.sum(x[np.argmax(x)] * np.floor(x))`` differentiates through
+``x`` and treats ``argmax`` and ``floor`` as constants.
+
+* index-valued: argmax, argmin, argsort, argpartition, argwhere, nonzero, flatnonzero,
+  searchsorted, digitize, count_nonzero;
+* piecewise constant (zero derivative almost everywhere, so a constant
+  output is the derivative): floor, ceil, round/around, rint, trunc, fix,
+  sign, floor_divide;
+* boolean: comparisons, logical_and/or/not/xor, isnan/isinf/isfinite,
+  isposinf/isneginf, signbit, isclose/allclose/array_equal/array_equiv,
+  any/all;
+* shape queries: np.shape, np.ndim, np.size, np.result_type;
+* ``zeros_like``/``ones_like``/``empty_like``/``full_like``: plain arrays
+  of the traced value's shape and dtype (a traced ``fill_value`` raises:
+  use ``np.zeros_like(x) + v`` or ``np.broadcast_to(v, x.shape)``).
+
+``x.astype(int)`` and ``x.astype(bool)`` are handled in chainrules.tracing.
+"""
+
+import numpy as np
+
+from chainrules.errors import AutodiffError
+from chainrules.registry import non_differentiable, register
+
+_NONDIFF = (
+    # indices
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero,
+    np.flatnonzero, np.searchsorted, np.digitize, np.count_nonzero,
+    # piecewise constant
+    np.floor, np.ceil, np.round, np.around, np.rint, np.trunc, np.fix, np.sign,
+    np.floor_divide,
+    # boolean
+    np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+    np.isnan, np.isinf, np.isfinite, np.isposinf, np.isneginf, np.signbit,
+    np.isclose, np.allclose, np.array_equal, np.array_equiv, np.any, np.all,
+    # shape queries
+    np.shape, np.ndim, np.size, np.result_type,
+    # new arrays of the same shape and dtype
+    np.zeros_like, np.ones_like, np.empty_like,
+)
+
+for _f in _NONDIFF:
+    non_differentiable(_f)
+
+
+@register(np.full_like)
+def _full_like_maker(ids, a, fill_value, *args, **kwargs):
+    if any(i is not None for i in ids[1:]):
+        raise AutodiffError(
+            "numpy.full_like with a traced fill_value would drop its derivative; "
+            "use np.zeros_like(a) + fill_value or np.broadcast_to(fill_value, a.shape)")
+    return np.full_like(a, fill_value, *args, **kwargs), None
+
+
+_full_like_maker._nondiff = True

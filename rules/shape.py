@@ -1,13 +1,224 @@
-"""Shape and indexing: reshape, transpose, broadcast_to, getitem, casts."""
+"""Shape rules: reshaping, transposing, joining, splitting, tiling, padding.
+
+Every operation here is linear in its array arguments, so one adjoint
+(``transpose``) per operation gives all three sweeps: the pullback is the
+adjoint, the pushforward is the operation itself applied to the tangent, and
+``pullback_with_tangents`` is the pullback applied to the cotangent and to
+its tangent (no second-order term). The adjoints are written with NumPy
+calls that are rules themselves, so they differentiate again.
+
+Covered: reshape, ravel (and x.flatten), copy, astype (between inexact
+dtypes), expand_dims, squeeze, transpose, moveaxis, swapaxes, broadcast_to,
+broadcast_arrays, atleast_1d/2d/3d, concatenate, stack, hstack, vstack,
+dstack, column_stack, append, split, array_split, hsplit, vsplit, dsplit,
+tile, repeat, flip, fliplr, flipud, rot90, roll, pad (constant, edge,
+reflect, symmetric, wrap), diag, diagonal, diagflat, triu, tril.
+
+Operations of several arrays (``np.concatenate([a, b])``) accept any mix of
+traced and constant pieces; operations with several outputs (``np.split``,
+``np.broadcast_arrays``) give unused outputs a zero cotangent.
+
+``scatter_add(g, index, shape)`` (zeros of ``shape`` with ``g`` added at
+``index``, repeats accumulating) is the adjoint of every gather; it is a
+primitive with its own rule, so adjoints built on it differentiate again.
+"""
 
 import numpy as np
 
-from chainrules.derived import linear_rule, unbroadcast
-from chainrules.registry import non_differentiable
-from chainrules.tracing import astype, getitem
+from chainrules.derived import LinearRule, linear_rule, unbroadcast
+from chainrules.errors import MissingRuleError
+from chainrules.graph import MultiOutput
+from chainrules.registry import op_name, register
+from chainrules.rule import ReverseRule
+from chainrules.tangents import ZERO, _Structural
+from chainrules.tracing import astype, primitive, stop_gradient
 
-linear_rule(np.reshape, lambda g, shape, *a, **k: np.reshape(g, shape))
-linear_rule(np.ravel, lambda g, shape, *a, **k: np.reshape(g, shape))
+from ._util import ndim_of, shape_of
+
+
+# -- scatter_add: the adjoint of every gather ----------------------------------------
+def _is_basic(index):
+    """True for an index made only of ints, slices, None and Ellipsis (no repeats)."""
+    parts = index if type(index) is tuple else (index,)
+    for p in parts:
+        if p is None or p is Ellipsis or type(p) is slice:
+            continue
+        if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+            continue
+        return False
+    return True
+
+
+@primitive
+def scatter_add(g, index, shape):
+    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices
+    accumulate): the adjoint of ``x[index]`` for ``x`` of ``shape``."""
+    out = np.zeros(shape, np.result_type(g))
+    if _is_basic(index):
+        out[index] = g
+    else:
+        np.add.at(out, index, g)
+    return out
+
+
+def _scatter_add_transpose(g, g_shape, index, shape):
+    return g[index]
+
+
+linear_rule(scatter_add, _scatter_add_transpose)
+
+
+# -- helpers ----------------------------------------------------------------------
+class NamedLinearRule(LinearRule):
+    """A ``LinearRule`` whose tangent map is not the registered op itself
+    (``np.sort`` pushes tangents through a gather), named after the op."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, label, x_id, fwd, transpose, shape, args, kwargs):
+        super().__init__(x_id, fwd, transpose, shape, args, kwargs)
+        self.label = label
+
+    @property
+    def name(self):
+        return self.label
+
+
+class ZipLinearRule(ReverseRule):
+    """Base of linear rules with several inputs or outputs.
+
+    ``pullback`` must return one pair per traced input, in ``inputs()``
+    order (``ZeroTangent()`` where there is no contribution), or ``[]`` for
+    a structurally zero cotangent; then ``pullback_with_tangents`` pairs the
+    pullbacks of the cotangent and of its tangent positionally, which stays
+    right when the same node appears twice (``np.stack([x, x])``).
+    """
+
+    __slots__ = ()
+    linear = True
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        a = self.pullback(g)
+        b = self.pullback(gd)
+        if not a:
+            return [(nid, ZERO, c) for nid, c in b]
+        if not b:
+            return [(nid, c, ZERO) for nid, c in a]
+        return [(nid, c, cd) for (nid, c), (_, cd) in zip(a, b)]
+
+
+def _traced_only(ids):
+    return tuple(i for i in ids if i is not None)
+
+
+def _reject_traced(op, ids, start):
+    for i in ids[start:]:
+        if i is not None:
+            raise MissingRuleError(
+                f"{op_name(op)} is differentiated in its array argument only; "
+                "its other arguments (axes, shapes, indices) must not be traced: "
+                "wrap them in chainrules.stop_gradient")
+
+
+def _axis_slice(axis, start, stop):
+    return (slice(None),) * axis + (slice(start, stop),)
+
+
+def to_dtype(c, dtype):
+    """Cast cotangent ``c`` to its primal's ``dtype`` (real part for a real
+    primal); pieces of a mixed-dtype join get cotangents of the output dtype."""
+    if isinstance(c, _Structural) or dtype is None or c.dtype == dtype:
+        return c
+    if c.dtype.kind == "c" and dtype.kind != "c":
+        c = np.real(c)
+    return c.astype(dtype)
+
+
+def _dtype_of(v):
+    d = getattr(v, "dtype", None)
+    return d if d is not None else np.asarray(v).dtype
+
+
+def _first_dtype(values):
+    for v in values:
+        if not isinstance(v, _Structural):
+            return v.dtype
+    return None
+
+
+# -- reshape-like ops: the adjoint is a reshape back ----------------------------------
+def _reshape_back(g, shape, *args, **kwargs):
+    return np.reshape(g, shape)
+
+
+def _concrete_order(x, order):
+    """Resolve ravel/reshape order 'A' and 'K' against x's memory layout."""
+    if order in ("C", "F", None):
+        return order or "C"
+    v = stop_gradient(x)
+    flags = getattr(v, "flags", None)
+    if flags is None or flags.c_contiguous:
+        return "C"
+    if flags.f_contiguous:
+        return "F"
+    if order == "A":
+        return "C"
+    raise MissingRuleError(
+        "numpy.ravel(x, order='K') of a non-contiguous traced array follows its memory "
+        "layout, which the tangents do not share; pass order='C' or order='F'")
+
+
+def _reshape_transpose(g, xshape, *args, **kwargs):
+    order = args[1] if len(args) > 1 else kwargs.get("order", "C")
+    return np.reshape(g, xshape, order=order)
+
+
+@register(np.reshape)
+def _reshape_maker(ids, x, *args, **kwargs):
+    _reject_traced(np.reshape, ids, 1)
+    args = list(args)
+    if len(args) > 1:
+        args[1] = _concrete_order(x, args[1])
+    elif "order" in kwargs:
+        kwargs = dict(kwargs, order=_concrete_order(x, kwargs["order"]))
+    kwargs.pop("copy", None)
+    y = np.reshape(x, *args, **kwargs)
+    return y, LinearRule(ids[0], np.reshape, _reshape_transpose, shape_of(x),
+                         tuple(args), kwargs)
+
+
+def _ravel_transpose(g, shape, order="C"):
+    return np.reshape(g, shape, order=order)
+
+
+@register(np.ravel)
+def _ravel_maker(ids, x, order="C"):
+    order = _concrete_order(x, order)
+    return np.ravel(x, order), LinearRule(ids[0], np.ravel, _ravel_transpose,
+                                          shape_of(x), (order,), {})
+
+
+linear_rule(np.copy, lambda g, shape, *a, **k: g)
+
+
+def _astype_transpose(g, shape, dtype, src):
+    return to_dtype(g, src)
+
+
+def _astype_tangent(t, dtype, src):
+    return astype(t, dtype)
+
+
+@register(astype)
+def _astype_maker(ids, x, dtype):
+    src = _dtype_of(x)
+    return astype(x, dtype), NamedLinearRule("chainrules.tracing.astype", ids[0],
+                                             _astype_tangent, _astype_transpose,
+                                             shape_of(x), (dtype, src), {})
+
+
+linear_rule(np.expand_dims, _reshape_back)
+linear_rule(np.squeeze, _reshape_back)
 
 
 def _transpose_transpose(g, shape, axes=None):
@@ -17,29 +228,410 @@ def _transpose_transpose(g, shape, axes=None):
 
 
 linear_rule(np.transpose, _transpose_transpose)
-linear_rule(np.broadcast_to, lambda g, shape, *a, **k: unbroadcast(g, shape))
 
 
-def scatter_add(g, index, shape):
-    """Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate);
-    the transpose of ``x[index]``."""
-    out = np.zeros(shape, g.dtype)
-    np.add.at(out, index, g)
-    return out
+def _moveaxis_transpose(g, shape, source, destination):
+    return np.moveaxis(g, destination, source)
 
 
-scatter_add._chainrules_op = True
+linear_rule(np.moveaxis, _moveaxis_transpose)
+linear_rule(np.swapaxes, lambda g, shape, axis1, axis2: np.swapaxes(g, axis1, axis2))
+linear_rule(np.broadcast_to, lambda g, xshape, *a, **k: unbroadcast(g, xshape))
 
-linear_rule(getitem, lambda g, shape, index: scatter_add(g, index, shape))
-linear_rule(scatter_add, lambda g, gshape, index, shape: g[index])
-linear_rule(astype, lambda g, shape, dtype: g)  # the engine projects the dtype back
-linear_rule(np.real, lambda g, shape: g)
-for _f in (np.shape, np.ndim, np.size, np.result_type):
-    try:
-        non_differentiable(_f)
-    except TypeError:
-        pass
-for _f in (np.equal, np.not_equal, np.less, np.less_equal, np.greater,
-           np.greater_equal, np.isnan, np.isinf, np.isfinite, np.argmax, np.argmin,
-           np.floor, np.ceil, np.sign):
-    non_differentiable(_f)
+
+# -- several arrays in, several out: broadcast_arrays, atleast_nd(a, b) ---------------
+class MapRule(ZipLinearRule):
+    """Output ``k`` is a reshape or broadcast of input ``k``."""
+
+    __slots__ = ("ids", "shapes", "out_shapes", "broadcast", "label")
+
+    def __init__(self, label, ids, shapes, out_shapes, broadcast):
+        self.label = label
+        self.ids = ids
+        self.shapes = shapes
+        self.out_shapes = out_shapes
+        self.broadcast = broadcast
+
+    @property
+    def name(self):
+        return self.label
+
+    def inputs(self):
+        return _traced_only(self.ids)
+
+    def pullback(self, gs):
+        if isinstance(gs, _Structural) or all(isinstance(g, _Structural) for g in gs):
+            return []
+        out = []
+        for nid, g, shape in zip(self.ids, gs, self.shapes):
+            if nid is None:
+                continue
+            if isinstance(g, _Structural):
+                out.append((nid, ZERO))
+            elif self.broadcast:
+                out.append((nid, unbroadcast(g, shape)))
+            else:
+                out.append((nid, np.reshape(g, shape)))
+        return out
+
+    def pushforward(self, tangents):
+        ts = iter(tangents)
+        out = []
+        for nid, shape in zip(self.ids, self.out_shapes):
+            t = ZERO if nid is None else next(ts)
+            if isinstance(t, _Structural):
+                out.append(ZERO)
+            elif self.broadcast:
+                out.append(np.broadcast_to(t, shape))
+            else:
+                out.append(np.reshape(t, shape))
+        return tuple(out)
+
+
+def _map_maker(op, broadcast):
+    def map_maker(ids, *xs, **kwargs):
+        out = op(*xs, **kwargs)
+        if not isinstance(out, (tuple, list)):  # atleast_1d(x): one array
+            return out, LinearRule(ids[0], op, _reshape_back, shape_of(xs[0]), (), {})
+        rule = MapRule(op_name(op), tuple(ids), tuple(shape_of(x) for x in xs),
+                       tuple(o.shape for o in out), broadcast)
+        return MultiOutput(tuple(out)), rule
+
+    register(op)(map_maker)
+
+
+_map_maker(np.broadcast_arrays, True)
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    _map_maker(_f, False)
+
+
+# -- joining: concatenate, stack, hstack, vstack, dstack, column_stack ----------------
+class JoinRule(ZipLinearRule):
+    """``out = concatenate([reshape(p_i, r_i) for p_i in pieces], axis)``.
+
+    ``ids`` has one entry per piece (``None`` for constants); when the whole
+    sequence is one traced array (``np.concatenate(A)``), ``whole`` is its id.
+    """
+
+    __slots__ = ("ids", "shapes", "rshapes", "axis", "whole", "label", "dtypes", "out_dtype")
+
+    def __init__(self, label, ids, shapes, rshapes, axis, whole, dtypes, out_dtype):
+        self.label = label
+        self.dtypes = dtypes
+        self.out_dtype = out_dtype
+        self.ids = ids
+        self.shapes = shapes
+        self.rshapes = rshapes
+        self.axis = axis
+        self.whole = whole
+
+    @property
+    def name(self):
+        return self.label
+
+    def inputs(self):
+        if self.whole is not None:
+            return (self.whole,)
+        return _traced_only(self.ids)
+
+    def _pieces(self, g):
+        start = 0
+        axis = self.axis
+        for shape, rshape in zip(self.shapes, self.rshapes):
+            stop = start + rshape[axis]
+            p = g[_axis_slice(axis, start, stop)]
+            start = stop
+            yield p if rshape == shape else np.reshape(p, shape)
+
+    def pullback(self, g):
+        if isinstance(g, _Structural):
+            return []
+        if self.whole is not None:
+            return [(self.whole, to_dtype(np.stack(list(self._pieces(g))), self.dtypes[0]))]
+        return [(nid, to_dtype(p, d)) for nid, p, d in zip(self.ids, self._pieces(g), self.dtypes)
+                if nid is not None]
+
+    def pushforward(self, tangents):
+        if self.whole is not None:
+            t = tangents[0]
+            ts = [t[i] for i in range(len(self.shapes))]
+        else:
+            it = iter(tangents)
+            ts = [ZERO if nid is None else next(it) for nid in self.ids]
+        dtype = self.out_dtype
+        parts = []
+        for t, shape, rshape in zip(ts, self.shapes, self.rshapes):
+            if isinstance(t, _Structural):
+                parts.append(np.zeros(rshape, dtype))
+            else:
+                parts.append(to_dtype(t if rshape == shape else np.reshape(t, rshape), dtype))
+        return np.concatenate(parts, axis=self.axis)
+
+
+def _concat_layout(pieces, axis=0, *args, **kwargs):
+    shapes = [shape_of(p) for p in pieces]
+    if axis is None:
+        return shapes, [(int(np.prod(s, dtype=np.int64)),) for s in shapes], 0
+    return shapes, shapes, axis % len(shapes[0])
+
+
+def _stack_layout(pieces, axis=0, *args, **kwargs):
+    shapes = [shape_of(p) for p in pieces]
+    a = axis % (len(shapes[0]) + 1)
+    return shapes, [s[:a] + (1,) + s[a:] for s in shapes], a
+
+
+def _atleast(shape, n, where):
+    """The shape ``np.atleast_{n}d`` gives (``where``: how 1-D is padded)."""
+    if len(shape) >= n:
+        return shape
+    if len(shape) == 0:
+        return (1,) * n
+    if n == 2:
+        return (1,) + shape if where == "row" else shape + (1,)
+    if len(shape) == 1:
+        return (1,) + shape + (1,)
+    return shape + (1,)
+
+
+def _hstack_layout(pieces, **kwargs):
+    shapes = [shape_of(p) for p in pieces]
+    r = [_atleast(s, 1, None) for s in shapes]
+    return shapes, r, 0 if len(r[0]) == 1 else 1
+
+
+def _vstack_layout(pieces, **kwargs):
+    shapes = [shape_of(p) for p in pieces]
+    return shapes, [_atleast(s, 2, "row") for s in shapes], 0
+
+
+def _dstack_layout(pieces, **kwargs):
+    shapes = [shape_of(p) for p in pieces]
+    return shapes, [_atleast(s, 3, None) for s in shapes], 2
+
+
+def _column_stack_layout(pieces, **kwargs):
+    shapes = [shape_of(p) for p in pieces]
+    return shapes, [_atleast(s, 2, "column") for s in shapes], 1
+
+
+def _join_maker(op, layout):
+    def join_maker(ids, pieces, *args, **kwargs):
+        _reject_traced(op, ids, 1)
+        out = op(pieces, *args, **kwargs)
+        kw = {k: v for k, v in kwargs.items() if k not in ("dtype", "casting", "out")}
+        if ids[0] is None:
+            return out, None
+        whole = None
+        if type(ids[0]) is not tuple:  # one traced array: its rows are the pieces
+            whole = ids[0]
+            pieces = [pieces[i] for i in range(shape_of(pieces)[0])]
+        shapes, rshapes, axis = layout(pieces, *args[:1], **kw)
+        ids0 = ids[0] if whole is None else (None,) * len(shapes)
+        dtypes = tuple(_dtype_of(p) for p in pieces)
+        return out, JoinRule(op_name(op), ids0, tuple(shapes), tuple(rshapes), axis, whole,
+                             dtypes, _dtype_of(out))
+
+    register(op)(join_maker)
+
+
+_join_maker(np.concatenate, _concat_layout)
+_join_maker(np.stack, _stack_layout)
+_join_maker(np.hstack, _hstack_layout)
+_join_maker(np.vstack, _vstack_layout)
+_join_maker(np.dstack, _dstack_layout)
+_join_maker(np.column_stack, _column_stack_layout)
+
+
+@register(np.append)
+def _append_maker(ids, arr, values, axis=None):
+    out = np.append(arr, values, axis)
+    pieces = (arr, values)
+    shapes = tuple(shape_of(p) for p in pieces)
+    if axis is None:
+        rshapes, axis = tuple((int(np.prod(s, dtype=np.int64)),) for s in shapes), 0
+    else:
+        rshapes, axis = shapes, axis % len(shapes[0])
+    ids2 = (ids[0], ids[1] if len(ids) > 1 else None)
+    return out, JoinRule("numpy.append", ids2, shapes, rshapes, axis, None,
+                         tuple(_dtype_of(p) for p in pieces), _dtype_of(out))
+
+
+# -- splitting: split, array_split, hsplit, vsplit, dsplit ------------------------------
+class SplitRule(ZipLinearRule):
+    """Several outputs, the pieces of ``x`` along ``axis``."""
+
+    __slots__ = ("x_id", "op", "args", "kwargs", "out_shapes", "axis")
+
+    def __init__(self, x_id, op, args, kwargs, out_shapes, axis):
+        self.x_id = x_id
+        self.op = op
+        self.args = args
+        self.kwargs = kwargs
+        self.out_shapes = out_shapes
+        self.axis = axis
+
+    @property
+    def name(self):
+        return op_name(self.op)
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, gs):
+        if isinstance(gs, _Structural) or all(isinstance(g, _Structural) for g in gs):
+            return []
+        dtype = _first_dtype(gs)
+        parts = [np.zeros(s, dtype) if isinstance(g, _Structural) else g
+                 for g, s in zip(gs, self.out_shapes)]
+        return [(self.x_id, np.concatenate(parts, axis=self.axis))]
+
+    def pushforward(self, tangents):
+        return tuple(self.op(tangents[0], *self.args, **self.kwargs))
+
+
+def _split_maker(op, axis_of):
+    def split_maker(ids, x, *args, **kwargs):
+        _reject_traced(op, ids, 1)
+        out = op(x, *args, **kwargs)
+        axis = axis_of(ndim_of(x), *args[1:], **kwargs) % max(ndim_of(x), 1)
+        rule = SplitRule(ids[0], op, args, kwargs, tuple(o.shape for o in out), axis)
+        return MultiOutput(list(out)), rule
+
+    register(op)(split_maker)
+
+
+_split_maker(np.split, lambda nd, axis=0: axis)
+_split_maker(np.array_split, lambda nd, axis=0: axis)
+_split_maker(np.hsplit, lambda nd: 0 if nd == 1 else 1)
+_split_maker(np.vsplit, lambda nd: 0)
+_split_maker(np.dsplit, lambda nd: 2)
+
+
+# -- tile, repeat -------------------------------------------------------------------
+def _tile_transpose(g, shape, reps):
+    reps = tuple(reps) if np.ndim(reps) else (int(reps),)
+    d = max(len(shape), len(reps))
+    s = (1,) * (d - len(shape)) + tuple(shape)
+    r = (1,) * (d - len(reps)) + reps
+    if r == (1,) * d:
+        return np.reshape(g, shape)
+    interleaved = []
+    for ri, si in zip(r, s):
+        interleaved += [ri, si]
+    g = np.reshape(g, interleaved)
+    return np.reshape(np.sum(g, axis=tuple(range(0, 2 * d, 2))), shape)
+
+
+linear_rule(np.tile, _tile_transpose)
+
+
+def _repeat_transpose(g, shape, repeats, axis=None):
+    if axis is None:
+        n = int(np.prod(shape, dtype=np.int64))
+        return np.reshape(_repeat_transpose(g, (n,), repeats, 0), shape)
+    axis = axis % len(shape)
+    n = shape[axis]
+    if np.ndim(repeats) == 0 or np.size(repeats) == 1:
+        r = int(np.reshape(repeats, -1)[0])
+        if r == 0:
+            return np.zeros(shape, g.dtype)
+        split = shape[:axis] + (n, r) + shape[axis + 1:]
+        return np.sum(np.reshape(g, split), axis=axis + 1)
+    src = np.repeat(np.arange(n), repeats)
+    return scatter_add(g, (slice(None),) * axis + (src,), shape)
+
+
+linear_rule(np.repeat, _repeat_transpose)
+
+
+# -- flips, rotations, rolls -----------------------------------------------------------
+linear_rule(np.flip, lambda g, shape, axis=None: np.flip(g, axis))
+linear_rule(np.fliplr, lambda g, shape: np.fliplr(g))
+linear_rule(np.flipud, lambda g, shape: np.flipud(g))
+linear_rule(np.rot90, lambda g, shape, k=1, axes=(0, 1): np.rot90(g, -k, axes))
+
+
+def _roll_transpose(g, shape, shift, axis=None):
+    back = tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -np.asarray(shift)
+    return np.roll(g, back, axis)
+
+
+linear_rule(np.roll, _roll_transpose)
+
+
+# -- pad ------------------------------------------------------------------------------
+_GATHER_PADS = ("edge", "reflect", "symmetric", "wrap")
+
+
+def _pad_pairs(pad_width, ndim):
+    return np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (ndim, 2))
+
+
+def _pad_index(shape, pad_width, mode, pad_kwargs):
+    """Per-axis source indices of a gather-type padding (edge, reflect, ...)."""
+    pairs = _pad_pairs(pad_width, len(shape))
+    return np.ix_(*[np.pad(np.arange(n), (int(b), int(a)), mode=mode, **pad_kwargs)
+                    for n, (b, a) in zip(shape, pairs)])
+
+
+def _pad_tangent(t, pad_width, mode, pad_kwargs, index):
+    if mode == "constant":  # the constant values are not part of the tangent
+        return np.pad(t, pad_width)
+    return np.pad(t, pad_width, mode, **pad_kwargs)
+
+
+def _pad_transpose(g, shape, pad_width, mode, pad_kwargs, index):
+    if index is None:
+        pairs = _pad_pairs(pad_width, len(shape))
+        return g[tuple(slice(int(b), int(b) + n) for (b, _), n in zip(pairs, shape))]
+    return scatter_add(g, index, shape)
+
+
+@register(np.pad)
+def _pad_maker(ids, x, pad_width, mode="constant", **kwargs):
+    _reject_traced(np.pad, ids, 1)
+    y = np.pad(x, pad_width, mode, **kwargs)
+    shape = shape_of(x)
+    if mode == "constant":
+        index = None
+    elif mode in _GATHER_PADS and kwargs.get("reflect_type", "even") == "even":
+        index = _pad_index(shape, pad_width, mode, kwargs)
+    else:
+        raise MissingRuleError(
+            f"numpy.pad with mode={mode!r} {kwargs or ''} has no rule; differentiable "
+            "modes are 'constant', 'edge', 'reflect', 'symmetric' and 'wrap' "
+            "(reflect_type='even'); build other paddings from np.concatenate of slices")
+    return y, NamedLinearRule("numpy.pad", ids[0], _pad_tangent, _pad_transpose, shape,
+                              (pad_width, mode, kwargs, index), {})
+
+
+# -- diagonals and triangles -------------------------------------------------------------
+def _diag_indices(length, offset):
+    i = np.arange(length)
+    return i + max(-offset, 0), i + max(offset, 0)
+
+
+def _diagonal_transpose(g, shape, offset=0, axis1=0, axis2=1):
+    nd = len(shape)
+    a1, a2 = axis1 % nd, axis2 % nd
+    rest = tuple(s for k, s in enumerate(shape) if k not in (a1, a2))
+    rows, cols = _diag_indices(g.shape[-1], offset)
+    moved = scatter_add(g, (Ellipsis, rows, cols), rest + (shape[a1], shape[a2]))
+    return np.moveaxis(moved, (-2, -1), (a1, a2))
+
+
+linear_rule(np.diagonal, _diagonal_transpose)
+
+
+def _diag_transpose(g, shape, k=0):
+    if len(shape) == 1:
+        return np.diagonal(g, k)
+    return _diagonal_transpose(g, shape, k)
+
+
+linear_rule(np.diag, _diag_transpose)
+linear_rule(np.diagflat, lambda g, shape, k=0: np.reshape(np.diagonal(g, k), shape))
+linear_rule(np.triu, lambda g, shape, k=0: unbroadcast(np.triu(g, k), shape))
+linear_rule(np.tril, lambda g, shape, k=0: unbroadcast(np.tril(g, k), shape))
+
