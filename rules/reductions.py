@@ -35,6 +35,8 @@ naming the way out: ``where=`` (use ``np.where`` first), ``out=``,
 ``append=`` on diff (use ``np.concatenate``).
 """
 
+import functools
+
 import numpy as np
 
 from chainrules.derived import LinearRule, unbroadcast
@@ -141,6 +143,13 @@ def _mean_transpose(g, shape, axis=None, dtype=None, keepdims=False):
     return _expand(g / _count(shape, axes), shape, axes, keepdims)
 
 
+def _cast_transpose(transpose, in_dtype, g, shape, **kw):
+    c = transpose(g, shape, **kw)
+    if c.dtype.kind == "c" and in_dtype.kind != "c":
+        c = np.real(c)
+    return c.astype(in_dtype)
+
+
 def _reduction_maker(op, params, transpose):
     def reduction_maker(ids, *args, **kwargs):
         _check_static(op, ids, ("axis", "dtype"))
@@ -153,7 +162,11 @@ def _reduction_maker(op, params, transpose):
         if p["dtype"] is not None:
             kw["dtype"] = p["dtype"]
         y = op(*args, **kwargs)  # the primal exactly as called (initial= included)
-        return y, LinearRule(ids[0], op, transpose, shape_of(x), (), kw)
+        tr = transpose
+        if p["dtype"] is not None and np.dtype(p["dtype"]) != x.dtype:
+            # sum(x, dtype=...) computes in another dtype: cast the cotangent back
+            tr = functools.partial(_cast_transpose, transpose, x.dtype)
+        return y, LinearRule(ids[0], op, tr, shape_of(x), (), kw)
 
     return reduction_maker
 
@@ -201,7 +214,8 @@ def _diff_transpose(g, shape, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
     ax = axis % len(shape)
     c = g
     for _ in range(n):
-        c = -np.diff(c, axis=ax, prepend=0, append=0)
+        z = np.zeros((), c.dtype)  # a Python 0 would promote float32 to float64
+        c = -np.diff(c, axis=ax, prepend=z, append=z)
     p = _extra_len(prepend, len(shape), ax)
     if c.shape[ax] != shape[ax]:
         idx = tuple(slice(p, p + shape[ax]) if i == ax else slice(None)
@@ -219,7 +233,11 @@ def _diff_maker(ids, *args, **kwargs):
     for k in ("prepend", "append"):
         if _given(p[k]):  # constants: their tangent is zero
             kw[k] = np.zeros(np.shape(p[k]), np.asarray(stop_gradient(p[k])).dtype)
-    return y, LinearRule(ids[0], np.diff, _diff_transpose, shape_of(p["a"]), (), kw)
+    tr = _diff_transpose
+    xd = p["a"].dtype if hasattr(p["a"], "dtype") else np.result_type(p["a"])
+    if y.dtype != xd:  # a float64 prepend/append promotes: cast the cotangent back
+        tr = functools.partial(_cast_transpose, _diff_transpose, xd)
+    return y, LinearRule(ids[0], np.diff, tr, shape_of(p["a"]), (), kw)
 
 
 def _trace_params(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -730,6 +748,10 @@ def _average_maker(ids, *args, **kwargs):
                 cw = cw + _expand_kd(g1, shape, axes, keepdims)
             if not _is_zero(cw):
                 cw = from_b(unbroadcast(np.broadcast_to(cw, shape), bshape))
+                if cw.dtype.kind == "c" and wv.dtype.kind != "c":
+                    cw = np.real(cw)  # real weights get real cotangents
+            if not _is_zero(ca) and ca.dtype.kind == "c" and av.dtype.kind != "c":
+                ca = np.real(ca)
             return (ca, cw)
 
         def avg_pushforward(ts, av, wv):
