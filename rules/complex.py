@@ -1,1 +1,200 @@
-"""complex rules (to be filled)."""
+"""Complex parts and non-holomorphic functions: real, imag, conj, angle, abs.
+
+Convention (JAX, see DESIGN.md): a cotangent ``c`` pairs with a tangent
+``t`` as ``Re(sum(c * t))``. For a holomorphic ``f`` the cotangent is
+``g * f'(z)``; the functions here are not holomorphic and are written out:
+
+=========== ==================== ===================================
+function    tangent of output     cotangent of input (``g`` real)
+=========== ==================== ===================================
+``real``    ``Re(t)``             ``g``
+``imag``    ``Im(t)``             ``-1j * g``
+``conj``    ``conj(t)``           ``conj(g)``
+``abs``     ``Re(conj(z) t)/|z|`` ``g * conj(z) / |z|``
+``angle``   ``Im(t / z)``         ``-1j * g / z``
+=========== ==================== ===================================
+
+So ``grad(lambda z: abs(z)**2)(z) == 2 * conj(z)``. At ``z == 0`` ``abs``
+and ``angle`` have no derivative; by the policy of ``rules/arithmetic.py``
+their cotangents (and second-order terms) are 0 there, never NaN.
+
+``np.absolute`` is registered here once for real and complex inputs: for
+real ``x`` it is the piecewise-linear ``sign(x) * x`` (``abs'(0) == 0``).
+"""
+
+import numpy as np
+
+from chainrules.derived import linear_rule
+from chainrules.registry import op_name, register
+from chainrules.rule import ReverseRule
+from chainrules.tangents import ZERO, _Structural
+
+from ._util import shape_of
+from .arithmetic import PiecewiseLinearRule, _plain, make_piecewise
+
+
+def _is_complex(v):
+    dt = getattr(v, "dtype", None)
+    return isinstance(v, complex) or (dt is not None and dt.kind == "c")
+
+
+linear_rule(np.conjugate, lambda g, shape: np.conjugate(g))  # also np.conj, x.conj()
+
+
+class ComplexPartRule(ReverseRule):
+    """``np.real`` / ``np.imag``: linear over the reals. The cotangent has the
+    input's kind: ``g + 0j`` / ``-1j * g`` for a complex input; for a real
+    input ``real`` is the identity and ``imag`` is constant (zero)."""
+
+    __slots__ = ("op", "x_id", "complex_in")
+    linear = True
+
+    def __init__(self, op, x_id, complex_in):
+        self.op = op
+        self.x_id = x_id
+        self.complex_in = complex_in
+
+    @property
+    def name(self):
+        return op_name(self.op)
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        if isinstance(g, _Structural):
+            return []
+        if self.op is np.real:
+            return [(self.x_id, g + 0j if self.complex_in else g)]
+        return [(self.x_id, -1j * g if self.complex_in else ZERO)]
+
+    def pushforward(self, tangents):
+        t = tangents[0]
+        if isinstance(t, _Structural) or (self.op is np.imag and not self.complex_in):
+            return ZERO
+        return self.op(t)
+
+
+def _part_maker(op):
+    def part_maker(ids, x):
+        y = op(x)
+        if ids[0] is None:
+            return y, None
+        return y, ComplexPartRule(op, ids[0], _is_complex(x))
+
+    register(op)(part_maker)
+
+
+_part_maker(np.real)  # also x.real
+_part_maker(np.imag)  # also x.imag
+
+
+class RealOfComplexRule(ReverseRule):
+    """``y = f(z)`` real-valued of complex ``z``, from its gradient factor
+    ``d(z)`` (cotangent ``g * d``, tangent ``Re(d * t)``) and the tangent of
+    that factor ``dd(z, t)`` (for ``pullback_with_tangents``)."""
+
+    __slots__ = ("op", "x_id", "z", "y", "scale")
+
+    def __init__(self, op, x_id, z, y, scale=None):
+        self.op = op
+        self.x_id = x_id
+        self.z = z
+        self.y = y
+        self.scale = scale
+
+    @property
+    def name(self):
+        return op_name(self.op)
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def _scaled(self, v):
+        return v if self.scale is None else self.scale * v
+
+    def pullback(self, g):
+        if isinstance(g, _Structural):
+            return []
+        return [(self.x_id, g * self._scaled(self.d()))]
+
+    def pushforward(self, tangents):
+        t = tangents[0]
+        if isinstance(t, _Structural):
+            return ZERO
+        return self._scaled(np.real(self.d() * t))
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        t = tangents[0]
+        d = self._scaled(self.d())
+        c = ZERO if isinstance(g, _Structural) else g * d
+        cd = ZERO if isinstance(gd, _Structural) else gd * d
+        if not isinstance(g, _Structural) and not isinstance(t, _Structural):
+            term = g * self._scaled(self.dd(t))
+            cd = term if cd is ZERO else cd + term
+        return [(self.x_id, c, cd)]
+
+
+class AbsComplexRule(RealOfComplexRule):
+    """``r = |z|``: ``d = conj(z) / r``; ``dd = (conj(t) - d Re(d t)) / r``."""
+
+    __slots__ = ()
+
+    def _r(self):
+        r = self.y
+        zero = r == 0
+        return (np.where(zero, 1, r), zero) if np.any(zero) else (r, None)
+
+    def d(self):
+        r, _ = self._r()
+        return np.conjugate(self.z) / r  # 0 where z == 0
+
+    def dd(self, t):
+        r, zero = self._r()
+        d = np.conjugate(self.z) / r
+        out = (np.conjugate(t) - d * np.real(d * t)) / r
+        return out if zero is None else np.where(zero, 0, out)
+
+
+class AngleRule(RealOfComplexRule):
+    """``theta = angle(z) = Im(log z)``: ``d = -1j / z``; ``dd = 1j t / z**2``."""
+
+    __slots__ = ()
+
+    def _z(self):
+        z = self.z
+        zero = z == 0
+        return (np.where(zero, 1, z), zero) if np.any(zero) else (z, None)
+
+    def d(self):
+        z, zero = self._z()
+        out = -1j / z
+        return out if zero is None else np.where(zero, 0, out)
+
+    def dd(self, t):
+        z, zero = self._z()
+        out = 1j * t / (z * z)
+        return out if zero is None else np.where(zero, 0, out)
+
+
+@register(np.absolute)  # also np.abs and abs(x)
+def absolute_maker(ids, x, **kwargs):
+    y = np.absolute(x, **kwargs)
+    if ids[0] is None:
+        return y, None
+    if _is_complex(x):
+        return y, AbsComplexRule(np.absolute, ids[0], x, y)
+    # real: sign(x) * x, with abs'(0) = sign(0) = 0; sign keeps x's dtype
+    return y, PiecewiseLinearRule(np.absolute, (ids[0],), (np.sign(_plain(x)),),
+                                  (shape_of(x),), shape_of(y))
+
+
+@register(np.angle)
+def angle_maker(ids, z, deg=False):
+    y = np.angle(z, deg)
+    if ids[0] is None:
+        return y, None
+    if _is_complex(z):
+        return y, AngleRule(np.angle, ids[0], z, None, 180.0 / np.pi if deg else None)
+    # real input: 0 or pi, locally constant
+    return y, make_piecewise(np.angle, ids, (z,), y, (0,))
