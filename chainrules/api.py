@@ -339,7 +339,7 @@ def _zero_like_value(o):
     return NOTANGENT
 
 
-def _hvp_fast(f, x, v, fname):
+def _hvp_fast(f, x, v, fname, want_grad=True):
     tape = Tape()
     try:
         (tx,), (spec,) = _trace_args(tape, (x,), (0,), fname)
@@ -356,17 +356,17 @@ def _hvp_fast(f, x, v, fname):
             seeds[nid] = tv
     tans = tape.forward(seeds)
     g, hv = tape.backward_with_tangents([out.node], [np.ones((), dtype)], [ZERO], tans,
-                                        retain_graph=False)
+                                        retain_graph=False, leaf_cotangents=want_grad)
     tape.free()
     return _collect(spec, g), _collect(spec, hv)
 
 
-def grad_and_hvp(f, x, v):
+def grad_and_hvp(f, x, v, _want_grad=True):
     """``(gradient of f at x, Hessian of f at x times v)`` from one
     forward-over-reverse sweep."""
     fname = _fname(f)
     try:
-        return _hvp_fast(f, x, v, fname)
+        return _hvp_fast(f, x, v, fname, _want_grad)
     except HvpNotSupported:
         # some rule has no hand-written pullback_with_tangents: differentiate
         # the pullbacks themselves (forward mode over the reverse sweep)
@@ -377,4 +377,4 @@ def grad_and_hvp(f, x, v):
 def hvp(f, x, v):
     """The Hessian of scalar ``f`` at ``x`` applied to ``v``
     (forward-over-reverse)."""
-    return grad_and_hvp(f, x, v)[1]
+    return grad_and_hvp(f, x, v, _want_grad=False)[1]

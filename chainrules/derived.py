@@ -475,19 +475,23 @@ class BilinearRule(ReverseRule):
             t = _plus(t, self.op(self.x, yd, *self.args, **self.kwargs))
         return t
 
-    def pullback_with_tangents(self, g, gd, tangents):
+    #: the engine may pass ``skip``: inputs whose first-order cotangent is not
+    #: wanted (leaves during ``hvp``), saving a contraction per such input
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
         xd, yd = self._split(tangents)
         has_g = not isinstance(g, _Structural)
         has_gd = not isinstance(gd, _Structural)
         out = []
         if self.x_id is not None:
-            c = self._gx(g, self.y) if has_g else ZERO
+            c = self._gx(g, self.y) if has_g and self.x_id not in skip else ZERO
             cd = self._gx(gd, self.y) if has_gd else ZERO
             if has_g and not isinstance(yd, _Structural):
                 cd = _plus(cd, self._gx(g, yd))
             out.append((self.x_id, c, cd))
         if self.y_id is not None:
-            c = self._gy(g, self.x) if has_g else ZERO
+            c = self._gy(g, self.x) if has_g and self.y_id not in skip else ZERO
             cd = self._gy(gd, self.x) if has_gd else ZERO
             if has_g and not isinstance(xd, _Structural):
                 cd = _plus(cd, self._gy(g, xd))

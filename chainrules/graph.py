@@ -382,9 +382,14 @@ class Tape:
 
     # -- reverse sweep carrying tangents ----------------------------------------
     def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
-                               wrt=None, retain_graph=True, check=None):
+                               wrt=None, retain_graph=True, check=None,
+                               leaf_cotangents=True):
         """Reverse sweep carrying, for every cotangent, its tangent along the
         forward tangents ``tangents`` (from ``forward``).
+
+        ``leaf_cotangents=False``: only the tangents of the leaves' cotangents
+        are wanted (a plain HVP), so rules that support it (``cot_skippable``)
+        skip computing first-order cotangents that flow into leaves.
 
         Returns ``(Gradients of cotangents, Gradients of their tangents)``.
         """
@@ -431,7 +436,12 @@ class Tape:
                 gd = ZERO if gd is None else gd
             ins = rule.inputs()
             ts = tuple(ZERO if tangents[j] is None else tangents[j] for j in ins)
-            triples = rule.pullback_with_tangents(g, gd, ts)
+            if leaf_cotangents or not getattr(rule, "cot_skippable", False):
+                triples = rule.pullback_with_tangents(g, gd, ts)
+            else:
+                skip = [j for j in ins if rules[j] is None
+                        and (keep is None or j not in keep)]
+                triples = rule.pullback_with_tangents(g, gd, ts, skip=skip)
             if check is not None:
                 check(self, i, g, triples)
             if not retain_graph:

@@ -174,3 +174,14 @@ def test_gradient_of_real_loss_wrt_complex_is_conjugate_convention():
     z = np.array([3.0 + 4.0j])
     g = cr.grad(lambda z: np.sum(z * np.conj(z)).real)(z)
     np.testing.assert_allclose(g, 2 * np.conj(z))
+
+
+def test_hvp_skipping_leaf_cotangents_gives_the_same_result():
+    rng = np.random.default_rng(3)
+    X, W2 = rng.standard_normal((5, 4)), rng.standard_normal((3, 2))
+    f = lambda W: np.sum(np.tanh(X @ W @ W2) ** 2)
+    W, V = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    g, hv_full = cr.grad_and_hvp(f, W, V)
+    hv = cr.hvp(f, W, V)
+    np.testing.assert_array_equal(hv, hv_full)
+    np.testing.assert_allclose(hv, cr.jvp(cr.grad(f), (W,), (V,))[1], rtol=1e-12)
