@@ -404,6 +404,7 @@ class Tape:
         # --
         cots = [None] * n
         dots = [None] * n
+        owned = bytearray(n)  # bit 1: cots[i] is our own buffer, bit 2: dots[i]
         for o, s, sd in zip(outputs, seeds, seed_tangents):
             if o is None:
                 continue
@@ -462,11 +463,27 @@ class Tape:
                 if c is not None and not isinstance(c, _Structural):
                     c = self._project(c, nid, rule)
                     prev = cots[nid]
-                    cots[nid] = c if prev is None else prev + c
+                    if prev is None:
+                        cots[nid] = c
+                    elif owned[nid] & 1 and type(c) is _ndarray:
+                        np.add(prev, c, out=prev)
+                    else:
+                        s = prev + c
+                        cots[nid] = s
+                        if type(s) is _ndarray:
+                            owned[nid] |= 1
                 if cd is not None and not isinstance(cd, _Structural):
                     cd = self._project(cd, nid, rule)
                     prev = dots[nid]
-                    dots[nid] = cd if prev is None else prev + cd
+                    if prev is None:
+                        dots[nid] = cd
+                    elif owned[nid] & 2 and type(cd) is _ndarray:
+                        np.add(prev, cd, out=prev)
+                    else:
+                        s = prev + cd
+                        dots[nid] = s
+                        if type(s) is _ndarray:
+                            owned[nid] |= 2
         return Gradients(store), Gradients(dstore)
 
 
