@@ -246,6 +246,27 @@ _REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.
 _ACCUMULATE = {"add": np.cumsum, "multiply": np.cumprod}
 
 
+def _foreign_caller():
+    """The library function (SciPy, ...) that asked for a plain array, if the
+    conversion did not come from NumPy or the user's own code."""
+    import sys
+
+    f = sys._getframe(2)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod.startswith(("numpy", "chainrules")):
+            f = f.f_back
+            continue
+        if mod.startswith(("scipy", "sklearn", "array_api_compat")):
+            outer = f
+            while outer.f_back is not None and outer.f_back.f_globals.get(
+                    "__name__", "").startswith(("scipy", "array_api_compat")):
+                outer = outer.f_back
+            return f"{outer.f_globals.get('__name__')}.{outer.f_code.co_name}"
+        return None
+    return None
+
+
 class Traced:
     """An array being differentiated. Use it as you would an ndarray."""
 
@@ -306,6 +327,17 @@ class Traced:
         return dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        caller = _foreign_caller()
+        if caller is not None:
+            _untraceable(
+                f"converting to a plain array inside {caller}",
+                f"{caller} is a Python-level function that calls np.asarray, which "
+                "NumPy's protocols cannot intercept. chainrules provides "
+                "differentiable versions of SciPy's: chainrules.scipy.special "
+                "(logsumexp, softmax, log_softmax, polygamma) and "
+                "chainrules.scipy.linalg (expm, sqrtm, logm, solve_triangular, "
+                "cho_factor, cho_solve, lu_factor, lu_solve); for other functions, "
+                "make them one operation with chainrules.primitive and register a rule")
         _untraceable("converting to a plain array (np.asarray / np.array)",
                      "keep using NumPy functions on it; to build an array from "
                      "traced pieces use np.stack / np.concatenate or "
