@@ -35,14 +35,45 @@ _single = {}  # op -> maker, for ops registered only for (object, ...)
 
 
 def op_name(op):
-    """A qualified, readable name of an operation, for messages."""
+    """A qualified, readable name of an operation, for messages: the public
+    path (``numpy.sum``, ``numpy.linalg.solve``, ``scipy.special.erf``)
+    rather than the private module that defines it."""
+    name = getattr(op, "__name__", None)
+    if name is not None:
+        for prefix, mod in _PUBLIC_NAMESPACES():
+            if getattr(mod, name, None) is op:
+                return f"{prefix}.{name}"
     if isinstance(op, np.ufunc):
-        return f"numpy.{op.__name__}"
+        return name
     mod = getattr(op, "__module__", None) or ""
-    name = getattr(op, "__qualname__", None) or getattr(op, "__name__", None) or repr(op)
-    if mod.startswith("numpy"):
-        mod = "numpy" + (mod[len("numpy"):] if not mod.startswith("numpy._core") else "")
-    return f"{mod}.{name}" if mod else name
+    qual = getattr(op, "__qualname__", None) or name or repr(op)
+    parts = mod.split(".")
+    public = []
+    for p in parts:
+        if p.startswith("_"):
+            break
+        public.append(p)
+    if mod.startswith(("numpy", "scipy")) and public:
+        mod = ".".join(public)
+    return f"{mod}.{qual}" if mod else qual
+
+
+_namespaces = None
+
+
+def _PUBLIC_NAMESPACES():
+    global _namespaces
+    if _namespaces is None:
+        spaces = [("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)]
+        try:
+            import scipy.linalg
+            import scipy.special
+
+            spaces += [("scipy.special", scipy.special), ("scipy.linalg", scipy.linalg)]
+        except ImportError:
+            pass
+        _namespaces = spaces
+    return _namespaces
 
 
 def _signature(types):

@@ -1,0 +1,226 @@
+"""The rule coverage table: every built-in operation, the family that
+registers it, and what the registry sweep checks for it.
+
+    python -m chainrules.testing.coverage                          # print it
+    python -m chainrules.testing.coverage --write docs/coverage.md
+
+The table is generated from the registry (``builtin_ops()``, named with
+``op_name``) and the rule specs (``chainrules/testing/specs/*.py``):
+
+* family: the ``chainrules.rules`` module whose import registered the rule.
+  Most makers are built by shared helpers (``scalar_rule``,
+  ``non_differentiable``, ``linalg.defrule``, ...), so a maker's
+  ``__module__`` names the helper, not the family. The registration site is
+  therefore recorded once, in a fresh interpreter that watches
+  ``chainrules.registry.register`` while ``chainrules`` is imported: the
+  family is the innermost module being imported at that moment (a later
+  registration for the same signature replaces the earlier one, as in the
+  registry). A maker registered outside any import falls back to its
+  ``__module__``.
+* modes and dtypes: the union over the op's specs.
+
+``tests/testing/test_coverage_table.py`` regenerates the table and fails
+when ``docs/coverage.md`` differs, so the page cannot drift.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+__all__ = ["coverage_rows", "coverage_table", "main", "REGENERATE"]
+
+REGENERATE = "python -m chainrules.testing.coverage --write docs/coverage.md"
+
+MODE_ORDER = ("rrule", "frule", "hvp", "nondiff")
+DTYPE_ORDER = ("float64", "float32", "complex128", "complex64")
+
+MODE_NOTES = {
+    "rrule": "pullback against finite differences, the adjoint identity with the "
+             "pushforward, raw cotangent kinds, zeros, no mutation",
+    "frule": "pushforward against finite differences",
+    "hvp": "the fast HVP path (`pullback_with_tangents`) against finite differences "
+           "of the gradient",
+    "nondiff": "returns plain values; its arguments keep their trace",
+}
+
+
+def _type_key(types):
+    return [f"{t.__module__}.{t.__qualname__}" for t in types]
+
+
+# Runs in a fresh interpreter: sys.argv[1] is the parent's sys.path (JSON).
+# Prints {"file": chainrules.__file__, "sites": [[op_name, type_key, family], ...]}.
+_SITES_SCRIPT = r"""
+import json, sys
+sys.path[:] = json.loads(sys.argv[1])
+sites = {}
+
+def _family(frame):
+    inner = None
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if name.startswith("chainrules") and name not in ("chainrules.registry",
+                                                          "chainrules.derived"):
+            if frame.f_code.co_name == "<module>":
+                return name
+            inner = inner or name
+        frame = frame.f_back
+    return inner
+
+def _watch(frame, event, arg):
+    if event != "call" or frame.f_code.co_name != "deco":
+        return
+    g = frame.f_globals
+    if g.get("__name__") != "chainrules.registry":
+        return
+    loc = frame.f_locals
+    op, types = loc.get("op"), loc.get("types")
+    if "maker" not in loc or types is None:
+        return
+    key = (g["op_name"](op), tuple(f"{t.__module__}.{t.__qualname__}" for t in types))
+    sites[key] = _family(frame.f_back)
+
+sys.setprofile(_watch)
+try:
+    import chainrules
+finally:
+    sys.setprofile(None)
+print(json.dumps({"file": chainrules.__file__,
+                  "sites": [[k[0], list(k[1]), v] for k, v in sites.items()]}))
+"""
+
+
+def _registration_sites():
+    """{(op_name, type key): module that registered it}, from a fresh import."""
+    import chainrules
+
+    proc = subprocess.run([sys.executable, "-c", _SITES_SCRIPT, json.dumps(sys.path)],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError("chainrules.testing.coverage: importing chainrules in a fresh "
+                           "interpreter failed:\n" + proc.stderr)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if out["file"] != chainrules.__file__:
+        raise RuntimeError(f"chainrules.testing.coverage: the fresh interpreter imported "
+                           f"{out['file']}, not {chainrules.__file__}")
+    return {(name, tuple(types)): fam for name, types, fam in out["sites"]}
+
+
+def _short_family(module):
+    for prefix in ("chainrules.rules.", "chainrules."):
+        if module and module.startswith(prefix):
+            return module[len(prefix):]
+    return module or "?"
+
+
+def _ordered(items, order):
+    items = set(items)
+    return [x for x in order if x in items] + sorted(items - set(order))
+
+
+def coverage_rows():
+    """One dict per built-in operation (op, name, family, modes, dtypes,
+    specs), sorted by family then name."""
+    from chainrules.registry import _dispatchers, builtin_ops, op_name
+    from chainrules.testing.specs import all_specs
+
+    sites = _registration_sites()
+    specs = all_specs()
+    rows = []
+    for op in builtin_ops():
+        name = op_name(op)
+        families = set()
+        for sig, maker in _dispatchers[op].funcs.items():
+            module = sites.get((name, tuple(_type_key(sig[:-1]))))
+            families.add(_short_family(module or getattr(maker, "__module__", None)))
+        mine = [s for s in specs if s.op is op]
+        rows.append({
+            "op": op,
+            "name": name,
+            "family": ", ".join(sorted(families)),
+            "modes": _ordered((m for s in mine for m in s.modes), MODE_ORDER),
+            "dtypes": _ordered((str(d) for s in mine for d in s.dtypes), DTYPE_ORDER),
+            "specs": len(mine),
+        })
+    rows.sort(key=lambda r: (r["family"], r["name"]))
+    return rows
+
+
+def _cell(text):
+    return text.replace("|", "\\|")
+
+
+def coverage_table(rows=None):
+    """The Markdown page (a string ending in a newline)."""
+    if rows is None:
+        rows = coverage_rows()
+    families = {}
+    for r in rows:
+        fam = families.setdefault(r["family"], [0, 0])
+        fam[0] += 1
+        fam[1] += r["specs"]
+    lines = [
+        "# Rule coverage",
+        "",
+        f"<!-- Generated file: do not edit. Regenerate with `{REGENERATE}`. -->",
+        "",
+        "This page is generated from the rule registry (`chainrules.registry.builtin_ops()`)",
+        "and the rule specs (`chainrules/testing/specs/*.py`) by `chainrules/testing/coverage.py`.",
+        "Do not edit it by hand; regenerate it with",
+        "",
+        "```",
+        REGENERATE,
+        "```",
+        "",
+        "`tests/testing/test_coverage_table.py` fails when it is out of date.",
+        "",
+        "Every operation below is run by the registry sweep (`tests/rules/test_sweep.py`)",
+        "through the checkers of its modes, over Hypothesis-drawn shapes, for each dtype listed:",
+        "",
+    ]
+    lines += [f"- **{m}**: {MODE_NOTES[m]}" for m in MODE_ORDER]
+    lines += [
+        "",
+        "*family* is the module of `chainrules.rules` that registers the rule; *specs* is",
+        "the number of `RuleSpec`s (sampling regimes) for the operation.",
+        "",
+        f"{len(rows)} operations in {len(families)} families, "
+        f"{sum(r['specs'] for r in rows)} specs.",
+        "",
+        "| family | operations | specs |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {_cell(f)} | {n} | {s} |" for f, (n, s) in sorted(families.items())]
+    lines += [
+        "",
+        "| family | op | modes | dtypes | specs |",
+        "|---|---|---|---|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {_cell(r['family'])} | `{_cell(r['name'])}` | "
+                     f"{', '.join(r['modes']) or '—'} | {', '.join(r['dtypes']) or '—'} | "
+                     f"{r['specs']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m chainrules.testing.coverage",
+        description="Print (or write) the rule coverage table of the built-in rules.")
+    parser.add_argument("--write", metavar="PATH",
+                        help="write the table to PATH (e.g. docs/coverage.md) "
+                             "instead of printing it")
+    args = parser.parse_args(argv)
+    text = coverage_table()
+    if args.write:
+        with open(args.write, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        print(f"wrote {args.write}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

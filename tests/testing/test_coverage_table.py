@@ -1,0 +1,76 @@
+"""docs/coverage.md is the table ``chainrules.testing.coverage`` generates
+from the registry and the specs: regenerated here, it must be identical."""
+
+import os
+
+import numpy as np
+import pytest
+
+from chainrules.registry import builtin_ops, op_name
+from chainrules.testing import coverage
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PAGE = os.path.join(ROOT, "docs", "coverage.md")
+
+# the scipy families register only when SciPy is installed (the test extras have it)
+pytest.importorskip("scipy")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return coverage.coverage_rows()
+
+
+def test_docs_coverage_page_is_up_to_date(rows):
+    with open(PAGE, encoding="utf-8") as f:
+        on_disk = f.read()
+    assert coverage.coverage_table(rows) == on_disk, (
+        "docs/coverage.md is out of date with the registry and the specs; regenerate it "
+        f"with `{coverage.REGENERATE}` (from the repository root) and commit it")
+
+
+def test_every_builtin_op_listed_once_in_order(rows):
+    assert sorted(r["name"] for r in rows) == sorted(op_name(op) for op in builtin_ops())
+    assert len({r["name"] for r in rows}) == len(rows)
+    assert [(r["family"], r["name"]) for r in rows] == sorted((r["family"], r["name"])
+                                                             for r in rows)
+
+
+def test_families_are_the_registering_modules(rows):
+    fam = {r["op"]: r["family"] for r in rows}
+    # made by shared helpers (scalar_rule, non_differentiable, linear_rule, defrule)
+    # whose __module__ is chainrules.derived / chainrules.registry / rules.linalg
+    assert fam[np.sin] == "elementwise"
+    assert fam[np.negative] == "arithmetic"
+    assert fam[np.argmax] == "nondiff"
+    assert fam[np.linalg.matrix_rank] == "linalg"
+    assert fam[np.transpose] == "shape"
+    assert fam[np.sum] == "reductions"
+    assert fam[np.einsum] == "contractions"
+    import scipy.special
+    from chainrules.rules import scipy_linalg
+
+    assert fam[scipy_linalg.expm] == "scipy_linalg"  # registered with linalg.defrule
+    assert fam[scipy.special.gammaln] == "special"
+    known = {"arithmetic", "elementwise", "complex", "reductions", "contractions", "shape",
+             "indexing", "nondiff", "linalg", "scipy_linalg", "fft", "special"}
+    assert set(fam.values()) <= known
+
+
+def test_modes_and_dtypes_come_from_the_specs(rows):
+    by_op = {r["op"]: r for r in rows}
+    assert by_op[np.exp]["modes"] == ["rrule", "frule", "hvp"]
+    assert by_op[np.exp]["dtypes"] == ["float64", "float32", "complex128"]
+    assert by_op[np.argmax]["modes"] == ["nondiff"]
+    assert by_op[np.deg2rad]["dtypes"] == ["float64", "float32"]
+    assert all(r["specs"] >= 1 and r["modes"] and r["dtypes"] for r in rows)
+    table = coverage.coverage_table(rows)
+    assert "| elementwise | `numpy.exp` | rrule, frule, hvp | float64, float32, complex128 |" \
+        in table
+    assert coverage.REGENERATE in table.splitlines()[2]
+
+
+def test_command_line_prints_the_table(capsys, rows, monkeypatch):
+    monkeypatch.setattr(coverage, "coverage_rows", lambda: rows)
+    assert coverage.main([]) == 0
+    assert capsys.readouterr().out == coverage.coverage_table(rows)
