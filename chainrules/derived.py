@@ -392,6 +392,14 @@ class LinearRule(ReverseRule):
     def pushforward(self, tangents):
         return self.op(tangents[0], *self.args, **self.kwargs)
 
+    #: during ``hvp`` the first-order cotangent of a leaf input is not needed
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        cs = [] if self.x_id in skip else self.pullback(g)
+        ds = self.pullback(gd)
+        return [(self.x_id, cs[0][1] if cs else ZERO, ds[0][1] if ds else ZERO)]
+
 
 def linear_rule(op, transpose, types=()):
     """Register ``op(x, *static, **kw)``, linear in its first argument.
