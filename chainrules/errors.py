@@ -41,6 +41,11 @@ class EscapedTracerError(UntraceableError):
     """A traced value outlived the differentiation that created it."""
 
 
+class DomainError(AutodiffError, ValueError):
+    """The derivative asked for does not exist at this input (for example the
+    exponent of a power with a negative real base)."""
+
+
 class NonDifferentiableInputError(AutodiffError, TypeError):
     """An integer or boolean value was passed where a derivative is wanted."""
 

@@ -4,5 +4,6 @@ One module per family; importing this package registers every rule.
 SciPy families register only when SciPy is installed.
 """
 
-from . import (arithmetic, complex, contractions, elementwise, fft, indexing,  # noqa: F401
-               linalg, nondiff, reductions, shape, special, scipy_linalg)
+from . import (arithmetic, complex, contractions, decompositions, elementwise, fft,  # noqa: F401
+               indexing, linalg, nondiff, reductions, shape, special, statistics,
+               scipy_linalg)

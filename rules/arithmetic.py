@@ -55,7 +55,7 @@ import math
 import numpy as np
 
 from chainrules.derived import UnaryScalarRule, bilinear_rule, scalar_rule, unbroadcast
-from chainrules.errors import AutodiffError, MissingRuleError, UntraceableError
+from chainrules.errors import AutodiffError, DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
@@ -64,10 +64,6 @@ from chainrules.tracing import Traced, stop_gradient
 from ._util import shape_of
 
 __all__ = ["DomainError", "PiecewiseLinearRule", "piecewise_rule", "real_dtype"]
-
-
-class DomainError(AutodiffError, ValueError):
-    """The derivative asked for does not exist at this input."""
 
 
 # -- piecewise-linear operations ---------------------------------------------------

@@ -21,8 +21,8 @@ from chainrules.errors import MissingRuleError
 from chainrules.graph import MultiOutput
 from chainrules.registry import register
 
-from .linalg import (LinalgRule, _Def, _col, _phi_mask, _rdt, _tri_mask,
-                     _unbroadcast, defrule, herm_tangent, mH, mT)
+from ._linalg_util import (LinalgRule, _Def, _col, _phi_mask, _rdt, _tri_mask,
+                           _unbroadcast, defrule, herm_tangent, mH, mT)
 
 try:
     import scipy.linalg as sl

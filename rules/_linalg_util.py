@@ -1,0 +1,349 @@
+"""Shared machinery of the linear-algebra rules (rules/linalg.py,
+rules/decompositions.py, rules/scipy_linalg.py).
+
+Every rule there is defined by its *pushforward* ``pf(rule, tangents)``, a
+function of the inputs' tangents written with ``np.*`` calls (linear in the
+tangents). From that one definition:
+
+* ``pushforward`` calls it;
+* ``pullback`` is either written by hand (``pb``: inv, solve, det, slogdet,
+  cholesky, eigh, eigvalsh, norm: the cheap and common ones, and the ones
+  whose pushforward calls the op itself) or derived by transposing ``pf``:
+  ``pf`` is recorded on a small tape with traced tangents and swept back;
+* ``pullback_with_tangents`` (the HVP fast path) is the forward derivative of
+  the pullback: a ``chainrules.jvp`` of ``pullback(x, y, g)`` along the input
+  tangents, the output tangents (from ``pf``) and the cotangent's tangent.
+  It is exact; it costs about one more pullback.
+
+Since pullbacks are written with ``np.*`` calls on the inputs and saved
+outputs, they are differentiable again (grad of grad).
+
+This module registers no rule: ``defrule`` (and the makers built on
+``LinalgRule``) register from the family modules that call them.
+"""
+
+import functools
+
+import numpy as np
+
+from chainrules.errors import MissingRuleError
+from chainrules.graph import MultiOutput, Tape
+from chainrules.registry import op_name, register
+from chainrules.rule import ReverseRule
+from chainrules.tangents import ZERO, _Structural
+from chainrules.tracing import Traced, stop_gradient
+
+__all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
+
+
+# -- helpers written with registered np.* calls only ---------------------------
+def _is_zero(t):
+    return t is None or isinstance(t, _Structural)
+
+
+def _all_zero(g):
+    if isinstance(g, tuple):
+        return all(_is_zero(t) for t in g)
+    return _is_zero(g)
+
+
+def _rdt(dtype):
+    """The real dtype of the same precision."""
+    return np.finfo(dtype).dtype
+
+
+def _cplx(x):
+    return x.dtype.kind == "c"
+
+
+def mT(x):
+    """Swap the last two axes (with the registered np.transpose)."""
+    nd = x.ndim
+    return np.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def conj(x):
+    return np.conjugate(x) if _cplx(x) else x
+
+
+def mH(x):
+    return conj(mT(x))
+
+
+@functools.lru_cache(maxsize=256)
+def _const(kind, n, dtype, lower=True, k=0):
+    """Cached read-only constant matrices (identity, triangle masks)."""
+    if kind == "eye":
+        m = np.eye(n, dtype=dtype)
+    elif kind == "tri":
+        ones = np.ones((n, n), dtype=dtype)
+        m = np.tril(ones, k) if lower else np.triu(ones, -k)
+    else:  # "phi": lower triangle with a halved diagonal
+        m = np.tril(np.ones((n, n), dtype)) - 0.5 * np.eye(n, dtype=dtype)
+    m.flags.writeable = False
+    return m
+
+
+def _eye(n, dtype):
+    return _const("eye", n, _rdt(dtype))
+
+
+def diag_part(x):
+    """(..., n, n) -> (..., n)."""
+    return np.sum(x * _eye(x.shape[-1], x.dtype), axis=-1)
+
+
+def diag_embed(v):
+    """(..., n) -> (..., n, n) with v on the diagonal."""
+    n = v.shape[-1]
+    return np.reshape(v, v.shape + (1,)) * _eye(n, v.dtype)
+
+
+def _col(v):
+    return np.reshape(v, v.shape + (1,))
+
+
+def _row(v):
+    return np.reshape(v, v.shape[:-1] + (1, v.shape[-1]))
+
+
+def _tri_mask(n, dtype, lower, k):
+    return _const("tri", n, _rdt(dtype), bool(lower), k)
+
+
+def _imag_diag(c):
+    """``i * Im(diag(c))`` as a diagonal matrix (complex ``c``)."""
+    d = diag_part(c)
+    return diag_embed((d - np.conjugate(d)) * 0.5)
+
+
+def herm_tangent(xd, lower=True):
+    """The tangent of the Hermitian matrix LAPACK reads from one triangle."""
+    n = xd.shape[-1]
+    s = xd * _tri_mask(n, xd.dtype, lower, -1)
+    d = (np.real(xd) if _cplx(xd) else xd) * _eye(n, xd.dtype)
+    return s + mH(s) + d
+
+
+def herm_cotangent(c, lower=True):
+    """Transpose of ``herm_tangent``: a cotangent on the triangle read."""
+    n = c.shape[-1]
+    s = (c + mH(c)) * _tri_mask(n, c.dtype, lower, -1)
+    return s + (np.real(c) if _cplx(c) else c) * _eye(n, c.dtype)
+
+
+def inv_gaps(w, keep_diag=False):
+    """``F_ij = 1 / (w_j - w_i)``, 0 on the diagonal and where w_i == w_j.
+
+    The degeneracy mask is computed on the plain values (a constant)."""
+    wv = np.asarray(stop_gradient(w))
+    n = wv.shape[-1]
+    gap = wv[..., None, :] - wv[..., :, None]
+    scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)
+    eps = np.finfo(_rdt(wv.dtype)).eps
+    keep = (np.abs(gap) > 100 * n * eps * scale).astype(_rdt(wv.dtype))
+    d = _row(w) - _col(w)
+    return keep / (d + (1 - keep))
+
+
+def _zeros(x):
+    return np.zeros(x.shape, x.dtype)
+
+
+def _inexact(x):
+    return hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.kind in "fc"
+
+
+# -- the generic rule ----------------------------------------------------------
+class _Def:
+    __slots__ = ("name", "pf", "pb", "prepare")
+
+    def __init__(self, name, pf, pb=None, prepare=None):
+        self.name, self.pf, self.pb, self.prepare = name, pf, pb, prepare
+
+
+class LinalgRule(ReverseRule):
+    """A nonlinear rule defined by its pushforward (see the module docstring).
+
+    ``ids``/``xs``: NodeId (or None) and value of every positional argument;
+    ``y``: the output (a plain tuple for several outputs); ``kw``: keywords;
+    ``aux``: values the maker saved for the derivative (factors, ...).
+    """
+
+    __slots__ = ("d", "ids", "xs", "y", "kw", "aux")
+
+    def __init__(self, d, ids, xs, y, kw, aux=None):
+        self.d = d
+        self.ids = ids
+        self.xs = xs
+        self.y = y
+        self.kw = kw
+        self.aux = aux
+
+    @property
+    def name(self):
+        return self.d.name
+
+    def inputs(self):
+        return tuple(i for i in self.ids if i is not None)
+
+    def _expand(self, tangents):
+        it = iter(tangents)
+        return [next(it) if i is not None else ZERO for i in self.ids]
+
+    def _materialize(self, xds):
+        return [(_zeros(x) if _is_zero(t) else t) if _inexact(x) else None
+                for x, t in zip(self.xs, xds)]
+
+    def pushforward(self, tangents):
+        xds = self._expand(tangents)
+        if all(_is_zero(t) for t in xds):
+            return ZERO
+        return self.d.pf(self, self._materialize(xds))
+
+    def cotangents(self, g):
+        """One cotangent per positional argument (None where not traced)."""
+        if self.d.pb is not None:
+            return self.d.pb(self, g)
+        return _transpose(self, g)
+
+    def pullback(self, g):
+        if _all_zero(g):
+            return []
+        cots = self.cotangents(g)
+        return [(i, _project(c, x)) for i, c, x in zip(self.ids, cots, self.xs)
+                if i is not None and not _is_zero(c)]
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        xds = self._expand(tangents)
+        if _all_zero(g) or all(_is_zero(t) for t in xds):
+            c = {} if _all_zero(g) else dict(self.pullback(g))
+            cd = {} if _all_zero(gd) else dict(self.pullback(gd))
+            return [(i, c.get(i, ZERO), cd.get(i, ZERO)) for i in self.inputs()]
+        return _pullback_jvp(self, g, gd, xds)
+
+
+def _project(c, x):
+    """The cotangent in its primal's dtype: the real part for a real primal
+    (the pairing is Re(sum(c * t))), the primal's precision."""
+    if c.dtype == x.dtype:
+        return c
+    if c.dtype.kind == "c" and x.dtype.kind != "c":
+        c = np.real(c)
+    return c if c.dtype == x.dtype else c.astype(x.dtype)
+
+
+def _pairs(g, t):
+    if isinstance(g, tuple):
+        return zip(g, t)
+    return ((g, t),)
+
+
+def _transpose(r, g):
+    """Cotangents from the pushforward: reverse mode of ``<g, pf(r, xd)>``
+    with respect to the tangents ``xd``, on a small local tape."""
+    local = Tape()
+    xds, leaves = [], []
+    for i, x in zip(r.ids, r.xs):
+        if i is None:
+            xds.append(_zeros(x) if _inexact(x) else None)
+            leaves.append(None)
+        else:
+            z = _zeros(x)
+            nid = local.leaf(z)
+            xds.append(Traced(z, nid, local))
+            leaves.append(nid)
+    try:
+        t = r.d.pf(r, xds)
+        total = None
+        for gk, tk in _pairs(g, t):
+            if _is_zero(gk) or _is_zero(tk):
+                continue
+            prod = gk * tk
+            if _cplx(prod):
+                prod = np.real(prod)
+            term = np.sum(prod)
+            total = term if total is None else total + term
+    finally:
+        local.active = False
+    if total is None or type(total) is not Traced or total.tape is not local:
+        return [None if n is None else ZERO for n in leaves]
+    grads = local.backward([total.node], [np.ones((), total.dtype)])
+    return [None if n is None else grads.get(n) for n in leaves]
+
+
+def _pullback_jvp(r, g, gd, xds):
+    """``pullback_with_tangents`` as the jvp of the pullback along the input
+    tangents, the output tangents and the cotangent's tangent."""
+    from chainrules.api import jvp
+
+    pos = [k for k, i in enumerate(r.ids) if i is not None]
+    yd = r.d.pf(r, r._materialize(xds))
+    multi = isinstance(r.y, tuple)
+    if multi:
+        g = tuple(_zeros(y) if _is_zero(gk) and not _is_zero(gdk) else gk
+                  for y, gk, gdk in zip(r.y, g, gd if isinstance(gd, tuple)
+                                        else (ZERO,) * len(g)))
+        if _is_zero(gd):
+            gd = (ZERO,) * len(g)
+        yd = tuple(ZERO if not _inexact(y) else t for y, t in zip(r.y, yd))
+    x_p = tuple(r.xs[k] for k in pos)
+    x_t = tuple(xds[k] for k in pos)
+
+    def pullback_of(xp, y, gg):
+        xs = list(r.xs)
+        for k, v in zip(pos, xp):
+            xs[k] = v
+        aux = r.aux
+        if aux is not None:  # saved factors depend on x: recompute them traced
+            y, aux = r.d.prepare(tuple(xs), r.kw)
+        r2 = LinalgRule(r.d, r.ids, tuple(xs), tuple(y) if multi else y, r.kw, aux)
+        cots = r2.cotangents(tuple(gg) if multi else gg)
+        return tuple(cots[k] for k in pos)
+
+    cots, dots = jvp(pullback_of, (x_p, r.y, g), (x_t, yd, gd))
+    out = []
+    for k, c, cd in zip(pos, cots, dots):
+        c = ZERO if not _inexact(c) else _project(c, r.xs[k])
+        cd = ZERO if not _inexact(cd) else _project(cd, r.xs[k])
+        out.append((r.ids[k], c, cd))
+    return out
+
+
+def defrule(op, pf, pb=None, multi=False, prepare=None):
+    """Register ``op`` (all positional array arguments differentiable).
+
+    ``pf(rule, tangents) -> output tangent`` (a tuple for ``multi``);
+    ``pb(rule, g) -> one cotangent per positional argument`` (optional);
+    ``prepare(xs, kw) -> (y, aux)`` computes the output and saved values
+    (default: ``op(*xs, **kw)``).
+    """
+    d = _Def(op_name(op), pf, pb, prepare)
+
+    def linalg_maker(ids, *xs, **kw):
+        if prepare is None:
+            y, aux = op(*xs, **kw), None
+        else:
+            y, aux = prepare(xs, kw)
+        if multi:
+            return MultiOutput(y), LinalgRule(d, tuple(ids), xs, tuple(y), kw, aux)
+        return y, LinalgRule(d, tuple(ids), xs, y, kw, aux)
+
+    register(op)(linalg_maker)
+    return op
+
+
+def _no_traced(ids, k, name, what):
+    if len(ids) > k and any(i is not None for i in ids[k:]):
+        raise MissingRuleError(f"{name}: {what} cannot be differentiated; pass it as a "
+                               "constant (chainrules.stop_gradient)")
+
+
+def _unbroadcast(g, shape):
+    from chainrules.derived import unbroadcast
+
+    return unbroadcast(g, tuple(shape))
+
+
+def _phi_mask(n, dtype):
+    return _const("phi", n, _rdt(dtype))

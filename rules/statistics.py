@@ -1,0 +1,442 @@
+"""Nonlinear reductions: prod, cumprod, var, std, average.
+
+The axis handling, argument checks and helpers are those of
+rules/reductions.py: every ``axis`` form NumPy accepts works (None, an int,
+a tuple, negative axes), with ``keepdims``; the ndarray methods
+(``x.prod()``, ``x.std(0)``) call the same functions. Each rule is a
+``ComposedRule``: a pullback written with differentiable NumPy calls (so
+second derivatives are exact) and its pushforward.
+
+Policies at non-differentiable points
+-------------------------------------
+* **std** of a constant slice (``std == 0``, where the derivative does not
+  exist): zero cotangent (a subgradient; no NaN).
+* **prod / cumprod with zeros**: exact. No zero: ``g * y / x``. Zeros: the
+  product of the *other* entries, computed without division, so that a
+  single zero gets the product of the rest and every other entry gets zero;
+  the formulas are exact identities near the point, so second derivatives
+  (HVP, ``grad`` of ``grad``) are exact too. Slices with two or more zeros
+  (and ``cumprod`` with any zero) use an ``O(n**2)``-memory formula along
+  the reduced axis.
+
+Complex inputs (prod, cumprod, average) follow the JAX convention:
+holomorphic, no conjugate. ``var`` and ``std`` of complex input are real and
+get ``g * conj(dy/dx)``.
+
+Unsupported arguments raise ``MissingRuleError`` / ``UntraceableError``
+naming the way out: ``where=`` (use ``np.where`` first), ``out=``,
+``mean=`` on var/std.
+"""
+
+import numpy as np
+
+from chainrules.derived import unbroadcast
+from chainrules.errors import MissingRuleError
+from chainrules.registry import op_name, register
+from chainrules.rule import ReverseRule
+from chainrules.tangents import ZERO, _Structural
+from chainrules.tracing import stop_gradient
+
+from ._util import normalize_axis, shape_of
+from .reductions import (_check_static, _conj, _count, _cum_params, _expand, _expand_kd,
+                         _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype, _reject,
+                         _sum_params)
+
+
+# -- nonlinear reductions: rules from a differentiable pullback ---------------------
+class ComposedRule(ReverseRule):
+    """A rule given by ``pb(g, *vals) -> cotangents`` and ``pf(tangents, *vals)``.
+
+    ``vals`` are the values of the differentiable arguments (traced or not),
+    ``which`` the positions of the traced ones (aligned with ``ids``). ``pb``
+    is written with NumPy calls, so it can be differentiated again; the
+    second-order term of ``pullback_with_tangents`` is the forward derivative
+    of ``pb`` along the input tangents (computed with ``chainrules.jvp``).
+    """
+
+    __slots__ = ("ids", "which", "vals", "pb", "pf", "op")
+
+    def __init__(self, ids, which, vals, pb, pf, op):
+        self.ids = ids
+        self.which = which
+        self.vals = vals
+        self.pb = pb
+        self.pf = pf
+        self.op = op
+
+    @property
+    def name(self):
+        return op_name(self.op)
+
+    def inputs(self):
+        return self.ids
+
+    def _cots(self, g, vals):
+        cs = self.pb(g, *vals)
+        return tuple(cs[k] for k in self.which)
+
+    def pullback(self, g):
+        if _zero_cot(g):
+            return []
+        return list(zip(self.ids, self._cots(g, self.vals)))
+
+    def pushforward(self, tangents):
+        full = [ZERO] * len(self.vals)
+        for k, t in zip(self.which, tangents):
+            full[k] = t
+        return self.pf(full, *self.vals)
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        from chainrules.api import jvp
+
+        c = ZERO if _zero_cot(g) else self._cots(g, self.vals)
+        cd = None if _zero_cot(gd) else list(self._cots(gd, self.vals))
+        if not _zero_cot(g) and not all(_is_zero(t) for t in tangents):
+            vals, which = self.vals, self.which
+
+            def pullback_at(*q):
+                full = list(vals)
+                for k, v in zip(which, q):
+                    full[k] = v
+                return self._cots(g, full)
+
+            _, dd = jvp(pullback_at, tuple(vals[k] for k in which), tuple(tangents))
+            dd = [ZERO if isinstance(d, _Structural) else d for d in dd]
+            cd = dd if cd is None else [_add(a, b) for a, b in zip(cd, dd)]
+        out = []
+        for i, nid in enumerate(self.ids):
+            out.append((nid, ZERO if c is ZERO else c[i], ZERO if cd is None else cd[i]))
+        return out
+
+
+def _add(a, b):
+    if _is_zero(a):
+        return b
+    if _is_zero(b):
+        return a
+    return a + b
+
+
+def _zero_cot(g):
+    if type(g) is tuple:
+        return all(_is_zero(t) for t in g)
+    return _is_zero(g)
+
+
+def _to_last(x, axes):
+    """Move ``axes`` to the end and flatten them into one; returns the array
+    and a function mapping such an array back."""
+    nd = x.ndim
+    keep = [i for i in range(nd) if i not in axes]
+    perm = keep + list(axes)
+    xt = np.transpose(x, perm) if perm != list(range(nd)) else x
+    tshape = xt.shape
+    lead = tshape[:len(keep)]
+    n = _count(x.shape, axes)
+    xf = np.reshape(xt, lead + (n,))
+    inv = list(np.argsort(perm))
+
+    def back(v):
+        v = np.reshape(v, tshape)
+        return np.transpose(v, inv) if perm != list(range(nd)) else v
+
+    return xf, back
+
+
+def _others_last(xf):
+    """Product of the other entries along the last axis, exact with zeros."""
+    xv = np.asarray(stop_gradient(xf))
+    if xv.shape[-1] == 1:  # a single entry: the empty product
+        return np.ones(xv.shape, xv.dtype)
+    zero = xv == 0
+    if not zero.any():
+        return np.prod(xf, axis=-1, keepdims=True) / xf
+    counts = np.sum(zero, axis=-1, keepdims=True)
+    dt = xv.dtype
+    if counts.max() <= 1:
+        zf = zero.astype(dt)
+        nz = 1 - zf
+        safe = xf * nz + zf  # zeros replaced by a constant 1
+        p = np.prod(safe, axis=-1, keepdims=True)
+        # the zero entry (kept traced, for the second derivative) of one-zero
+        # slices, 1 in zero-free slices: others_i = P * x_z / x_i off the zero
+        w = np.sum(xf * zf, axis=-1, keepdims=True) + (counts == 0).astype(dt)
+        return p * (zf + nz * w / safe)
+    n = xv.shape[-1]
+    eye = np.eye(n, dtype=dt)
+    rows = np.reshape(xf, xv.shape[:-1] + (1, n)) * (1 - eye) + eye
+    return np.prod(rows, axis=-1)  # row k: every entry but x_k
+
+
+def _prod_others(x, axes):
+    xf, back = _to_last(x, axes)
+    return back(_others_last(xf))
+
+
+@register(np.prod)
+def _prod_maker(ids, *args, **kwargs):
+    _check_static(np.prod, ids, ("axis", "dtype"))
+    p = _sum_params(*args, **kwargs)
+    _reject(np.prod, p, ("out", "where"), "mask first: np.prod(np.where(mask, x, 1))")
+    x = p["a"]
+    keepdims = _kd(p["keepdims"])
+    y = np.prod(*args, **kwargs)
+    shape = shape_of(x)
+    axes = normalize_axis(p["axis"], len(shape))
+    dtype = p["dtype"]
+    init = p["initial"] if _given(p["initial"]) else None
+
+    def prod_pullback(g, xv):
+        c = _expand_kd(g, shape, axes, keepdims) * _prod_others(xv, axes)
+        if init is not None:
+            c = c * init
+        return (c,)
+
+    def prod_pushforward(ts, xv):
+        t = ts[0]
+        if _is_zero(t):
+            return ZERO
+        d = np.sum(t * _prod_others(xv, axes), axis=axes, keepdims=keepdims)
+        if init is not None:
+            d = d * init
+        return d if dtype is None else d.astype(dtype)
+
+    return y, ComposedRule((ids[0],), (0,), (x,), prod_pullback, prod_pushforward, np.prod)
+
+
+def _cumprod_parts(xf):
+    """For the last axis: ('fast', None) without zeros, else the matrix
+    M[..., k, i] = prod_{j <= i, j != k} x_j and the mask i >= k."""
+    xv = np.asarray(stop_gradient(xf))
+    if not (xv == 0).any():
+        return None, None
+    n = xv.shape[-1]
+    eye = np.eye(n, dtype=xv.dtype)
+    rows = np.reshape(xf, xv.shape[:-1] + (1, n)) * (1 - eye) + eye
+    m = np.cumprod(rows, axis=-1)
+    upper = np.triu(np.ones((n, n), dtype=_real_dtype(xv.dtype)))
+    return m, upper
+
+
+@register(np.cumprod)
+def _cumprod_maker(ids, *args, **kwargs):
+    _check_static(np.cumprod, ids, ("axis", "dtype"))
+    p = _cum_params(*args, **kwargs)
+    _reject(np.cumprod, p, ("out",), "")
+    x = p["a"]
+    axis = p["axis"]
+    dtype = p["dtype"]
+    y = np.cumprod(x, axis=axis) if dtype is None else np.cumprod(x, axis=axis, dtype=dtype)
+    shape = shape_of(x)
+
+    def to_last(v):
+        if axis is None:
+            return np.reshape(v, (-1,)), lambda c: np.reshape(c, shape)
+        return _to_last(v, (axis % len(shape),))
+
+    def out_to_last(v):  # the output of cumprod has the layout of x (or 1-D)
+        return to_last(v)[0] if axis is not None else v
+
+    def cumprod_pullback(g, xv):
+        xf, back = to_last(xv)
+        gf = out_to_last(g)
+        if shape_of(xf)[-1] == 1:
+            return (back(gf),)
+        m, upper = _cumprod_parts(xf)
+        if m is None:
+            yf = np.cumprod(xf, axis=-1)
+            c = _flip(np.cumsum(_flip(gf * yf, -1 % yf.ndim), axis=-1), -1 % yf.ndim) / xf
+        else:
+            gk = np.reshape(gf, gf.shape[:-1] + (1, gf.shape[-1]))
+            c = np.sum(gk * m * upper, axis=-1)
+        return (back(c),)
+
+    def cumprod_pushforward(ts, xv):
+        t = ts[0]
+        if _is_zero(t):
+            return ZERO
+        xf, back = to_last(xv)
+        tf = to_last(t)[0]
+        if shape_of(xf)[-1] == 1:
+            return back(tf) if axis is not None else tf
+        m, upper = _cumprod_parts(xf)
+        if m is None:
+            d = np.cumprod(xf, axis=-1) * np.cumsum(tf / xf, axis=-1)
+        else:
+            tk = np.reshape(tf, tf.shape + (1,))
+            d = np.sum(tk * m * upper, axis=-2)
+        d = back(d) if axis is not None else d
+        return d if dtype is None else d.astype(dtype)
+
+    return y, ComposedRule((ids[0],), (0,), (x,), cumprod_pullback, cumprod_pushforward,
+                           np.cumprod)
+
+
+def _var_params(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+                mean=None, correction=None):
+    return locals()
+
+
+def _var_maker(op, is_std):
+    def var_maker(ids, *args, **kwargs):
+        _check_static(op, ids, ("axis", "dtype", "out", "ddof"))
+        p = _var_params(*args, **kwargs)
+        _reject(op, p, ("out", "where", "mean"),
+                "compute it from differentiable pieces, e.g. "
+                "np.mean(np.abs(x - m) ** 2)")
+        x = p["a"]
+        keepdims = _kd(p["keepdims"])
+        ddof = p["correction"] if _given(p["correction"]) else p["ddof"]
+        kw = {"axis": p["axis"], "ddof": ddof, "keepdims": keepdims}
+        if p["dtype"] is not None:
+            kw["dtype"] = p["dtype"]
+        y = op(x, **kw)
+        shape = shape_of(x)
+        axes = normalize_axis(p["axis"], len(shape))
+        neff = _count(shape, axes) - ddof
+
+        def centred(xv):
+            return xv - np.mean(xv, axis=axes, keepdims=True)
+
+        def safe_std(xv):
+            s = np.std(xv, axis=axes, ddof=ddof, keepdims=True)
+            return s + (np.asarray(stop_gradient(s)) == 0).astype(_real_dtype(x.dtype))
+
+        def var_pullback(g, xv):
+            c = _expand_kd(g, shape, axes, keepdims) * _conj(centred(xv))
+            if is_std:
+                return (c / (neff * safe_std(xv)),)
+            return (c * (2.0 / neff),)
+
+        def var_pushforward(ts, xv):
+            t = ts[0]
+            if _is_zero(t):
+                return ZERO
+            prod = _conj(centred(xv)) * t
+            if prod.dtype.kind == "c":
+                prod = np.real(prod)
+            d = np.sum(prod, axis=axes, keepdims=True)
+            d = d / (neff * safe_std(xv)) if is_std else d * (2.0 / neff)
+            if not keepdims:
+                d = np.reshape(d, shape_of(y))
+            return d if p["dtype"] is None else d.astype(p["dtype"])
+
+        return y, ComposedRule((ids[0],), (0,), (x,), var_pullback, var_pushforward, op)
+
+    return var_maker
+
+
+register(np.var)(_var_maker(np.var, False))
+register(np.std)(_var_maker(np.std, True))
+
+
+def _average_params(a, axis=None, weights=None, returned=False, keepdims=False):
+    return locals()
+
+
+@register(np.average)
+def _average_maker(ids, *args, **kwargs):
+    p = _average_params(*args, **kwargs)
+    a, w = p["a"], p["weights"]
+    names = ("a", "axis", "weights", "returned", "keepdims")
+    for i, name in zip(ids[1:], names[1:]):
+        if i is not None and name != "weights":
+            raise MissingRuleError(f"numpy.average: argument {name!r} must not be traced")
+    w_id = ids[2] if len(ids) > 2 else None
+    keepdims = _kd(p["keepdims"])
+    returned = bool(p["returned"])
+    out = np.average(*args, **kwargs)
+    shape = shape_of(a)
+    nd = len(shape)
+    axes = normalize_axis(p["axis"], nd)
+    if w is None:
+        n = _count(shape, axes)
+
+        def avg_pullback(g, av):
+            g0 = g[0] if returned else g
+            if _is_zero(g0):
+                return (ZERO,)
+            return (_expand(g0 / n, shape, axes, keepdims),)
+
+        def avg_pushforward(ts, av):
+            t = ts[0]
+            d = ZERO if _is_zero(t) else np.mean(t, axis=p["axis"], keepdims=keepdims)
+            return (d, ZERO) if returned else d
+
+        rule = ComposedRule((ids[0],), (0,), (a,), avg_pullback, avg_pushforward,
+                            np.average)
+    else:
+        wshape = shape_of(w)
+        if wshape != shape:
+            ax = p["axis"] if isinstance(p["axis"], (tuple, list)) else (p["axis"],)
+            ax = [i % nd for i in ax]
+            perm = [int(i) for i in np.argsort(ax)]
+            bshape = tuple(s if i in ax else 1 for i, s in enumerate(shape))
+            sorted_w = tuple(wshape[i] for i in perm)
+
+            def to_b(wv):
+                return np.reshape(np.transpose(wv, perm), bshape)
+
+            def from_b(c):
+                return np.transpose(np.reshape(c, sorted_w), [int(i) for i in np.argsort(perm)])
+        else:
+            bshape = shape
+
+            def to_b(wv):
+                return wv
+
+            def from_b(c):
+                return c
+
+        out_shape = shape_of(out[0] if returned else out)
+
+        def avg_pullback(g, av, wv):
+            g0, g1 = (g if returned else (g, ZERO))
+            wb = to_b(wv)
+            s = np.sum(wb, axis=axes, keepdims=True)
+            ca = cw = ZERO
+            if not _is_zero(g0):
+                gk = _expand_kd(g0, shape, axes, keepdims)
+                ca = np.broadcast_to(gk * wb / s, shape)
+                avg = np.sum(av * wb, axis=axes, keepdims=True) / s
+                cw = gk * (av - avg) / s
+            if not _is_zero(g1):
+                cw = cw + _expand_kd(g1, shape, axes, keepdims)
+            if not _is_zero(cw):
+                cw = from_b(unbroadcast(np.broadcast_to(cw, shape), bshape))
+                if cw.dtype.kind == "c" and wv.dtype.kind != "c":
+                    cw = np.real(cw)  # real weights get real cotangents
+            if not _is_zero(ca) and ca.dtype.kind == "c" and av.dtype.kind != "c":
+                ca = np.real(ca)
+            return (ca, cw)
+
+        def avg_pushforward(ts, av, wv):
+            ta, tw = ts
+            wb = to_b(wv)
+            s = np.sum(wb, axis=axes, keepdims=True)
+            d = ZERO
+            if not _is_zero(ta):
+                d = np.sum(ta * wb, axis=axes, keepdims=True) / s
+            ds = ZERO
+            if not _is_zero(tw):
+                twb = to_b(tw)
+                avg = np.sum(av * wb, axis=axes, keepdims=True) / s
+                d = d + np.sum((av - avg) * twb, axis=axes, keepdims=True) / s
+                ds = np.broadcast_to(np.sum(twb, axis=axes, keepdims=True),
+                                     _kd_shape(shape, axes))
+            if not _is_zero(d):
+                d = np.reshape(np.broadcast_to(d, _kd_shape(shape, axes)), out_shape)
+            if returned:
+                if not _is_zero(ds):
+                    ds = np.reshape(ds, out_shape)
+                return (d, ds)
+            return d
+
+        which = tuple(k for k, i in ((0, ids[0]), (1, w_id)) if i is not None)
+        rids = tuple(i for i in (ids[0], w_id) if i is not None)
+        rule = ComposedRule(rids, which, (a, w), avg_pullback, avg_pushforward, np.average)
+    if returned:
+        from chainrules.graph import MultiOutput
+
+        return MultiOutput(tuple(out)), rule
+    return out, rule
