@@ -395,6 +395,7 @@ class Tape:
         """
         rules = self.rules
         shapes = self.shapes
+        dtypes = self.dtypes
         n = len(rules)
         # -- issue 6: anomaly checks and partial backward (outside the loop) --
         if check is None and self.sources is not None:
@@ -460,8 +461,10 @@ class Tape:
                             slots = buf[nid] = [None] * self.dtypes[nid]
                         slots[k] = vk if slots[k] is None else slots[k] + vk
                     continue
-                if c is not None and not isinstance(c, _Structural):
-                    c = self._project(c, nid, rule)
+                if type(c) not in _STRUCT:
+                    if type(c) is not _ndarray or c.shape != shapes[nid] or (
+                            c.dtype is not dtypes[nid] and c.dtype != dtypes[nid]):
+                        c = self._project(c, nid, rule)
                     prev = cots[nid]
                     if prev is None:
                         cots[nid] = c
@@ -472,8 +475,10 @@ class Tape:
                         cots[nid] = s
                         if type(s) is _ndarray:
                             owned[nid] |= 1
-                if cd is not None and not isinstance(cd, _Structural):
-                    cd = self._project(cd, nid, rule)
+                if type(cd) not in _STRUCT:
+                    if type(cd) is not _ndarray or cd.shape != shapes[nid] or (
+                            cd.dtype is not dtypes[nid] and cd.dtype != dtypes[nid]):
+                        cd = self._project(cd, nid, rule)
                     prev = dots[nid]
                     if prev is None:
                         dots[nid] = cd
