@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from . import pytree
+from .arrays import shape_of
 from .errors import (ComplexOutputError, HvpNotSupported, NonDifferentiableInputError,
                      NonScalarOutputError, TangentShapeError)
 from .graph import Tape
@@ -19,11 +20,6 @@ from .tracing import Traced, stop_gradient
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
            "stop_gradient"]
-
-
-def _shape(v):
-    s = getattr(v, "shape", None)
-    return np.shape(v) if s is None else s
 
 
 def _fname(f):
@@ -265,10 +261,10 @@ def vjp(f, *primals, has_aux=False):
                 f"output's {td}")
         nodes, seeds = [], []
         for o, c in zip(leaves, cleaves):
-            if _shape(c) != _shape(o):
+            if shape_of(c) != shape_of(o):
                 raise TangentShapeError(
-                    f"vjp of {fname}: cotangent of shape {_shape(c)} for an output "
-                    f"of shape {_shape(o)}")
+                    f"vjp of {fname}: cotangent of shape {shape_of(c)} for an output "
+                    f"of shape {shape_of(o)}")
             if type(o) is Traced and o.tape is tape:
                 nodes.append(o.node)
                 seeds.append(c)
@@ -289,9 +285,9 @@ def _check_tangent(t, p, fname):
     for a, b in zip(pl, tl):
         if isinstance(b, _Structural):
             continue
-        if _shape(a) != _shape(b):
-            raise TangentShapeError(f"jvp of {fname}: tangent of shape {_shape(b)} "
-                                    f"for a primal of shape {_shape(a)}")
+        if shape_of(a) != shape_of(b):
+            raise TangentShapeError(f"jvp of {fname}: tangent of shape {shape_of(b)} "
+                                    f"for a primal of shape {shape_of(a)}")
     return tl
 
 
@@ -322,7 +318,7 @@ def jvp(f, primals, tangents):
             t = tans[o.node]
             v = o.value
             if t is None:
-                t = np.zeros(_shape(v), stop_gradient(v).dtype)
+                t = np.zeros(shape_of(v), stop_gradient(v).dtype)
             outs.append(v)
             touts.append(t)
         else:

@@ -12,6 +12,7 @@ import dis
 
 import numpy as np
 
+from .arrays import shape_of
 from .errors import HvpNotSupported
 from .registry import op_name, register
 from .rule import ReverseRule
@@ -25,7 +26,7 @@ def unbroadcast(g, shape):
     broadcast, returning an array of exactly ``shape``."""
     if isinstance(g, _Structural):
         return g
-    gshape = np.shape(g) if not hasattr(g, "shape") else g.shape
+    gshape = shape_of(g)
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
@@ -206,7 +207,6 @@ class BinaryScalarRule(ReverseRule):
         return tangents
 
     def pushforward(self, tangents):
-        spec, x, y, z = self.spec, self.x, self.y, self.z
         xd, yd = self._tangents(tangents)
         t = ZERO
         if not isinstance(xd, _Structural):
@@ -248,13 +248,6 @@ class BinaryScalarRule(ReverseRule):
             out.append((self.y_id, unbroadcast(c, self.yshape),
                         cd if isinstance(cd, _Structural) else unbroadcast(cd, self.yshape)))
         return out
-
-
-def _shape(v):
-    try:
-        return v.shape
-    except AttributeError:
-        return np.shape(v)
 
 
 def scalar_rule(op, *partials, second=None, types=()):
@@ -416,7 +409,7 @@ def linear_rule(op, transpose, types=()):
                 f"{op_name(op)} is differentiated in its first argument only; "
                 "its other arguments must not be traced")
         y = op(x, *args, **kwargs)
-        return y, LinearRule(ids[0], op, transpose, _shape(x), args, kwargs)
+        return y, LinearRule(ids[0], op, transpose, shape_of(x), args, kwargs)
 
     register(op, *types)(linear_maker)
     return op

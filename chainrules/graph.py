@@ -23,9 +23,9 @@ import itertools
 
 import numpy as np
 
-from .errors import NumericalInstabilityError, TangentShapeError
+from .errors import TangentShapeError
 from .rule import NodeId, ReverseRule, rule_name
-from .tangents import NOTANGENT, ZERO, NoTangent, ZeroTangent, _Structural
+from .tangents import ZERO, NoTangent, ZeroTangent, _Structural
 
 __all__ = ["Tape", "Gradients", "MultiOutput"]
 

@@ -30,8 +30,9 @@ import functools
 import numpy as np
 
 from . import pytree
+from .arrays import shape_of
 from .api import (_EMPTY, _collect, _fname, _is_inexact, _normalize_argnums,
-                  _scalar_output, _shape, _trace_args, _unwrap_level, grad)
+                  _scalar_output, _trace_args, _unwrap_level, grad)
 from .api import hvp as _api_hvp
 from .errors import (HvpNotSupported, MissingRuleError, NonDifferentiableInputError,
                      TangentShapeError)
@@ -117,10 +118,10 @@ def _stack(pieces, axis):
         for k, p in enumerate(pieces):
             e = np.zeros(n)
             e[k] = 1.0
-            pk = np.reshape(p, _shape(p) + (1,)) * e
+            pk = np.reshape(p, shape_of(p) + (1,)) * e
             total = pk if total is None else total + pk
         if axis == 0:
-            nd = len(_shape(pieces[0]))
+            nd = len(shape_of(pieces[0]))
             total = np.transpose(total, (nd,) + tuple(range(nd)))
         return total
 
@@ -197,20 +198,20 @@ def _jacobian(rec, mode, holomorphic, fname, single):
                 f"jacobian of {fname}: an input has complex dtype {_dtype(leaf)}; pass "
                 "holomorphic=True if the function is holomorphic, otherwise pass the "
                 "real and imaginary parts as separate real arguments")
-    n_in = sum(_size(_shape(leaf)) for _, _, leaf, nid in ins if nid is not None)
-    n_out = sum(_size(_shape(o)) for o in rec.out_leaves if rec.node(o) is not None)
+    n_in = sum(_size(shape_of(leaf)) for _, _, leaf, nid in ins if nid is not None)
+    n_out = sum(_size(shape_of(o)) for o in rec.out_leaves if rec.node(o) is not None)
     if mode is None:
         mode = "forward" if n_in <= n_out else "reverse"
     blocks = [[[None] * len(spec.leaves) for spec in rec.specs] for _ in rec.out_leaves]
     for i, o in enumerate(rec.out_leaves):
-        oshape = _shape(o)
+        oshape = shape_of(o)
         for s, k, leaf, nid in ins:
             if nid is None:
                 blocks[i][s][k] = NOTANGENT
             elif rec.node(o) is None or not _is_inexact(o):
                 dt = np.result_type(_dtype(leaf), _dtype(o)) if _is_inexact(o) \
                     else _dtype(leaf)
-                blocks[i][s][k] = _zeros_block(oshape + _shape(leaf), dt)
+                blocks[i][s][k] = _zeros_block(oshape + shape_of(leaf), dt)
     if mode == "forward":
         _jac_forward(rec, ins, blocks)
     else:
@@ -227,17 +228,17 @@ def _jac_forward(rec, ins, blocks):
     for s, k, leaf, nid in ins:
         if nid is None:
             continue
-        ishape, idt = _shape(leaf), _dtype(leaf)
+        ishape, idt = shape_of(leaf), _dtype(leaf)
         cols = [[] for _ in outs]
         for e in range(_size(ishape)):
             tans = tape.forward({nid: _basis(ishape, idt, e)}, start=nid)
             for c, (i, o, node) in enumerate(outs):
                 t = tans[node]
                 if t is None:
-                    t = np.zeros(_shape(o), np.result_type(_dtype(o), idt))
+                    t = np.zeros(shape_of(o), np.result_type(_dtype(o), idt))
                 cols[c].append(t)
         for c, (i, o, node) in enumerate(outs):
-            oshape = _shape(o)
+            oshape = shape_of(o)
             if cols[c]:
                 block = _stack(cols[c], axis=-1)
             else:
@@ -251,7 +252,7 @@ def _jac_reverse(rec, ins, blocks):
         node = rec.node(o)
         if node is None or not _is_inexact(o):
             continue
-        oshape, odt = _shape(o), _dtype(o)
+        oshape, odt = shape_of(o), _dtype(o)
         cplx = odt.kind == "c"
         rows = {(s, k): [] for s, k, _, nid in ins if nid is not None}
         for e in range(_size(oshape)):
@@ -265,7 +266,7 @@ def _jac_reverse(rec, ins, blocks):
             for s, k, leaf, nid in ins:
                 if nid is None:
                     continue
-                ishape, idt = _shape(leaf), _dtype(leaf)
+                ishape, idt = shape_of(leaf), _dtype(leaf)
                 r = g.get(nid)
                 if isinstance(r, _Structural):
                     r = np.zeros(ishape, np.result_type(odt, idt))
@@ -278,7 +279,7 @@ def _jac_reverse(rec, ins, blocks):
                 rows[(s, k)].append(r)
         for (s, k), pieces in rows.items():
             leaf = rec.specs[s].leaves[k]
-            ishape = _shape(leaf)
+            ishape = shape_of(leaf)
             if pieces:
                 block = _stack(pieces, axis=0)
             else:
@@ -341,7 +342,7 @@ def _hessian(rec, fname, single):
     # blocks[a][b]: d/d(leaf b) of the gradient leaf a, shape leaf_a + leaf_b
     cols = {(a[0], a[1], b[0], b[1]): [] for a in live for b in live}
     for sb, kb, leafb, nidb in live:
-        bshape, bdt = _shape(leafb), _dtype(leafb)
+        bshape, bdt = shape_of(leafb), _dtype(leafb)
         for e in range(_size(bshape)):
             if node is None:
                 break
@@ -351,7 +352,7 @@ def _hessian(rec, fname, single):
             for sa, ka, leafa, nida in live:
                 h = hv.get(nida)
                 if isinstance(h, _Structural):
-                    h = np.zeros(_shape(leafa), _dtype(leafa))
+                    h = np.zeros(shape_of(leafa), _dtype(leafa))
                 cols[(sa, ka, sb, kb)].append(h)
     # the Hessian of f(args[argnums]) as jacobian(grad): output tree = grad tree
     out = []
@@ -365,7 +366,7 @@ def _hessian(rec, fname, single):
                     if nida is None or nidb is None:
                         row.append(NOTANGENT)
                         continue
-                    shape = _shape(leafa) + _shape(leafb)
+                    shape = shape_of(leafa) + shape_of(leafb)
                     pieces = cols[(sa, ka, sb, kb)]
                     if not pieces:
                         row.append(_zeros_block(shape, _dtype(leafa)))

@@ -16,14 +16,11 @@ Uses that would silently drop a derivative raise ``UntraceableError``:
 ``np.asarray(x)``, ``float(x)``, ``x.item()``, ``x[0] = ...``, ``out=``.
 """
 
-import operator
-
 import numpy as np
 
 from .errors import EscapedTracerError, MissingRuleError, UntraceableError
 from .graph import MultiOutput
 from .registry import _single, lookup, op_name
-from .tangents import _Structural
 
 __all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "is_traced"]
 

@@ -26,19 +26,21 @@ import functools
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
+from chainrules.tangents import is_zero
+
 from chainrules.errors import MissingRuleError
 from chainrules.graph import MultiOutput, Tape
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO
 from chainrules.tracing import Traced, stop_gradient
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
 
 # -- helpers written with registered np.* calls only ---------------------------
-def _is_zero(t):
-    return t is None or isinstance(t, _Structural)
+_is_zero = is_zero
 
 
 def _all_zero(g):
@@ -47,9 +49,7 @@ def _all_zero(g):
     return _is_zero(g)
 
 
-def _rdt(dtype):
-    """The real dtype of the same precision."""
-    return np.finfo(dtype).dtype
+_rdt = real_dtype  # the real dtype of the same precision
 
 
 def _cplx(x):

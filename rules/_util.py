@@ -1,20 +1,6 @@
 """Small helpers shared by the rule modules."""
 
-import numpy as np
-
-
-def shape_of(v):
-    try:
-        return v.shape
-    except AttributeError:
-        return np.shape(v)
-
-
-def ndim_of(v):
-    try:
-        return v.ndim
-    except AttributeError:
-        return np.ndim(v)
+from chainrules.arrays import ndim_of, shape_of  # noqa: F401  (re-exported for the rules)
 
 
 def normalize_axis(axis, ndim):

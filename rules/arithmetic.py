@@ -54,8 +54,10 @@ import math
 
 import numpy as np
 
+from chainrules.arrays import real_dtype as _real_dtype
+
 from chainrules.derived import UnaryScalarRule, bilinear_rule, scalar_rule, unbroadcast
-from chainrules.errors import AutodiffError, DomainError, MissingRuleError, UntraceableError  # noqa: F401
+from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
@@ -69,8 +71,7 @@ __all__ = ["DomainError", "PiecewiseLinearRule", "piecewise_rule", "real_dtype"]
 # -- piecewise-linear operations ---------------------------------------------------
 def real_dtype(v):
     """The real dtype matching the dtype of ``v`` (complex128 -> float64)."""
-    dt = v.dtype
-    return dt if dt.kind != "c" else np.finfo(dt).dtype
+    return _real_dtype(v.dtype)
 
 
 class PiecewiseLinearRule(ReverseRule):

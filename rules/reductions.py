@@ -30,11 +30,14 @@ import functools
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
+from chainrules.tangents import is_zero
+
 from chainrules.derived import LinearRule
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO
 from chainrules.tracing import stop_gradient
 
 from ._util import normalize_axis, shape_of
@@ -73,8 +76,7 @@ def _check_static(op, ids, names):
                 "build the computation from differentiable pieces)")
 
 
-def _is_zero(t):
-    return isinstance(t, _Structural)
+_is_zero = is_zero  # structural zeros (and None)
 
 
 def _count(shape, axes):
@@ -102,8 +104,7 @@ def _expand_kd(g, shape, axes, keepdims):
     return np.reshape(g, _kd_shape(shape, axes))
 
 
-def _real_dtype(dtype):
-    return np.finfo(dtype).dtype if np.dtype(dtype).kind in "fc" else np.dtype(float)
+_real_dtype = real_dtype
 
 
 def _conj(v):
