@@ -169,6 +169,36 @@ class Bench:
         self.method = method
 
 
+def functional_bench(workload, d, cfg, xp, value_and_grad, make_hvp, hvp_method):
+    """The four workloads for a framework with a functional API: ``xp`` is
+    its NumPy-like namespace, ``value_and_grad(f)`` its gradient transform
+    (with respect to the first argument: the parameter tuple for the MLP),
+    ``make_hvp(f)`` returns ``hvp(x, v)``."""
+    shift = cfg["shift"]
+    if workload == "chain":
+        x = d["chain_x"]
+        vg = value_and_grad(lambda x: chain(xp, x))
+        return Bench(lambda: vg(x), lambda r: {"value": r[0], "grad": r[1]},
+                     "value_and_grad")
+    if workload == "mlp_grad":
+        p, X, Y = mlp_params(d), d["X"], d["Y"]
+        vg = value_and_grad(lambda p, X, Y: mlp_loss(xp, p, X, Y, shift))
+
+        def outputs(r):
+            return {"value": r[0], **dict(zip(PARAM_NAMES, r[1]))}
+        return Bench(lambda: vg(p, X, Y), outputs, "value_and_grad")
+    if workload == "rosen_hvp":
+        x, v = d["rosen_x"], d["rosen_v"]
+        hvp = make_hvp(lambda x: rosen(xp, x))
+        return Bench(lambda: hvp(x, v), lambda r: {"hvp": r}, hvp_method)
+    if workload == "mlp_hvp":
+        _, b1, W2, b2, W3, b3 = mlp_params(d)
+        W1, V1, X, Y = d["W1"], d["V1"], d["X"], d["Y"]
+        hvp = make_hvp(lambda W1: mlp_loss(xp, (W1, b1, W2, b2, W3, b3), X, Y, shift))
+        return Bench(lambda: hvp(W1, V1), lambda r: {"hvp": r}, hvp_method)
+    raise NotImplementedError(workload)
+
+
 def calibrate(fn, min_time, warmup_time):
     """Warm ``fn`` up, then return how many calls make one repeat last at
     least ``min_time`` seconds (so the timer's resolution is irrelevant)."""
