@@ -148,8 +148,8 @@ def test_jacobian_chooses_mode_by_size(monkeypatch):
     for f, shape in (VECTOR_FUNCS["wide"], VECTOR_FUNCS["tall"]):
         try:
             cr.jacobian(f)(np.ones(shape))
-        except Exception:
-            pass  # blocks were not filled by the stubs
+        except TypeError:
+            pass  # the stubs return no blocks to assemble
     assert calls == ["reverse", "forward"]
 
 
