@@ -298,14 +298,16 @@ def scalar_rule(op, *partials, second=None, types=()):
             # x + c, c - x, ...: one traced side with a constant partial and no
             # broadcasting is a plain (signed) identity
             if yi is None and dx_const and x.shape == z.shape:
-                return z, ConstPartialRule(xi, spec.dx, spec.name)
-            if xi is None and dy_const and y.shape == z.shape:
-                return z, ConstPartialRule(yi, spec.dy, spec.name)
-            # traced values always have .shape; constants' shapes are not needed
-            return z, BinaryScalarRule(
-                xi, yi, x if save_x else None, y if save_y else None,
-                z if save_z else None, None if xi is None else x.shape,
-                None if yi is None else y.shape, z.shape, spec)
+                rule = ConstPartialRule(xi, spec.dx, spec.name)
+            elif xi is None and dy_const and y.shape == z.shape:
+                rule = ConstPartialRule(yi, spec.dy, spec.name)
+            else:
+                # traced values always have .shape; constants' shapes are not needed
+                rule = BinaryScalarRule(
+                    xi, yi, x if save_x else None, y if save_y else None,
+                    z if save_z else None, None if xi is None else x.shape,
+                    None if yi is None else y.shape, z.shape, spec)
+            return z, _cast_mixed(xi, x, yi, y, z, rule)
 
         register(op, *types)(binary_maker)
         return op
@@ -353,6 +355,77 @@ class ScaleRule(ReverseRule):
     def pushforward(self, tangents):
         t = tangents[0]
         return t if isinstance(t, _Structural) else t * self.c
+
+
+# -- mixed dtypes ----------------------------------------------------------------
+class CastCotangents(ReverseRule):
+    """Wrap a rule whose output has a wider dtype than some traced input
+    (``float_power`` always computes in float64; ``float32 ** int64``):
+    cotangents are cast back to each input's dtype, so float32 inputs get
+    float32 cotangents from the rule itself, and tangents to the output's."""
+
+    __slots__ = ("rule", "dtypes", "zdtype")
+
+    def __init__(self, rule, dtypes, zdtype):
+        self.rule = rule
+        self.dtypes = dtypes
+        self.zdtype = zdtype
+
+    @property
+    def name(self):
+        return self.rule.name
+
+    def inputs(self):
+        return self.rule.inputs()
+
+    def _cast(self, nid, c):
+        dt = self.dtypes.get(nid)
+        if dt is None or isinstance(c, _Structural) or c.dtype == dt:
+            return c
+        if c.dtype.kind == "c" and dt.kind != "c":
+            c = np.real(c)
+        return c.astype(dt)
+
+    def pullback(self, g):
+        return [(nid, self._cast(nid, c)) for nid, c in self.rule.pullback(g)]
+
+    def pushforward(self, tangents):
+        t = self.rule.pushforward(tangents)
+        if isinstance(t, _Structural) or t.dtype == self.zdtype:
+            return t
+        return t.astype(self.zdtype)
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        return [(nid, self._cast(nid, c), self._cast(nid, cd))
+                for nid, c, cd in self.rule.pullback_with_tangents(g, gd, tangents)]
+
+
+def narrower_inputs(ids, args, z):
+    """{NodeId: dtype} of the traced inputs whose dtype differs from z's."""
+    out = {}
+    zdt = z.dtype
+    for nid, a in zip(ids, args):
+        if nid is not None and type(nid) is not tuple and a.dtype != zdt:
+            out[nid] = a.dtype
+    return out
+
+
+def _cast_mixed(xi, x, yi, y, z, rule):
+    """``rule``, or ``rule`` wrapped so that traced inputs narrower than the
+    output (float32 with a float64 array, real with complex) get cotangents
+    of their own dtype from the rule itself."""
+    zdt = z.dtype
+    narrow = None
+    if xi is not None:
+        dt = x.dtype
+        if dt is not zdt and dt != zdt:
+            narrow = {xi: dt}
+    if yi is not None:
+        dt = y.dtype
+        if dt is not zdt and dt != zdt:
+            narrow = narrow or {}
+            narrow[yi] = dt
+    return rule if narrow is None else CastCotangents(rule, narrow, zdt)
 
 
 # -- linear --------------------------------------------------------------------
@@ -516,16 +589,16 @@ def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
     def bilinear_maker(ids, x, y, *args, **kwargs):
         z = op(x, y, *args, **kwargs)
         xi, yi = ids
-        if elementwise and not args and not kwargs:
-            if yi is None and type(y) in _SCALARS:
-                return z, ScaleRule(xi, y, op_name(op))
-            if xi is None and type(x) in _SCALARS:
-                return z, ScaleRule(yi, x, op_name(op))
-        # x is needed only for the cotangent of y, and y only for that of x
-        return z, BilinearRule(xi, yi, None if yi is None else x,
-                               None if xi is None else y, op, transpose_x, transpose_y,
-                               None if xi is None else x.shape,
-                               None if yi is None else y.shape, args, kwargs)
+        if elementwise and not args and not kwargs and (
+                (yi is None and type(y) in _SCALARS) or (xi is None and type(x) in _SCALARS)):
+            rule = ScaleRule(xi, y, op_name(op)) if yi is None else ScaleRule(yi, x, op_name(op))
+        else:
+            # x is needed only for the cotangent of y, and y only for that of x
+            rule = BilinearRule(xi, yi, None if yi is None else x,
+                                None if xi is None else y, op, transpose_x, transpose_y,
+                                None if xi is None else x.shape,
+                                None if yi is None else y.shape, args, kwargs)
+        return z, _cast_mixed(xi, x, yi, y, z, rule)
 
     register(op, *types)(bilinear_maker)
     return op

@@ -56,7 +56,8 @@ import numpy as np
 
 from chainrules.arrays import real_dtype as _real_dtype
 
-from chainrules.derived import UnaryScalarRule, bilinear_rule, scalar_rule, unbroadcast
+from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule,  # noqa: F401
+                                narrower_inputs as _narrower_inputs, scalar_rule, unbroadcast)
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
@@ -289,58 +290,6 @@ def _power_partials(pw):
     return dx, dy, (dxx, dxy, dyy)
 
 
-class CastCotangents(ReverseRule):
-    """Wrap a rule whose output has a wider dtype than some traced input
-    (``float_power`` always computes in float64; ``float32 ** int64``):
-    cotangents are cast back to each input's dtype, so float32 inputs get
-    float32 cotangents from the rule itself, and tangents to the output's."""
-
-    __slots__ = ("rule", "dtypes", "zdtype")
-
-    def __init__(self, rule, dtypes, zdtype):
-        self.rule = rule
-        self.dtypes = dtypes
-        self.zdtype = zdtype
-
-    @property
-    def name(self):
-        return self.rule.name
-
-    def inputs(self):
-        return self.rule.inputs()
-
-    def _cast(self, nid, c):
-        dt = self.dtypes.get(nid)
-        if dt is None or isinstance(c, _Structural) or c.dtype == dt:
-            return c
-        if c.dtype.kind == "c" and dt.kind != "c":
-            c = np.real(c)
-        return c.astype(dt)
-
-    def pullback(self, g):
-        return [(nid, self._cast(nid, c)) for nid, c in self.rule.pullback(g)]
-
-    def pushforward(self, tangents):
-        t = self.rule.pushforward(tangents)
-        if isinstance(t, _Structural) or t.dtype == self.zdtype:
-            return t
-        return t.astype(self.zdtype)
-
-    def pullback_with_tangents(self, g, gd, tangents):
-        return [(nid, self._cast(nid, c), self._cast(nid, cd))
-                for nid, c, cd in self.rule.pullback_with_tangents(g, gd, tangents)]
-
-
-def _narrower_inputs(ids, args, z):
-    """{NodeId: dtype} of the traced inputs whose dtype differs from z's."""
-    out = {}
-    zdt = z.dtype
-    for nid, a in zip(ids, args):
-        if nid is not None and type(nid) is not tuple and a.dtype != zdt:
-            out[nid] = a.dtype
-    return out
-
-
 class _PowerSpec:
     """Partials of ``x ** p`` for a constant scalar ``p`` (for
     ``UnaryScalarRule``)."""
@@ -540,8 +489,8 @@ def _project_mixed(op):
     register(op)(mixed_maker)
 
 
-for _op in (np.add, np.subtract, np.multiply, np.true_divide, np.hypot, np.arctan2,
-            np.logaddexp, np.logaddexp2, np.maximum, np.minimum, np.fmax, np.fmin,
-            np.remainder, np.fmod, np.copysign, np.where, np.clip):
+# (the scalar_rule / bilinear_rule ops get the same casting from chainrules.derived)
+for _op in (np.maximum, np.minimum, np.fmax, np.fmin, np.remainder, np.fmod, np.copysign,
+            np.where, np.clip):
     _project_mixed(_op)
 del _op
