@@ -443,10 +443,6 @@ class LinearRule(ReverseRule):
         self.args = args
         self.kwargs = kwargs
 
-    @property
-    def name(self):
-        return op_name(self.op)
-
     def inputs(self):
         return (self.x_id,)
 
@@ -507,10 +503,6 @@ class BilinearRule(ReverseRule):
         self.yshape = yshape
         self.args = args
         self.kwargs = kwargs
-
-    @property
-    def name(self):
-        return op_name(self.op)
 
     def inputs(self):
         if self.x_id is None:

@@ -41,8 +41,17 @@ class ReverseRule:
 
     #: set to True when the rule's output is linear in its traced inputs
     linear = False
-    #: the name used in error messages; defaults to the class name
-    name = None
+
+    @property
+    def name(self):
+        """The name used in messages: the operation's (``self.op``) when the
+        rule has one, else the class name. Subclasses may override it."""
+        op = getattr(self, "op", None)
+        if op is not None:
+            from .registry import op_name
+
+            return op_name(op)
+        return type(self).__name__
 
     def inputs(self):
         raise NotImplementedError(f"{type(self).__name__} must define inputs()")
@@ -77,7 +86,4 @@ class ReverseRule:
 
 def rule_name(rule):
     """A readable name for a rule, for error messages."""
-    name = getattr(rule, "name", None)
-    if name:
-        return name
-    return type(rule).__name__
+    return getattr(rule, "name", None) or type(rule).__name__

@@ -94,10 +94,6 @@ class PiecewiseLinearRule(ReverseRule):
         self.shapes = shapes
         self.zshape = zshape
 
-    @property
-    def name(self):
-        return op_name(self.op)
-
     def inputs(self):
         return self.ids
 

@@ -25,7 +25,7 @@ real ``x`` it is the piecewise-linear ``sign(x) * x`` (``abs'(0) == 0``).
 import numpy as np
 
 from chainrules.derived import linear_rule
-from chainrules.registry import op_name, register
+from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
 
@@ -53,10 +53,6 @@ class ComplexPartRule(ReverseRule):
         self.op = op
         self.x_id = x_id
         self.complex_in = complex_in
-
-    @property
-    def name(self):
-        return op_name(self.op)
 
     def inputs(self):
         return (self.x_id,)
@@ -102,10 +98,6 @@ class RealOfComplexRule(ReverseRule):
         self.z = z
         self.y = y
         self.scale = scale
-
-    @property
-    def name(self):
-        return op_name(self.op)
 
     def inputs(self):
         return (self.x_id,)

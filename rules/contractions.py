@@ -209,10 +209,6 @@ class EinsumRule(ReverseRule):
         self.optimize = "greedy" if len(subs) > 2 else False
         self.op = op
 
-    @property
-    def name(self):
-        return op_name(self.op)
-
     def inputs(self):
         return self.ids
 

@@ -275,10 +275,6 @@ class WeightedReduceRule(ReverseRule):
         self.shape = shape
         self.op = op
 
-    @property
-    def name(self):
-        return op_name(self.op)
-
     def inputs(self):
         return (self.x_id,)
 

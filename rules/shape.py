@@ -471,10 +471,6 @@ class SplitRule(ZipLinearRule):
         self.out_shapes = out_shapes
         self.axis = axis
 
-    @property
-    def name(self):
-        return op_name(self.op)
-
     def inputs(self):
         return (self.x_id,)
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from chainrules.derived import unbroadcast
 from chainrules.errors import MissingRuleError
-from chainrules.registry import op_name, register
+from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
 from chainrules.tracing import stop_gradient
@@ -63,10 +63,6 @@ class ComposedRule(ReverseRule):
         self.pb = pb
         self.pf = pf
         self.op = op
-
-    @property
-    def name(self):
-        return op_name(self.op)
 
     def inputs(self):
         return self.ids
