@@ -36,7 +36,7 @@ from chainrules.tangents import ZERO, _Structural
 from chainrules.tracing import getitem, primitive, stop_gradient
 
 from ._util import shape_of
-from .shape import (NamedLinearRule, ZipLinearRule, _dtype_of, _is_basic,
+from .shape import (NamedLinearRule, PiecesRule, ZipLinearRule, _dtype_of, _is_basic,
                     _reject_traced, _traced_only, scatter_add, to_dtype)
 
 
@@ -169,52 +169,27 @@ def _delete_maker(ids, arr, obj, axis=None):
 
 
 # -- select, choose: masked sums of the choices -------------------------------------------
-class MaskedSumRule(ZipLinearRule):
-    """``out = sum_i mask_i * x_i`` (broadcast): np.select, np.choose.
+class MaskedSumRule(PiecesRule):
+    """``out = sum_i mask_i * x_i`` (broadcast): np.select, np.choose."""
 
-    ``ids``/``shapes``/``masks`` have one entry per piece; with ``whole`` set,
-    the pieces are the rows of one traced array.
-    """
-
-    __slots__ = ("label", "ids", "shapes", "masks", "out_shape", "whole", "dtypes",
-                 "out_dtype")
+    __slots__ = ("masks", "out_shape")
 
     def __init__(self, label, ids, shapes, masks, out_shape, whole, dtypes, out_dtype):
-        self.label = label
-        self.dtypes = dtypes
-        self.out_dtype = out_dtype
-        self.ids = ids
-        self.shapes = shapes
+        super().__init__(label, ids, shapes, whole, dtypes, out_dtype)
         self.masks = masks
         self.out_shape = out_shape
-        self.whole = whole
-
-    @property
-    def name(self):
-        return self.label
-
-    def inputs(self):
-        if self.whole is not None:
-            return (self.whole,)
-        return _traced_only(self.ids)
 
     def pullback(self, g):
         if isinstance(g, _Structural):
             return []
-        if self.whole is not None:
-            rows = [unbroadcast(g * m, s) for m, s in zip(self.masks, self.shapes)]
-            return [(self.whole, to_dtype(np.stack(rows), self.dtypes[0]))]
-        return [(nid, to_dtype(unbroadcast(g * m, s), d))
-                for nid, m, s, d in zip(self.ids, self.masks, self.shapes, self.dtypes)
-                if nid is not None]
+        if self.whole is not None:  # only the traced rows' shapes matter
+            return self._cotangents(unbroadcast(g * m, s)
+                                    for m, s in zip(self.masks, self.shapes))
+        return self._cotangents(ZERO if nid is None else unbroadcast(g * m, s)
+                                for nid, m, s in zip(self.ids, self.masks, self.shapes))
 
     def pushforward(self, tangents):
-        if self.whole is not None:
-            t = tangents[0]
-            ts = [t[i] for i in range(len(self.masks))]
-        else:
-            it = iter(tangents)
-            ts = [ZERO if nid is None else next(it) for nid in self.ids]
+        ts = self._tangents(tangents)
         total = None
         for t, m in zip(ts, self.masks):
             if isinstance(t, _Structural):

@@ -111,6 +111,47 @@ def _traced_only(ids):
     return tuple(i for i in ids if i is not None)
 
 
+class PiecesRule(ZipLinearRule):
+    """Base of linear rules over a sequence of pieces (``np.concatenate``,
+    ``np.select``, ...): ``ids`` has one entry per piece (``None`` for
+    constants); when the whole sequence is one traced array, ``whole`` is
+    its id and the pieces are its rows. ``dtypes`` are the pieces' dtypes."""
+
+    __slots__ = ("label", "ids", "shapes", "whole", "dtypes", "out_dtype")
+
+    def __init__(self, label, ids, shapes, whole, dtypes, out_dtype):
+        self.label = label
+        self.ids = ids
+        self.shapes = shapes
+        self.whole = whole
+        self.dtypes = dtypes
+        self.out_dtype = out_dtype
+
+    @property
+    def name(self):
+        return self.label
+
+    def inputs(self):
+        if self.whole is not None:
+            return (self.whole,)
+        return _traced_only(self.ids)
+
+    def _cotangents(self, pieces):
+        """Pairs for the inputs from one cotangent per piece."""
+        if self.whole is not None:
+            return [(self.whole, to_dtype(np.stack(list(pieces)), self.dtypes[0]))]
+        return [(nid, to_dtype(p, d)) for nid, p, d in zip(self.ids, pieces, self.dtypes)
+                if nid is not None]
+
+    def _tangents(self, tangents):
+        """One tangent per piece (``ZeroTangent()`` for constants)."""
+        if self.whole is not None:
+            t = tangents[0]
+            return [t[i] for i in range(len(self.shapes))]
+        it = iter(tangents)
+        return [ZERO if nid is None else next(it) for nid in self.ids]
+
+
 def _reject_traced(op, ids, start):
     for i in ids[start:]:
         if i is not None:
@@ -306,33 +347,15 @@ for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
 
 
 # -- joining: concatenate, stack, hstack, vstack, dstack, column_stack ----------------
-class JoinRule(ZipLinearRule):
-    """``out = concatenate([reshape(p_i, r_i) for p_i in pieces], axis)``.
+class JoinRule(PiecesRule):
+    """``out = concatenate([reshape(p_i, r_i) for p_i in pieces], axis)``."""
 
-    ``ids`` has one entry per piece (``None`` for constants); when the whole
-    sequence is one traced array (``np.concatenate(A)``), ``whole`` is its id.
-    """
-
-    __slots__ = ("ids", "shapes", "rshapes", "axis", "whole", "label", "dtypes", "out_dtype")
+    __slots__ = ("rshapes", "axis")
 
     def __init__(self, label, ids, shapes, rshapes, axis, whole, dtypes, out_dtype):
-        self.label = label
-        self.dtypes = dtypes
-        self.out_dtype = out_dtype
-        self.ids = ids
-        self.shapes = shapes
+        super().__init__(label, ids, shapes, whole, dtypes, out_dtype)
         self.rshapes = rshapes
         self.axis = axis
-        self.whole = whole
-
-    @property
-    def name(self):
-        return self.label
-
-    def inputs(self):
-        if self.whole is not None:
-            return (self.whole,)
-        return _traced_only(self.ids)
 
     def _pieces(self, g):
         start = 0
@@ -346,18 +369,10 @@ class JoinRule(ZipLinearRule):
     def pullback(self, g):
         if isinstance(g, _Structural):
             return []
-        if self.whole is not None:
-            return [(self.whole, to_dtype(np.stack(list(self._pieces(g))), self.dtypes[0]))]
-        return [(nid, to_dtype(p, d)) for nid, p, d in zip(self.ids, self._pieces(g), self.dtypes)
-                if nid is not None]
+        return self._cotangents(self._pieces(g))
 
     def pushforward(self, tangents):
-        if self.whole is not None:
-            t = tangents[0]
-            ts = [t[i] for i in range(len(self.shapes))]
-        else:
-            it = iter(tangents)
-            ts = [ZERO if nid is None else next(it) for nid in self.ids]
+        ts = self._tangents(tangents)
         dtype = self.out_dtype
         parts = []
         for t, shape, rshape in zip(ts, self.shapes, self.rshapes):
