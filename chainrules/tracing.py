@@ -70,12 +70,9 @@ def _bind_traced_kwargs(op, args, kwargs):
     new_args, new_kwargs = [], {}
     for name, p in sig.parameters.items():
         if name not in bound.arguments:
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and any(
-                    type(v) is Traced for v in new_kwargs.values()):
-                break
+            # an omitted positional parameter before a bound one: fill in its
+            # default so that later arguments keep their positions
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                if p.default is p.empty:
-                    break
                 new_args.append(p.default)
             continue
         v = bound.arguments[name]
@@ -91,7 +88,6 @@ def _bind_traced_kwargs(op, args, kwargs):
         raise MissingRuleError(
             f"{op_name(op)} was given a traced keyword-only argument; "
             "chainrules differentiates positional array arguments only")
-    # drop trailing defaults again so that rules see the call as written
     return tuple(new_args), new_kwargs
 
 
