@@ -350,7 +350,7 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
     for nid, tv in zip(spec.ids, _check_tangent(v, x, fname)):
         if nid is not None and not isinstance(tv, _Structural):
             seeds[nid] = tv
-    tans = tape.forward(seeds)
+    tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
     g, hv = tape.backward_with_tangents([out.node], [np.ones((), dtype)], [ZERO], tans,
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()

@@ -65,6 +65,11 @@ def _call(d, *args):
     return d(*args) if callable(d) else d
 
 
+def _is_zero_const(d):
+    """A second partial given as the constant 0 (``None``, unknown, is not)."""
+    return d is not None and not callable(d) and np.all(np.equal(d, 0))
+
+
 def _times(g, d):
     """``g * d`` where ``d`` may be a constant partial (1, -1, 0)."""
     if isinstance(g, _Structural):
@@ -89,7 +94,7 @@ def _plus(a, b):
 
 # -- unary ---------------------------------------------------------------------
 class _UnarySpec:
-    __slots__ = ("op", "d", "d2", "save_x", "save_y", "name", "const")
+    __slots__ = ("op", "d", "d2", "save_x", "save_y", "name", "const", "linear")
 
 
 class UnaryScalarRule(ReverseRule):
@@ -107,6 +112,14 @@ class UnaryScalarRule(ReverseRule):
     @property
     def name(self):
         return self.spec.name
+
+    @property
+    def linear(self):
+        # a constant partial with no second derivative (negative, x ** 1)
+        return self.spec.linear
+
+    #: the engine may pass ``skip`` (see ``Tape.backward_with_tangents``)
+    cot_skippable = True
 
     def inputs(self):
         return (self.x_id,)
@@ -131,10 +144,10 @@ class UnaryScalarRule(ReverseRule):
     def pushforward(self, tangents):
         return _times(tangents[0], self._d())
 
-    def pullback_with_tangents(self, g, gd, tangents):
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
         spec = self.spec
         d = self._d()
-        c = _times(g, d)
+        c = ZERO if skip else _times(g, d)
         cd = _times(gd, d)
         xd = tangents[0]
         if not isinstance(xd, _Structural) and not isinstance(g, _Structural):
@@ -146,7 +159,8 @@ class UnaryScalarRule(ReverseRule):
 
 # -- binary --------------------------------------------------------------------
 class _BinarySpec:
-    __slots__ = ("op", "dx", "dy", "dxx", "dxy", "dyy", "reads_x", "reads_y", "name")
+    __slots__ = ("op", "dx", "dy", "dxx", "dxy", "dyy", "reads_x", "reads_y", "name",
+                 "linear")
 
 
 class BinaryScalarRule(ReverseRule):
@@ -170,6 +184,13 @@ class BinaryScalarRule(ReverseRule):
     @property
     def name(self):
         return self.spec.name
+
+    @property
+    def linear(self):
+        # constant partials, zero second derivatives (add, subtract)
+        return self.spec.linear
+
+    cot_skippable = True
 
     def inputs(self):
         if self.x_id is None:
@@ -217,7 +238,7 @@ class BinaryScalarRule(ReverseRule):
             return t
         return _broadcast_tangent(t, self.zshape)
 
-    def pullback_with_tangents(self, g, gd, tangents):
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
         spec, x, y, z = self.spec, self.x, self.y, self.z
         xd, yd = self._tangents(tangents)
         has_g = not isinstance(g, _Structural)
@@ -229,7 +250,7 @@ class BinaryScalarRule(ReverseRule):
         dxy = _call(spec.dxy, x, y, z) if (xd_on or yd_on) and spec.dxy is not None else 0
         if self.x_id is not None:
             d = self._dx()
-            c = _times(g, d)
+            c = ZERO if self.x_id in skip else _times(g, d)
             cd = _times(gd, d)
             if xd_on:
                 cd = _plus(cd, _times(_times(g, _call(spec.dxx, x, y, z)), xd))
@@ -239,7 +260,7 @@ class BinaryScalarRule(ReverseRule):
                         cd if isinstance(cd, _Structural) else unbroadcast(cd, self.xshape)))
         if self.y_id is not None:
             d = self._dy()
-            c = _times(g, d)
+            c = ZERO if self.y_id in skip else _times(g, d)
             cd = _times(gd, d)
             if xd_on:
                 cd = _plus(cd, _times(_times(g, dxy), xd))
@@ -267,6 +288,7 @@ def scalar_rule(op, *partials, second=None, types=()):
         spec = _UnarySpec()
         spec.op, spec.d, spec.d2, spec.name = op, partials[0], second, name
         spec.const = not callable(spec.d)
+        spec.linear = spec.const and _is_zero_const(second)
         reads = _reads(spec.d, ("x", "y")) | _reads(spec.d2, ("x", "y"))
         save_x, save_y = "x" in reads, "y" in reads
 
@@ -285,6 +307,8 @@ def scalar_rule(op, *partials, second=None, types=()):
             spec.dxx = spec.dxy = spec.dyy = None
         else:
             spec.dxx, spec.dxy, spec.dyy = second
+        spec.linear = (not callable(spec.dx) and not callable(spec.dy)
+                       and all(_is_zero_const(d) for d in (spec.dxx, spec.dxy, spec.dyy)))
         fns = (spec.dx, spec.dy, spec.dxx, spec.dxy, spec.dyy)
         reads = set().union(*(_reads(f, ("x", "y", "z")) for f in fns))
         save_x, save_y, save_z = "x" in reads, "y" in reads, "z" in reads
@@ -334,6 +358,11 @@ class ConstPartialRule(ReverseRule):
     def pushforward(self, tangents):
         return _times(tangents[0], self.d)
 
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        return [(self.x_id, ZERO if skip else _times(g, self.d), _times(gd, self.d))]
+
 
 class ScaleRule(ReverseRule):
     """z = c * x for a constant real scalar c (elementwise bilinear ops)."""
@@ -356,6 +385,13 @@ class ScaleRule(ReverseRule):
         t = tangents[0]
         return t if isinstance(t, _Structural) else t * self.c
 
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        c = self.c
+        return [(self.x_id, ZERO if skip or isinstance(g, _Structural) else g * c,
+                 gd if isinstance(gd, _Structural) else gd * c)]
+
 
 # -- mixed dtypes ----------------------------------------------------------------
 class CastCotangents(ReverseRule):
@@ -374,6 +410,10 @@ class CastCotangents(ReverseRule):
     @property
     def name(self):
         return self.rule.name
+
+    @property
+    def linear(self):
+        return self.rule.linear
 
     def inputs(self):
         return self.rule.inputs()

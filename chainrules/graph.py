@@ -349,11 +349,66 @@ class Tape:
                 out[i] = None  # nothing at or before the first wrt node is needed
         return out
 
+    # -- what a forward-over-reverse sweep reads ------------------------------------
+    def tangent_demand(self, outputs):
+        """Which forward tangents a ``backward_with_tangents`` sweep from
+        ``outputs`` reads: a bytearray over the nodes, for ``forward(needed=)``.
+
+        A tangent is read by the second-order term of a non-linear consumer,
+        or by the pushforward of a consumer whose tangent is read. Linear
+        rules (``rule.linear``) have no second-order term, so tangents that
+        flow only through linear operations into the output (the last
+        ``100 * c + e`` and ``sum`` of a loss) are never computed.
+        """
+        rules = self.rules
+        need = bytearray(len(rules))
+        start = max((o for o in outputs if o is not None), default=-1)
+        for i in range(start, -1, -1):
+            rule = rules[i]
+            if rule is not None and (need[i] or not rule.linear):
+                for j in rule.inputs():
+                    need[j] = 1
+        return need
+
+    def cotangent_demand(self, outputs, leaf_cotangents=False, keep=()):
+        """Which first-order cotangents a ``backward_with_tangents`` sweep
+        from ``outputs`` must compute: a bytearray over the nodes.
+
+        A node's cotangent is needed when its own rule's second-order term
+        reads it (the rule is not linear), when an input's cotangent is
+        needed (it is pulled back from this one), or when it is a leaf and
+        ``leaf_cotangents`` is true, or it is in ``keep``. The rest (for an
+        HVP: every cotangent that flows only into the inputs through linear
+        operations) is skipped.
+        """
+        rules = self.rules
+        start = max((o for o in outputs if o is not None), default=-1)
+        need = bytearray(len(rules))
+        for k in keep:
+            need[k] = 1
+        leaf = 1 if leaf_cotangents else 0
+        for i in range(start + 1):
+            if need[i]:
+                continue
+            rule = rules[i]
+            if rule is None:
+                need[i] = leaf
+            elif not rule.linear:
+                need[i] = 1
+            else:
+                for j in rule.inputs():
+                    if need[j]:
+                        need[i] = 1
+                        break
+        return need
+
     # -- forward-tangent sweep ---------------------------------------------------
-    def forward(self, leaf_tangents, start=0):
+    def forward(self, leaf_tangents, start=0, needed=None):
         """Push ``leaf_tangents`` ({NodeId: tangent}) through every rule.
 
-        Returns the list of node tangents (``None`` where structurally zero).
+        ``needed`` (from ``tangent_demand``) limits the sweep to the nodes
+        whose tangents are read. Returns the list of node tangents (``None``
+        where structurally zero or not needed).
         """
         rules = self.rules
         n = len(rules)
@@ -363,7 +418,7 @@ class Tape:
                 tans[nid] = t
         for i in range(start, n):
             rule = rules[i]
-            if rule is None:
+            if rule is None or (needed is not None and not needed[i]):
                 continue
             ins = rule.inputs()
             ts = [tans[j] for j in ins]
@@ -383,13 +438,16 @@ class Tape:
     # -- reverse sweep carrying tangents ----------------------------------------
     def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
                                wrt=None, retain_graph=True, check=None,
-                               leaf_cotangents=True):
+                               leaf_cotangents=True, need=None):
         """Reverse sweep carrying, for every cotangent, its tangent along the
         forward tangents ``tangents`` (from ``forward``).
 
         ``leaf_cotangents=False``: only the tangents of the leaves' cotangents
-        are wanted (a plain HVP), so rules that support it (``cot_skippable``)
-        skip computing first-order cotangents that flow into leaves.
+        are wanted (a plain HVP), so first-order cotangents that no
+        second-order term reads are not computed (``cotangent_demand``; pass
+        its result as ``need`` to reuse it across sweeps of one tape). Rules
+        that support it (``cot_skippable``) are told which inputs to skip
+        (``skip=``); from the others such cotangents are dropped.
 
         Returns ``(Gradients of cotangents, Gradients of their tangents)``.
         """
@@ -416,6 +474,8 @@ class Tape:
                 sd = self._project(sd, o, "seed")
                 dots[o] = sd if dots[o] is None else dots[o] + sd
         keep = None if wrt is None else set(wrt)
+        if need is None and not leaf_cotangents:
+            need = self.cotangent_demand(outputs, False, keep or ())
         store, dstore = {}, {}
         start = max((o for o in outputs if o is not None), default=-1)
         for i in range(start, -1, -1):
@@ -438,17 +498,21 @@ class Tape:
                 gd = ZERO if gd is None else gd
             ins = rule.inputs()
             ts = tuple(ZERO if tangents[j] is None else tangents[j] for j in ins)
-            if leaf_cotangents or not getattr(rule, "cot_skippable", False):
+            if need is None:
                 triples = rule.pullback_with_tangents(g, gd, ts)
             else:
-                skip = [j for j in ins if rules[j] is None
-                        and (keep is None or j not in keep)]
-                triples = rule.pullback_with_tangents(g, gd, ts, skip=skip)
+                skip = [j for j in ins if not need[j]]
+                if skip and getattr(rule, "cot_skippable", False):
+                    triples = rule.pullback_with_tangents(g, gd, ts, skip=skip)
+                else:
+                    triples = rule.pullback_with_tangents(g, gd, ts)
             if check is not None:
                 check(self, i, g, triples)
             if not retain_graph:
                 rules[i] = None
             for nid, c, cd in triples:
+                if need is not None and not need[nid]:
+                    c = None  # nothing reads it (a rule without skip= computed it)
                 if shapes[nid] is _MULTI:
                     for buf, val in ((cots, c), (dots, cd)):
                         if val is None or isinstance(val, _Structural):

@@ -339,6 +339,9 @@ def _hessian(rec, fname, single):
     node = rec.node(rec.out)
     live = [(s, k, leaf, nid) for s, k, leaf, nid in ins if nid is not None]
     one = np.ones((), _dtype(rec.out))
+    if node is not None:
+        need_t = tape.tangent_demand([node])
+        need_g = tape.cotangent_demand([node])
     # blocks[a][b]: d/d(leaf b) of the gradient leaf a, shape leaf_a + leaf_b
     cols = {(a[0], a[1], b[0], b[1]): [] for a in live for b in live}
     for sb, kb, leafb, nidb in live:
@@ -346,9 +349,10 @@ def _hessian(rec, fname, single):
         for e in range(_size(bshape)):
             if node is None:
                 break
-            tans = tape.forward({nidb: _basis(bshape, bdt, e)}, start=nidb)
+            tans = tape.forward({nidb: _basis(bshape, bdt, e)}, start=nidb, needed=need_t)
             _, hv = tape.backward_with_tangents([node], [one], [ZERO], tans,
-                                                retain_graph=True)
+                                                retain_graph=True, leaf_cotangents=False,
+                                                need=need_g)
             for sa, ka, leafa, nida in live:
                 h = hv.get(nida)
                 if isinstance(h, _Structural):
@@ -421,11 +425,12 @@ class _HvpRecording:
     """Scalar ``f`` traced once at ``x``: value, gradient, and HVPs by sweeps."""
 
     __slots__ = ("f", "x", "fname", "tape", "spec", "node", "one", "value", "grad",
-                 "_slow", "ids")
+                 "_slow", "ids", "_demand")
 
     def __init__(self, f, x, fname):
         self.f, self.x, self.fname = f, x, fname
         self._slow = False
+        self._demand = None
         rec = _Recording(f, (x,), (0,), fname)
         self.tape = tape = rec.tape
         self.spec = rec.specs[0]
@@ -457,10 +462,15 @@ class _HvpRecording:
         for nid, tv in zip(self.spec.ids, _check_tangent(v, self.x, self.fname)):
             if nid is not None and not isinstance(tv, _Structural):
                 seeds[nid] = tv
+        tape = self.tape
+        if self._demand is None:  # the recording is fixed: what a sweep reads is too
+            self._demand = (tape.tangent_demand([self.node]),
+                            tape.cotangent_demand([self.node]))
         try:
-            tans = self.tape.forward(seeds)
-            _, hv = self.tape.backward_with_tangents([self.node], [self.one], [ZERO],
-                                                     tans, retain_graph=True)
+            tans = tape.forward(seeds, needed=self._demand[0])
+            _, hv = tape.backward_with_tangents([self.node], [self.one], [ZERO], tans,
+                                                retain_graph=True, leaf_cotangents=False,
+                                                need=self._demand[1])
         except HvpNotSupported:
             self._slow = True
             self.tape.free()

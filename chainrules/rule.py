@@ -39,7 +39,11 @@ class ReverseRule:
 
     __slots__ = ()
 
-    #: set to True when the rule's output is linear in its traced inputs
+    #: set to True when the rule's output is linear in its traced inputs. The
+    #: engine relies on it: a linear rule's ``pullback_with_tangents`` reads
+    #: neither the input tangents nor the first-order cotangent for its
+    #: second-order term (it has none), so an HVP skips computing those that
+    #: only linear rules would read (``Tape.tangent_demand``).
     linear = False
 
     @property

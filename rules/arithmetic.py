@@ -290,11 +290,11 @@ class _PowerSpec:
     """Partials of ``x ** p`` for a constant scalar ``p`` (for
     ``UnaryScalarRule``)."""
 
-    __slots__ = ("d", "d2", "name", "const")
+    __slots__ = ("d", "d2", "name", "const", "linear")
 
     def __init__(self, p, name):
         self.name = name
-        self.const = p in (0, 1)
+        self.const = self.linear = p in (0, 1)
         if p == 0:
             self.d, self.d2 = 0, 0
         elif p == 1:
