@@ -96,8 +96,13 @@ def _leaf_cotangent(c, leaf, scalar):
             return NOTANGENT
         v = np.asarray(stop_gradient(leaf))
         c = np.zeros(v.shape, v.dtype)
-    if scalar and type(c) is np.ndarray:
-        return c[()]
+    if type(c) is np.ndarray:
+        if scalar:
+            return c[()]
+        if not c.flags.writeable:
+            # a broadcast view (the cotangent of a sum): the caller gets an
+            # ordinary array it can write to
+            c = c.copy()
     return c
 
 

@@ -12,7 +12,7 @@ import dis
 
 import numpy as np
 
-from .arrays import shape_of
+from .arrays import shape_of, uniform_array, uniform_value
 from .errors import HvpNotSupported
 from .registry import op_name, register
 from .rule import ReverseRule
@@ -71,17 +71,30 @@ def _is_zero_const(d):
 
 
 def _times(g, d):
-    """``g * d`` where ``d`` may be a constant partial (1, -1, 0)."""
+    """``g * d`` where ``d`` may be a constant partial (1, -1, 0). A uniform
+    ``g`` (zero strides: the cotangent of a sum) times a constant stays
+    uniform, at no cost."""
     if isinstance(g, _Structural):
         return ZERO
     if type(d) is int or type(d) is float:
         if d == 1:
             return g
-        if d == -1:
-            return -g
         if d == 0:
             return ZERO
+        u = uniform_value(g)
+        if u is not None:
+            return uniform_array(u * d, g.shape)
+        if d == -1:
+            return -g
     return g * d
+
+
+def _scale(g, c):
+    """``g * c`` for a scalar ``c``; a uniform ``g`` stays uniform."""
+    u = uniform_value(g)
+    if u is not None:
+        return uniform_array(u * c, g.shape)
+    return g * c
 
 
 def _plus(a, b):
@@ -90,6 +103,18 @@ def _plus(a, b):
     if isinstance(b, _Structural):
         return a
     return a + b
+
+
+def _signed_sum(a, da, b, db):
+    """``a * da + b * db`` for constant partials, without a pass for a sign."""
+    if da == 1:
+        if db == 1:
+            return a + b
+        if db == -1:
+            return a - b
+    elif da == -1 and db == 1:
+        return b - a
+    return _plus(_times(a, da), _times(b, db))
 
 
 # -- unary ---------------------------------------------------------------------
@@ -229,6 +254,11 @@ class BinaryScalarRule(ReverseRule):
 
     def pushforward(self, tangents):
         xd, yd = self._tangents(tangents)
+        if self.spec.linear and not isinstance(xd, _Structural) and not isinstance(
+                yd, _Structural):
+            # x + y, x - y: one pass
+            t = _signed_sum(xd, self.spec.dx, yd, self.spec.dy)
+            return _broadcast_tangent(t, self.zshape)
         t = ZERO
         if not isinstance(xd, _Structural):
             t = _times(xd, self._dx())
@@ -379,7 +409,7 @@ class ScaleRule(ReverseRule):
         return (self.x_id,)
 
     def pullback(self, g):
-        return [(self.x_id, g * self.c)]
+        return [(self.x_id, _scale(g, self.c))]
 
     def pushforward(self, tangents):
         t = tangents[0]
@@ -389,8 +419,8 @@ class ScaleRule(ReverseRule):
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
         c = self.c
-        return [(self.x_id, ZERO if skip or isinstance(g, _Structural) else g * c,
-                 gd if isinstance(gd, _Structural) else gd * c)]
+        return [(self.x_id, ZERO if skip or isinstance(g, _Structural) else _scale(g, c),
+                 gd if isinstance(gd, _Structural) else _scale(gd, c))]
 
 
 # -- mixed dtypes ----------------------------------------------------------------

@@ -334,7 +334,10 @@ def _register_power(op, fast_path):
                 spec = _power_specs.get(key)
                 if spec is None:
                     spec = _power_specs[key] = _PowerSpec(y, name)
-                z = op(x, y)
+                if y == 2 and type(y) in (int, float) and x.dtype.kind == "f":
+                    z = np.square(x)  # as NumPy's own x ** 2, and 2x faster than pow
+                else:
+                    z = op(x, y)
                 rule = UnaryScalarRule(ids[0], x if callable(spec.d) else None, None, spec)
                 if z.dtype == x.dtype:
                     return z, rule

@@ -30,7 +30,7 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import real_dtype
+from chainrules.arrays import real_dtype, uniform_array
 from chainrules.tangents import is_zero
 
 from chainrules.derived import LinearRule
@@ -90,8 +90,13 @@ def _kd_shape(shape, axes):
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
+_SCALAR_TYPES = (float, complex, np.float64, np.float32, np.complex128, np.complex64)
+
+
 def _expand(g, shape, axes, keepdims):
     """The cotangent of a reduction over ``axes`` broadcast back to ``shape``."""
+    if type(g) is np.ndarray and g.ndim == 0 or type(g) in _SCALAR_TYPES:
+        return uniform_array(g, shape)  # a full reduction: no memory
     if not keepdims:
         g = np.reshape(g, _kd_shape(shape, axes))
     return np.broadcast_to(g, shape)

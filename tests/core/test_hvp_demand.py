@@ -121,3 +121,46 @@ def test_rules_that_cannot_skip_have_their_cotangents_dropped():
     g, hv = cr.grad_and_hvp(f, x, v)
     np.testing.assert_allclose(g, 6 * x ** 2 + 1, rtol=1e-14)
     np.testing.assert_allclose(hv, 12 * x * v, rtol=1e-14)
+
+
+# -- uniform cotangents (zero-stride: the cotangent of a sum) ----------------------
+def test_uniform_helpers():
+    from chainrules.arrays import uniform_array, uniform_value
+
+    u = uniform_array(np.float32(2.5), (3, 4))
+    assert u.shape == (3, 4) and u.dtype == np.float32 and u.strides == (0, 0)
+    assert not u.flags.writeable
+    np.testing.assert_array_equal(u, np.full((3, 4), 2.5, np.float32))
+    assert uniform_value(u) == 2.5
+    assert uniform_value(np.broadcast_to(1.0, (5,))) == 1.0
+    assert uniform_value(np.ones(3)) is None                 # real memory
+    assert uniform_value(np.broadcast_to(np.arange(2.0), (3, 2))) is None  # not one value
+    assert uniform_value(np.zeros((0,))) is None
+    assert uniform_value(np.float64(1.0)) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_uniform_cotangents_keep_values_and_dtypes(dtype):
+    def f(x):
+        y = 100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2
+        return np.sum(-y * np.float32(0.5)) + np.sum(3 * np.tanh(x) - x) + np.mean(x ** 2)
+
+    rng = np.random.default_rng(1)
+    x = (1.0 + 0.3 * rng.standard_normal(6)).astype(dtype)
+    v = rng.standard_normal(6).astype(dtype)
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    g, hv = cr.grad_and_hvp(f, x, v)
+    assert g.dtype == dtype and hv.dtype == dtype
+    x64, v64 = x.astype(np.float64), v.astype(np.float64)
+    np.testing.assert_allclose(g, cr.grad(f)(x64), rtol=tol)
+    np.testing.assert_allclose(hv, _nested(f, x64, v64), rtol=tol, atol=tol)
+    np.testing.assert_allclose(cr.hvp(f, x, v), hv, rtol=1e-6)
+
+
+def test_gradients_of_sums_are_ordinary_writeable_arrays():
+    g = cr.grad(lambda x: np.sum(x))(np.ones(4))
+    assert g.flags.writeable and g.strides == (8,)
+    g[0] = 5.0  # the user may write to it
+    g2 = cr.grad(lambda x: np.sum(2.0 * x))(np.ones(4))
+    np.testing.assert_array_equal(g2, np.full(4, 2.0))
+    assert g2.flags.writeable
