@@ -287,6 +287,13 @@ class Tape:
             cots[i] = None
             if shapes[i] is _MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
+            index = getattr(rule, "gather_index", None)
+            if index is not None and check is None:
+                x = rule.inputs()[0]
+                if _add_at(cots, owned, 1, x, index, g, shapes[x], dtypes[x]):
+                    if not retain_graph:
+                        rules[i] = None
+                    continue
             pairs = rule.pullback(g)
             if check is not None:
                 check(self, i, g, pairs)
@@ -317,7 +324,7 @@ class Tape:
                 else:
                     s = prev + c
                     cots[nid] = s
-                    owned[nid] = type(s) is _ndarray
+                    owned[nid] = 1 if type(s) is _ndarray else 0
         return Gradients(store)
 
     # -- partial backward (issue 6) ------------------------------------------------
@@ -497,7 +504,26 @@ class Tape:
                 g = ZERO if g is None else g
                 gd = ZERO if gd is None else gd
             ins = rule.inputs()
-            ts = tuple(ZERO if tangents[j] is None else tangents[j] for j in ins)
+            index = getattr(rule, "gather_index", None)
+            if index is not None and check is None:
+                x = ins[0]
+                shape, dtype = shapes[x], dtypes[x]
+                if (isinstance(g, _Structural) or (need is not None and not need[x])
+                        or _add_at(cots, owned, 1, x, index, g, shape, dtype)):
+                    g = ZERO  # done (or not wanted)
+                if isinstance(gd, _Structural) or _add_at(dots, owned, 2, x, index, gd,
+                                                          shape, dtype):
+                    gd = ZERO
+                if g is ZERO and gd is ZERO:
+                    if not retain_graph:
+                        rules[i] = None
+                    continue
+                # what _add_at could not take goes through the pullback
+            if len(ins) == 1:
+                t = tangents[ins[0]]
+                ts = (ZERO if t is None else t,)
+            else:
+                ts = tuple([ZERO if tangents[j] is None else tangents[j] for j in ins])
             if need is None:
                 triples = rule.pullback_with_tangents(g, gd, ts)
             else:
@@ -554,6 +580,30 @@ class Tape:
                         if type(s) is _ndarray:
                             owned[nid] |= 2
         return Gradients(store), Gradients(dstore)
+
+
+def _add_at(buf, owned, bit, nid, index, g, shape, dtype):
+    """Add ``g`` into ``buf[nid]`` at the basic ``index`` (the pullback of a
+    gather ``x[index]``), in place when the engine owns the buffer. Returns
+    False, doing nothing, when it cannot (the caller uses the pullback)."""
+    if (type(g) is not _ndarray and not isinstance(g, np.generic)) or (
+            g.dtype is not dtype and g.dtype != dtype):
+        return False
+    prev = buf[nid]
+    if prev is None:
+        acc = np.zeros(shape, dtype)
+    elif type(prev) is _ndarray:
+        acc = prev if owned[nid] & bit else np.array(prev, dtype)
+    else:
+        return False
+    target = acc[index]
+    if type(target) is _ndarray:  # a view: add in place
+        target += g
+    else:  # every axis indexed by an int: a scalar copy
+        acc[index] = target + g
+    buf[nid] = acc
+    owned[nid] |= bit
+    return True
 
 
 def transpose_pullback(rule, tangents, out_shape, out_dtype):

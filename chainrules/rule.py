@@ -14,6 +14,13 @@ A rule is the record of one operation applied to traced values. It knows
   second-order term of the rule needs them. This is the fast path of
   forward-over-reverse Hessian-vector products.
 
+Optional, for the engine's speed only: a rule whose pullback is "zeros of
+the input's shape with the cotangent placed at a basic index" (``x[1:]``,
+``x[i]``, ``x[..., None]``) may set ``gather_index`` to that index; the
+engine then adds the cotangent into the input's own cotangent buffer at the
+index instead of materialising the zeros (a loop over ``x[i]`` costs
+O(1) per element, not O(x.size)). ``pullback`` must still be defined.
+
 Only ``inputs`` and ``pullback`` are required. ``pushforward`` is derived
 from ``pullback`` (a pullback is linear in its cotangent, so the engine can
 transpose it). A rule that is linear in its inputs can set ``linear = True``
@@ -38,6 +45,9 @@ class ReverseRule:
     """Base class of rules. Subclasses define ``inputs`` and ``pullback``."""
 
     __slots__ = ()
+
+    #: the basic index of a gather ``x[index]`` (see the module docstring)
+    gather_index = None
 
     #: set to True when the rule's output is linear in its traced inputs. The
     #: engine relies on it: a linear rule's ``pullback_with_tangents`` reads

@@ -29,9 +29,9 @@ and ``chainrules.numpy.index_add``.
 
 import numpy as np
 
-from chainrules.derived import linear_rule, unbroadcast
+from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
-from chainrules.registry import op_name, register
+from chainrules.registry import lookup, op_name, register
 from chainrules.tangents import ZERO, _Structural
 from chainrules.tracing import getitem, primitive, stop_gradient
 
@@ -45,7 +45,26 @@ def _getitem_transpose(g, shape, index):
     return scatter_add(g, index, shape)
 
 
+class BasicIndexRule(LinearRule):
+    """``x[index]`` with a basic index (ints, slices, None, Ellipsis): a view,
+    each element of ``x`` at most once. ``gather_index`` lets the engine add
+    the cotangent straight into ``x``'s cotangent buffer (no zeros of x's
+    size per index: a loop over ``x[i]`` stays linear in time)."""
+
+    __slots__ = ("gather_index",)
+
+
 linear_rule(getitem, _getitem_transpose)
+_general_getitem = lookup(getitem, (np.ndarray, object))
+
+
+@register(getitem)
+def _getitem_maker(ids, x, index):
+    if ids[1] is None and _is_basic(index):
+        rule = BasicIndexRule(ids[0], getitem, _getitem_transpose, shape_of(x), (index,), {})
+        rule.gather_index = index
+        return x[index], rule
+    return _general_getitem(ids, x, index)
 
 
 # -- take, take_along_axis ------------------------------------------------------------------
