@@ -290,17 +290,21 @@ class _PowerSpec:
     """Partials of ``x ** p`` for a constant scalar ``p`` (for
     ``UnaryScalarRule``)."""
 
-    __slots__ = ("d", "d2", "name", "const", "linear")
+    __slots__ = ("d", "d2", "name", "const", "linear", "dk", "dfn")
 
     def __init__(self, p, name):
         self.name = name
         self.const = self.linear = p in (0, 1)
+        self.dk = self.dfn = None
         if p == 0:
             self.d, self.d2 = 0, 0
         elif p == 1:
             self.d, self.d2 = 1, 0
         elif p == 2:
             self.d, self.d2 = (lambda x, y: 2 * x), 2
+            # factored as 2 * x (see UnaryScalarRule._factored); scaling by 2
+            # is exact, so g * (2 * x) and x * (2 * g) round alike
+            self.dk, self.dfn = 2, (lambda x, y: x)
         else:
             self.d = lambda x, y: p * x ** (p - 1)
             self.d2 = lambda x, y: (p * (p - 1)) * x ** (p - 2)
