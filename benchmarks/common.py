@@ -242,6 +242,7 @@ def summarize(samples, number):
 # name -> (module in workloads/, keyword options for its build())
 FRAMEWORKS = {
     "numpy": ("numpy_wl", {}),
+    "numpy.hand": ("handwritten_wl", {}),
     "chainrules": ("chainrules_wl", {}),
     "autograd": ("autograd_wl", {}),
     "torch": ("torch_wl", {}),
