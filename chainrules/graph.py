@@ -308,23 +308,14 @@ class Tape:
                 elif tc in _STRUCT:
                     continue
                 elif shapes[nid] is _MULTI:
-                    k, gk = c
-                    slots = cots[nid]
-                    if slots is None:
-                        slots = cots[nid] = [None] * dtypes[nid]
-                    slots[k] = gk if slots[k] is None else slots[k] + gk
+                    _accumulate_slot(cots, nid, dtypes[nid], c)
                     continue
                 else:
                     c = self._project(c, nid, rule)
-                prev = cots[nid]
-                if prev is None:
+                if cots[nid] is None:  # the common case, without a call
                     cots[nid] = c
-                elif owned[nid] and type(c) is _ndarray:
-                    np.add(prev, c, out=prev)
                 else:
-                    s = prev + c
-                    cots[nid] = s
-                    owned[nid] = 1 if type(s) is _ndarray else 0
+                    _accumulate(cots, owned, 1, nid, c)
         return Gradients(store)
 
     # -- partial backward (issue 6) ------------------------------------------------
@@ -541,45 +532,43 @@ class Tape:
                     c = None  # nothing reads it (a rule without skip= computed it)
                 if shapes[nid] is _MULTI:
                     for buf, val in ((cots, c), (dots, cd)):
-                        if val is None or isinstance(val, _Structural):
-                            continue
-                        k, vk = val
-                        if isinstance(vk, _Structural):
-                            continue
-                        slots = buf[nid]
-                        if slots is None:
-                            slots = buf[nid] = [None] * self.dtypes[nid]
-                        slots[k] = vk if slots[k] is None else slots[k] + vk
+                        if type(val) not in _STRUCT and not isinstance(val[1], _Structural):
+                            _accumulate_slot(buf, nid, dtypes[nid], val)
                     continue
-                if type(c) not in _STRUCT:
-                    if type(c) is not _ndarray or c.shape != shapes[nid] or (
-                            c.dtype is not dtypes[nid] and c.dtype != dtypes[nid]):
-                        c = self._project(c, nid, rule)
-                    prev = cots[nid]
-                    if prev is None:
-                        cots[nid] = c
-                    elif owned[nid] & 1 and type(c) is _ndarray:
-                        np.add(prev, c, out=prev)
-                    else:
-                        s = prev + c
-                        cots[nid] = s
-                        if type(s) is _ndarray:
-                            owned[nid] |= 1
-                if type(cd) not in _STRUCT:
-                    if type(cd) is not _ndarray or cd.shape != shapes[nid] or (
-                            cd.dtype is not dtypes[nid] and cd.dtype != dtypes[nid]):
-                        cd = self._project(cd, nid, rule)
-                    prev = dots[nid]
-                    if prev is None:
-                        dots[nid] = cd
-                    elif owned[nid] & 2 and type(cd) is _ndarray:
-                        np.add(prev, cd, out=prev)
-                    else:
-                        s = prev + cd
-                        dots[nid] = s
-                        if type(s) is _ndarray:
-                            owned[nid] |= 2
+                for buf, bit, val in ((cots, 1, c), (dots, 2, cd)):
+                    if type(val) in _STRUCT:
+                        continue
+                    if type(val) is not _ndarray or val.shape != shapes[nid] or (
+                            val.dtype is not dtypes[nid] and val.dtype != dtypes[nid]):
+                        val = self._project(val, nid, rule)
+                    _accumulate(buf, owned, bit, nid, val)
         return Gradients(store), Gradients(dstore)
+
+
+def _accumulate(buf, owned, bit, nid, c):
+    """``buf[nid] += c`` for a projected cotangent ``c``: in place into a
+    buffer the sweep owns (bit ``bit`` of ``owned[nid]``), else into a new
+    array that it then owns. A rule's own arrays are never written to."""
+    prev = buf[nid]
+    if prev is None:
+        buf[nid] = c
+    elif owned[nid] & bit and type(c) is _ndarray:
+        np.add(prev, c, out=prev)
+    else:
+        s = prev + c
+        buf[nid] = s
+        # a traced sum (nested differentiation) is not a buffer we may write to
+        owned[nid] = owned[nid] | bit if type(s) is _ndarray else owned[nid] & ~bit
+
+
+def _accumulate_slot(buf, nid, n_out, kc):
+    """Add ``kc = (k, c)``, the cotangent of output ``k`` of a multi-output
+    node, into its slot list."""
+    k, c = kc
+    slots = buf[nid]
+    if slots is None:
+        slots = buf[nid] = [None] * n_out
+    slots[k] = c if slots[k] is None else slots[k] + c
 
 
 def _add_at(buf, owned, bit, nid, index, g, shape, dtype):

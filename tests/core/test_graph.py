@@ -169,3 +169,20 @@ def test_partial_backward_wrt():
     grads = tape.backward([z], [np.ones(2)], wrt=[y])
     np.testing.assert_array_equal(grads.get(y), [3.0, 3.0])
     assert x not in grads
+
+
+def test_accumulating_plain_then_traced_then_plain_cotangents():
+    # in grad-of-hvp the HVP sweep adds plain tangents of cotangents (from the
+    # quadratic terms) and traced ones (from sin's) into one node: an owned
+    # plain buffer that became a traced sum must not be written to in place
+    c1, c2, c4 = np.array([1.0, 2.0]), np.array([3.0, -1.0]), np.array([0.5, 0.25])
+
+    def f(x):
+        return (np.sum(c4 * (x * x)) + np.sum(np.sin(x)) + np.sum(c2 * (x * x))
+                + np.sum(c1 * (x * x)))
+
+    x, v, w = np.array([0.3, -1.2]), np.array([1.0, 2.0]), np.array([-0.5, 1.5])
+    np.testing.assert_allclose(cr.hvp(f, x, v), (2 * (c1 + c2 + c4) - np.sin(x)) * v,
+                               rtol=1e-14)
+    third = cr.grad(lambda x: np.sum(cr.hvp(f, x, v) * w))(x)
+    np.testing.assert_allclose(third, -np.cos(x) * v * w, rtol=1e-13)
