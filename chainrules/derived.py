@@ -81,11 +81,7 @@ def _times(g, d):
             return g
         if d == 0:
             return ZERO
-        u = uniform_value(g)
-        if u is not None:
-            return uniform_array(u * d, g.shape)
-        if d == -1:
-            return -g
+        return _scale(g, d)
     return g * d
 
 

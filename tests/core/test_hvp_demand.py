@@ -107,6 +107,7 @@ def test_rules_that_cannot_skip_have_their_cotangents_dropped():
             return [(self.x_id, 3 * self.x ** 2 * g,
                      3 * self.x ** 2 * gd + 6 * self.x * g * tangents[0])]
 
+    @cr.primitive
     def cube(x):
         return x ** 3
 
@@ -118,6 +119,16 @@ def test_rules_that_cannot_skip_have_their_cotangents_dropped():
     v = np.array([1.0, 2.0, -1.0])
     f = lambda x: np.sum(cube(x) * 2.0 + x)  # noqa: E731
     np.testing.assert_allclose(cr.hvp(f, x, v), 12 * x * v, rtol=1e-14)
+    # the sweep itself: Cube's first-order cotangent of the leaf is dropped
+    tape, leaf, out = _record(f, x)
+    assert type(tape.rules[1]) is Cube
+    tans = tape.forward({leaf: v}, needed=tape.tangent_demand([out]))
+    g, hv = tape.backward_with_tangents([out], [np.ones(())], [cr.ZeroTangent()], tans,
+                                        leaf_cotangents=False)
+    assert isinstance(g.get(leaf), cr.ZeroTangent)
+    np.testing.assert_allclose(hv.get(leaf), 12 * x * v, rtol=1e-14)
+    g, _ = tape.backward_with_tangents([out], [np.ones(())], [cr.ZeroTangent()], tans)
+    np.testing.assert_allclose(g.get(leaf), 6 * x ** 2 + 1, rtol=1e-14)
     g, hv = cr.grad_and_hvp(f, x, v)
     np.testing.assert_allclose(g, 6 * x ** 2 + 1, rtol=1e-14)
     np.testing.assert_allclose(hv, 12 * x * v, rtol=1e-14)
