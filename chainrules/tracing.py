@@ -255,7 +255,7 @@ def _foreign_caller():
             while outer.f_back is not None and outer.f_back.f_globals.get(
                     "__name__", "").startswith(("scipy", "array_api_compat")):
                 outer = outer.f_back
-            return f"{outer.f_globals.get('__name__')}.{outer.f_code.co_name}"
+            return outer
         return None
     return None
 
@@ -320,17 +320,23 @@ class Traced:
         return dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        caller = _foreign_caller()
-        if caller is not None:
+        frame = _foreign_caller()
+        if frame is not None:
+            caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
+            from .scipy._hints import twin_for_frame
+
+            twin = twin_for_frame(frame)
+            if twin is not None:
+                way = f"call {twin} instead: it has the same signature and is differentiable"
+            else:
+                way = ("chainrules.scipy (special, linalg, ...) holds differentiable "
+                       "versions of SciPy's Python-level functions; for other functions, "
+                       "make them one operation with chainrules.primitive and register "
+                       "a rule")
             _untraceable(
                 f"converting to a plain array inside {caller}",
                 f"{caller} is a Python-level function that calls np.asarray, which "
-                "NumPy's protocols cannot intercept. chainrules provides "
-                "differentiable versions of SciPy's: chainrules.scipy.special "
-                "(logsumexp, softmax, log_softmax, polygamma) and "
-                "chainrules.scipy.linalg (expm, sqrtm, logm, solve_triangular, "
-                "cho_factor, cho_solve, lu_factor, lu_solve); for other functions, "
-                "make them one operation with chainrules.primitive and register a rule")
+                f"NumPy's protocols cannot intercept; {way}")
         _untraceable("converting to a plain array (np.asarray / np.array)",
                      "keep using NumPy functions on it; to build an array from "
                      "traced pieces use np.stack / np.concatenate or "

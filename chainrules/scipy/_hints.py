@@ -1,0 +1,55 @@
+"""Name the differentiable twin of a SciPy function that refused a traced value.
+
+SciPy's Python-level functions call ``np.asarray`` on their inputs, which
+NumPy's protocols cannot intercept; the traced value then raises
+``UntraceableError``. This module turns the SciPy frame that asked for the
+conversion into the name of the function under ``chainrules.scipy`` with the
+same signature, when one exists, so that the message can say what to call.
+"""
+
+import importlib
+
+__all__ = ["twin_for_frame"]
+
+
+def _public_module(modname):
+    """``scipy.linalg._matfuncs`` -> ``linalg``; ``scipy.stats`` -> ``stats``."""
+    parts = modname.split(".")
+    if len(parts) < 2 or parts[0] != "scipy":
+        return None
+    sub = parts[1]
+    return None if sub.startswith("_") else sub
+
+
+def _resolve(path):
+    """The object at ``chainrules.scipy.<path>`` or None."""
+    head, *rest = path.split(".")
+    try:
+        obj = importlib.import_module(f"chainrules.scipy.{head}")
+    except ImportError:
+        return None
+    for name in rest:
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def twin_for_frame(frame):
+    """The dotted name of the differentiable twin of the SciPy function
+    running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None."""
+    sub = _public_module(frame.f_globals.get("__name__", ""))
+    if sub is None:
+        return None
+    func = frame.f_code.co_name
+    candidates = []
+    owner = frame.f_locals.get("self")
+    dist = getattr(owner, "name", None)
+    if isinstance(dist, str):
+        # a method of a distribution object: scipy.stats.norm.logpdf
+        candidates.append(f"{sub}.{dist}.{func}")
+    candidates.append(f"{sub}.{func}")
+    for path in candidates:
+        if _resolve(path) is not None:
+            return f"chainrules.scipy.{path}"
+    return None
