@@ -38,7 +38,7 @@ __all__ = [
     "ZeroTangent", "NoTangent",
     "AutodiffError", "MissingRuleError", "HvpNotSupported", "NonScalarOutputError",
     "TangentShapeError", "NumericalInstabilityError", "UntraceableError",
-    "EscapedTracerError", "NonDifferentiableInputError", "ComplexOutputError", "DomainError",
+    "EscapedTracerError", "GraphFreedError", "NonDifferentiableInputError", "ComplexOutputError", "DomainError",
     "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
     "checkpoint", "checkpoint_sequential",
     "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",

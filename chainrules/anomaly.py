@@ -19,12 +19,19 @@ line of user code where the operation was called. Then
 A failing check raises ``NumericalInstabilityError`` naming the operation,
 the shapes of its traced arguments and the user's source line. The mode is
 off by default and costs nothing then: tapes created while it is off keep
-``sources = None`` and the engine's loops see no extra work. The flag is
-process-wide (not per thread). It costs one stack walk and one
-``isfinite`` pass per operation while it is on.
+``sources = None`` and the engine's loops see no extra work. Forward-mode
+tangents (``jvp``, forward ``jacobian``, the tangents of an HVP) are checked
+too, in ``Tape.forward``.
+
+The mode is a context variable: it holds for the current thread (and
+asyncio task) only, so one thread debugging inside ``detect_anomaly()``
+leaves every other thread's differentiation alone. Blocks nest: leaving one
+restores the setting it found. A new thread starts with the mode off. It
+costs one stack walk and one ``isfinite`` pass per operation while it is on.
 """
 
 import contextlib
+import contextvars
 import linecache
 import os
 import sys
@@ -35,21 +42,23 @@ from .errors import NumericalInstabilityError
 
 __all__ = ["detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "user_frame"]
 
-_state = {"on": False}
+#: the anomaly mode of the current context (thread / asyncio task)
+anomaly_mode = contextvars.ContextVar("chainrules_anomaly_mode", default=False)
 
 
 def is_anomaly_enabled():
-    """True while anomaly detection is on."""
-    return _state["on"]
+    """True while anomaly detection is on in the current thread or task."""
+    return anomaly_mode.get()
 
 
 def set_anomaly_mode(enabled):
-    """Turn anomaly detection on or off; returns the previous setting.
+    """Turn anomaly detection on or off for the current thread or task;
+    returns the previous setting.
 
     Only tapes created while the mode is on are checked (a ``grad`` call
     creates its tape when it starts)."""
-    prev = _state["on"]
-    _state["on"] = bool(enabled)
+    prev = anomaly_mode.get()
+    anomaly_mode.set(bool(enabled))
     return prev
 
 
@@ -63,11 +72,11 @@ def detect_anomaly(enabled=True):
     Traceback (most recent call last):
     NumericalInstabilityError: numpy.log produced -inf in its output ...
     """
-    prev = set_anomaly_mode(enabled)
+    token = anomaly_mode.set(bool(enabled))
     try:
         yield
     finally:
-        set_anomaly_mode(prev)
+        anomaly_mode.reset(token)
 
 
 # -- where was an operation recorded? -------------------------------------------
@@ -234,6 +243,18 @@ def on_record(tape, rule, value, nid):
             f"{name} produced {b} in its output of shape {np.shape(_plain(value))} "
             f"(traced argument shapes: {', '.join(map(_shape_str, shapes)) or 'none'}) "
             f"(anomaly detection, forward pass)." + _where(tape, nid))
+
+
+def check_pushforward(tape, i, tangent):
+    """Forward-mode check: the tangent that node ``i``'s pushforward returned."""
+    b = _bad(tangent)
+    if b:
+        name, shapes = _describe_node(tape, i)
+        raise NumericalInstabilityError(
+            f"the pushforward of {name} returned {b} in its tangent of shape "
+            f"{_shape_str(tape.shapes[i])} (traced argument shapes: "
+            f"{', '.join(map(_shape_str, shapes)) or 'none'}) (anomaly detection, "
+            "forward-mode pass)." + _where(tape, i))
 
 
 def check_pullback(tape, i, g, results):

@@ -16,7 +16,7 @@ from .errors import (ComplexOutputError, HvpNotSupported, NonDifferentiableInput
                      NonScalarOutputError, TangentShapeError)
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, _Structural
-from .tracing import Traced, stop_gradient
+from .tracing import Traced, stop_gradient, untraced
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
            "stop_gradient"]
@@ -56,8 +56,20 @@ class _Spec:
         self.scalar = scalar
 
 
-def _trace_arg(tape, arg, fname, argnum):
+def _private(v):
+    """A copy of a user's array that a recording may keep: mutating the
+    caller's array later cannot change what the recording computes."""
+    if type(v) is np.ndarray:
+        return v.copy()
+    if type(v) is Traced or isinstance(v, np.generic) or not hasattr(v, "__array_function__"):
+        return v
+    return np.copy(v)
+
+
+def _trace_arg(tape, arg, fname, argnum, private=False):
     leaves, td = pytree.flatten(arg)
+    if private:
+        leaves = [_private(leaf) for leaf in leaves]
     if td is pytree.LEAF and not _is_inexact(arg):
         raise NonDifferentiableInputError(
             f"{fname}: argument {argnum} has type {type(arg).__name__}"
@@ -79,41 +91,73 @@ def _trace_arg(tape, arg, fname, argnum):
     return pytree.unflatten(td, traced), _Spec(td, leaves, ids, scal)
 
 
-def _trace_args(tape, args, argnums, fname):
+class ArgnumsError(ValueError, IndexError):
+    """``argnums`` names an argument the function was not called with."""
+
+
+def _trace_args(tape, args, argnums, fname, private=False):
     args = list(args)
     specs = []
     for a in argnums:
         if a >= len(args) or a < -len(args):
-            raise IndexError(f"{fname}: argnums {a} out of range for {len(args)} arguments")
-        args[a], spec = _trace_arg(tape, args[a], fname, a)
+            raise ArgnumsError(
+                f"{fname}: argnums {a} is out of range: the function was called with "
+                f"{len(args)} positional argument(s), so argnums must be in "
+                f"[{-len(args)}, {len(args) - 1}]")
+        args[a], spec = _trace_arg(tape, args[a], fname, a, private)
         specs.append(spec)
     return args, specs
 
 
 def _leaf_cotangent(c, leaf, scalar):
+    """The cotangent of one input leaf in the form the user gets it: the
+    input's own kind (a NumPy scalar for a Python or NumPy scalar input, an
+    array for an array input, 0-d included) and dtype, whatever ``f`` did."""
     if isinstance(c, _Structural):
         if not _is_inexact(leaf):
             return NOTANGENT
-        v = np.asarray(stop_gradient(leaf))
+        v = np.asarray(untraced(leaf))
         c = np.zeros(v.shape, v.dtype)
-    if type(c) is np.ndarray:
+    tc = type(c)
+    if tc is np.ndarray:
         if scalar:
             return c[()]
         if not c.flags.writeable:
             # a broadcast view (the cotangent of a sum): the caller gets an
             # ordinary array it can write to
             c = c.copy()
+    elif isinstance(c, np.generic) and not scalar:
+        c = np.asarray(c)
     return c
 
 
-def _collect(spec, grads):
+def _collect(spec, grads, users=()):
+    """The input cotangents as a tree like the input. ``users``: arrays the
+    caller passed in (seeds, tangents); a result that shares memory with one
+    of them is copied, so the caller never gets an alias of its own array."""
     out = []
     for leaf, nid, scalar in zip(spec.leaves, spec.ids, spec.scalar):
         if nid is None:
             out.append(NOTANGENT)
         else:
-            out.append(_leaf_cotangent(grads.get(nid), leaf, scalar))
+            out.append(_fresh(_leaf_cotangent(grads.get(nid), leaf, scalar), users))
     return pytree.unflatten(spec.treedef, out)
+
+
+def _fresh(v, users):
+    """``v``, copied when it shares memory with one of the ``users`` arrays."""
+    if users and type(v) is np.ndarray:
+        for u in users:
+            if type(u) is np.ndarray and np.may_share_memory(v, u):
+                return v.copy()
+    return v
+
+
+def _user_arrays(*trees):
+    out = []
+    for t in trees:
+        out.extend(leaf for leaf in pytree.flatten(t)[0] if type(leaf) is np.ndarray)
+    return out
 
 
 def _unwrap_level(tree, tape):
@@ -180,10 +224,10 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
             if holomorphic:
                 for a in nums:
                     for leaf in pytree.flatten(args[a])[0]:
-                        if np.result_type(stop_gradient(leaf)).kind != "c":
+                        if np.result_type(untraced(leaf)).kind != "c":
                             raise NonDifferentiableInputError(
                                 f"{fname}: holomorphic=True needs complex inputs, got "
-                                f"{np.result_type(stop_gradient(leaf))}; cast with "
+                                f"{np.result_type(untraced(leaf))}; cast with "
                                 "x.astype(complex)")
             targs, specs = _trace_args(tape, args, nums, fname)
             out = f(*targs, **kwargs)
@@ -203,6 +247,8 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
         tape.free()
         g = tuple(_collect(s, grads) for s in specs)
         value = _unwrap_level(out, tape)
+        if type(value) is np.ndarray:  # f may return (a view of) its input
+            value = _fresh(value, _user_arrays(args))
         if has_aux:
             value = (value, _unwrap_level(aux, tape))
         return value, (g[0] if single else g)
@@ -248,10 +294,16 @@ def vjp(f, *primals, has_aux=False):
     fname = _fname(f)
     tape = Tape()
     try:
-        targs, specs = _trace_args(tape, primals, range(len(primals)), fname)
+        # the recording outlives this call (f_vjp): it keeps private copies of
+        # the inputs, so the caller may mutate its arrays afterwards
+        targs, specs = _trace_args(tape, primals, range(len(primals)), fname,
+                                   private=True)
         out = f(*targs)
         aux = None
         if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{fname} was declared has_aux=True and must "
+                                "return a pair (value, aux)")
             out, aux = out
     finally:
         tape.active = False
@@ -259,41 +311,72 @@ def vjp(f, *primals, has_aux=False):
     value = pytree.unflatten(td, [_unwrap_level(v, tape) for v in leaves])
 
     def f_vjp(cotangent):
-        cleaves, ctd = pytree.flatten(cotangent)
-        if ctd != td:
-            raise TangentShapeError(
-                f"vjp of {fname}: the cotangent's structure {ctd} does not match the "
-                f"output's {td}")
+        cleaves = _check_tangent(cotangent, out, fname, "cotangent", "output", "vjp")
         nodes, seeds = [], []
         for o, c in zip(leaves, cleaves):
-            if shape_of(c) != shape_of(o):
-                raise TangentShapeError(
-                    f"vjp of {fname}: cotangent of shape {shape_of(c)} for an output "
-                    f"of shape {shape_of(o)}")
-            if type(o) is Traced and o.tape is tape:
+            if type(o) is Traced and o.tape is tape and not isinstance(c, _Structural):
                 nodes.append(o.node)
                 seeds.append(c)
         grads = tape.backward(nodes, seeds, retain_graph=True) if nodes else _EMPTY
-        return tuple(_collect(s, grads) for s in specs)
+        users = _user_arrays(cotangent)
+        return tuple(_collect(s, grads, users) for s in specs)
 
     if has_aux:
         return value, f_vjp, _unwrap_level(aux, tape)
     return value, f_vjp
 
 
-def _check_tangent(t, p, fname):
+def _value_dtype(v):
+    v = untraced(v)
+    dt = getattr(v, "dtype", None)
+    if dt is not None:
+        return dt
+    if isinstance(v, bool):
+        return np.dtype(bool)
+    if isinstance(v, (int, float, complex)):
+        return np.result_type(v)
+    return None
+
+
+def _check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp"):
+    """The leaves of tangent tree ``t`` for primal tree ``p``, checked and
+    converted: the same structure and shapes, a dtype that can belong to the
+    primal (a complex tangent for a real primal raises ``TangentShapeError``:
+    dropping its imaginary part would be a silently wrong answer), cast to the
+    primal's dtype (Python floats, NumPy scalars and float32 tangents of
+    float64 primals included)."""
     pl, ptd = pytree.flatten(p)
     tl, ttd = pytree.flatten(t)
     if ptd != ttd:
-        raise TangentShapeError(f"jvp of {fname}: tangent structure {ttd} does not "
-                                f"match primal structure {ptd}")
+        raise TangentShapeError(f"{entry} of {fname}: {what} structure {ttd} does not "
+                                f"match {of} structure {ptd}")
+    out = []
     for a, b in zip(pl, tl):
-        if isinstance(b, _Structural):
+        if b is None or isinstance(b, _Structural):
+            out.append(ZERO if b is None else b)
             continue
         if shape_of(a) != shape_of(b):
-            raise TangentShapeError(f"jvp of {fname}: tangent of shape {shape_of(b)} "
-                                    f"for a primal of shape {shape_of(a)}")
-    return tl
+            raise TangentShapeError(f"{entry} of {fname}: {what} of shape {shape_of(b)} "
+                                    f"for a{'n' if of[0] in 'aeiou' else ''} {of} of "
+                                    f"shape {shape_of(a)}")
+        pdt = _value_dtype(a)
+        if pdt is None or pdt.kind not in "fc":
+            out.append(b)  # an integer or constant leaf: its tangent is ignored
+            continue
+        tdt = _value_dtype(b)
+        if tdt is None or tdt.kind not in "biufc":
+            raise TangentShapeError(f"{entry} of {fname}: a {what} of type "
+                                    f"{type(b).__name__} for a{'n' if of[0] in 'aeiou' else ''}"
+                                    f" {of} of dtype {pdt}; pass a number or an array")
+        if tdt.kind == "c" and pdt.kind != "c":
+            raise TangentShapeError(
+                f"{entry} of {fname}: a complex {what} ({tdt}) for a real {of} ({pdt}); "
+                f"a {what} has the primal's kind. Split a complex direction into its "
+                "real and imaginary parts and apply them separately")
+        if type(b) is not Traced and (tdt != pdt or type(b) is not np.ndarray):
+            b = np.asarray(b, dtype=pdt)
+        out.append(b)
+    return out
 
 
 def jvp(f, primals, tangents):
@@ -317,26 +400,39 @@ def jvp(f, primals, tangents):
                 seeds[nid] = tv
     tans = tape.forward(seeds)
     leaves, td = pytree.flatten(out)
+    users = _user_arrays(primals, tangents)
     outs, touts = [], []
     for o in leaves:
         if type(o) is Traced and o.tape is tape:
             t = tans[o.node]
             v = o.value
             if t is None:
-                t = np.zeros(shape_of(v), stop_gradient(v).dtype)
-            outs.append(v)
-            touts.append(t)
+                t = np.zeros(shape_of(v), untraced(v).dtype)
+            outs.append(_fresh(v, users))
+            touts.append(_like_output(_fresh(t, users), v))
         else:
-            outs.append(o)
+            outs.append(_fresh(o, users))
             touts.append(_zero_like_value(o))
     tape.free()
     return pytree.unflatten(td, outs), pytree.unflatten(td, touts)
 
 
+def _like_output(t, v):
+    """A tangent in the output's own kind: a NumPy scalar for a NumPy scalar
+    output, an array for an array output (0-d included)."""
+    if type(t) is np.ndarray:
+        if t.ndim == 0 and isinstance(v, np.generic):
+            return t[()]
+    elif isinstance(t, np.generic) and type(v) is np.ndarray:
+        return np.asarray(t)
+    return t
+
+
 def _zero_like_value(o):
-    v = stop_gradient(o)
+    v = untraced(o)
     if _is_inexact(v):
-        return np.zeros(np.shape(v), np.result_type(v))
+        z = np.zeros(np.shape(v), np.result_type(v))
+        return z[()] if not isinstance(v, np.ndarray) else z
     return NOTANGENT
 
 
@@ -349,17 +445,18 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
     finally:
         tape.active = False
     if not (type(out) is Traced and out.tape is tape):
-        zeros = _collect(spec, _EMPTY)
-        return zeros, zeros
+        _check_tangent(v, x, fname, entry="hvp")
+        return _collect(spec, _EMPTY), _collect(spec, _EMPTY)
     seeds = {}
-    for nid, tv in zip(spec.ids, _check_tangent(v, x, fname)):
+    for nid, tv in zip(spec.ids, _check_tangent(v, x, fname, entry="hvp")):
         if nid is not None and not isinstance(tv, _Structural):
             seeds[nid] = tv
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
     g, hv = tape.backward_with_tangents([out.node], [np.ones((), dtype)], [ZERO], tans,
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()
-    return _collect(spec, g), _collect(spec, hv)
+    users = _user_arrays(x, v)
+    return _collect(spec, g, users), _collect(spec, hv, users)
 
 
 def grad_and_hvp(f, x, v, _want_grad=True):

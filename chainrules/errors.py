@@ -52,3 +52,8 @@ class NonDifferentiableInputError(AutodiffError, TypeError):
 
 class ComplexOutputError(AutodiffError, TypeError):
     """``grad`` was asked for the gradient of a complex output."""
+
+
+class GraphFreedError(AutodiffError, RuntimeError):
+    """A recording was used after its saved values were freed: after
+    ``free()``, or after a sweep that did not retain the graph."""

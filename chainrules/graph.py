@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from .errors import TangentShapeError
+from .errors import GraphFreedError, TangentShapeError
 from .rule import NodeId, ReverseRule, rule_name
 from .tangents import ZERO, NoTangent, ZeroTangent, _Structural
 
@@ -31,7 +31,7 @@ __all__ = ["Tape", "Gradients", "MultiOutput"]
 
 _ndarray = np.ndarray
 _F64 = np.dtype(np.float64)
-from .anomaly import _state as _anomaly_state  # noqa: E402  (issue 6: read in Tape())
+from .anomaly import anomaly_mode as _anomaly_mode  # noqa: E402  (read in Tape())
 _levels = itertools.count(1)
 _MULTI = object()  # shape marker of a node with several outputs
 _STRUCT = (ZeroTangent, NoTangent, type(None))
@@ -129,7 +129,7 @@ class Tape:
         grads.get(x)
     """
 
-    __slots__ = ("rules", "shapes", "dtypes", "level", "active", "sources",
+    __slots__ = ("rules", "shapes", "dtypes", "level", "active", "sources", "freed",
                  "__weakref__")
 
     def __init__(self):
@@ -138,8 +138,10 @@ class Tape:
         self.dtypes = []
         self.level = next(_levels)
         self.active = True
-        # anomaly detection (issue 6): per-node user source lines, None when off
-        self.sources = [] if _anomaly_state["on"] else None
+        # why the rules were dropped (a message), or None while they are there
+        self.freed = None
+        # anomaly detection: per-node user source lines, None when off
+        self.sources = [] if _anomaly_mode.get() else None
 
     def __len__(self):
         return len(self.rules)
@@ -155,7 +157,7 @@ class Tape:
         self.rules.append(None)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
-        if self.sources is not None:  # anomaly mode (issue 6)
+        if self.sources is not None:  # anomaly mode
             from .anomaly import on_leaf
 
             on_leaf(self, value)
@@ -179,7 +181,7 @@ class Tape:
         rules.append(rule)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
-        if self.sources is not None:  # anomaly mode (issue 6)
+        if self.sources is not None:  # anomaly mode
             from .anomaly import on_record
 
             on_record(self, rule, value, nid)
@@ -200,13 +202,32 @@ class Tape:
         return [self.record(Select(parent, k), v) for k, v in enumerate(values)]
 
     def free(self):
-        """Drop every rule and its saved values."""
+        """Drop every rule and its saved values. Sweeping the tape afterwards
+        raises ``GraphFreedError``."""
         n = len(self.rules)
         self.rules = [None] * n
         self.active = False
+        if self.freed is None:
+            self.freed = "free() was called on it"
+
+    def _check_alive(self):
+        if self.freed is not None:
+            raise GraphFreedError(
+                f"this recording can no longer be differentiated: {self.freed}. Pass "
+                "retain_graph=True to sweep a tape more than once, do not call free() "
+                "on a recording you still use, or record the function again")
+
+    def _consumed(self, retain_graph):
+        if not retain_graph and self.freed is None:
+            self.freed = ("a backward sweep without retain_graph=True already dropped "
+                          "its rules")
 
     # -- projection --------------------------------------------------------------
-    def _project(self, c, nid, rule):
+    def _project(self, c, nid, rule, what="cotangent"):
+        """``c`` as a tangent of node ``nid``: its shape checked (a mismatch is
+        the rule's bug: ``TangentShapeError`` naming it), its dtype cast to the
+        node's, the imaginary part dropped for a real node. The one
+        validation of every sweep (reverse, forward, forward-over-reverse)."""
         shape = self.shapes[nid]
         if shape is _MULTI:
             return c
@@ -220,21 +241,21 @@ class Tape:
                 cshape, cdtype = c.shape, c.dtype
             else:
                 raise TangentShapeError(
-                    f"rule {rule_name(rule)} returned a cotangent of type "
-                    f"{type(c).__name__} for an input of shape {shape} and dtype "
+                    f"rule {_rname(rule)} returned a {what} of type "
+                    f"{type(c).__name__} for a value of shape {shape} and dtype "
                     f"{dtype}; return an array (or ZeroTangent())") from None
         if cshape != shape:
             raise TangentShapeError(
-                f"rule {rule_name(rule)} returned a cotangent of shape {cshape} for "
-                f"an input of shape {shape}; reduce broadcast axes with "
+                f"rule {_rname(rule)} returned a {what} of shape {cshape} for "
+                f"a value of shape {shape}; reduce broadcast axes with "
                 f"chainrules.unbroadcast(g, x.shape)")
         if cdtype != dtype:
             if cdtype.kind == "c" and dtype.kind != "c":
                 c = np.real(c)
             if cdtype.kind not in "fc":
                 raise TangentShapeError(
-                    f"rule {rule_name(rule)} returned a cotangent of dtype {cdtype} "
-                    f"for an input of dtype {dtype}")
+                    f"rule {_rname(rule)} returned a {what} of dtype {cdtype} "
+                    f"for a value of dtype {dtype}")
             c = c.astype(dtype)
         elif type(c) is not _ndarray and type(c).__name__ != "Traced":
             c = np.asarray(c)
@@ -251,16 +272,17 @@ class Tape:
         given, sees each pullback's result (anomaly mode installs one).
         Returns a ``Gradients`` store (``get``, ``remove``, ``replace``).
         """
+        self._check_alive()
+        self._consumed(retain_graph)
         rules = self.rules
         shapes = self.shapes
         dtypes = self.dtypes
         n = len(rules)
-        # -- issue 6: anomaly checks and partial backward (outside the loop) --
+        # anomaly checks and partial backward (outside the loop)
         if check is None and self.sources is not None:
             from .anomaly import check_pullback as check
         if wrt is not None:
             rules = self._prune(wrt, outputs, retain_graph)
-        # --
         cots = [None] * n
         owned = bytearray(n)
         for o, s in zip(outputs, seeds):
@@ -294,7 +316,11 @@ class Tape:
                     if not retain_graph:
                         rules[i] = None
                     continue
-            pairs = rule.pullback(g)
+            try:
+                pairs = rule.pullback(g)
+            except Exception as e:
+                _note(e, rule, i, "pullback")
+                raise
             if check is not None:
                 check(self, i, g, pairs)
             if not retain_graph:
@@ -318,7 +344,7 @@ class Tape:
                     _accumulate(cots, owned, 1, nid, c)
         return Gradients(store)
 
-    # -- partial backward (issue 6) ------------------------------------------------
+    # -- partial backward ------------------------------------------------
     def _prune(self, wrt, outputs, retain_graph):
         """The rules list with ``None`` for every node whose inputs do not
         lead to a node of ``wrt``, so that the sweep never pulls back through
@@ -408,12 +434,16 @@ class Tape:
         whose tangents are read. Returns the list of node tangents (``None``
         where structurally zero or not needed).
         """
+        self._check_alive()
         rules = self.rules
         n = len(rules)
         tans = [None] * n
         for nid, t in leaf_tangents.items():
             if not isinstance(t, _Structural):
                 tans[nid] = t
+        check = None
+        if self.sources is not None:
+            from .anomaly import check_pushforward as check
         for i in range(start, n):
             rule = rules[i]
             if rule is None or (needed is not None and not needed[i]):
@@ -423,14 +453,26 @@ class Tape:
             if all(t is None for t in ts):
                 continue
             ts = tuple(ZERO if t is None else t for t in ts)
-            t = self._pushforward(rule, ts, i)
-            if not isinstance(t, _Structural):
-                tans[i] = t
+            try:
+                t = self._pushforward(rule, ts, i)
+            except Exception as e:
+                _note(e, rule, i, "pushforward")
+                raise
+            if t is None or isinstance(t, _Structural):
+                continue
+            shape = self.shapes[i]
+            if shape is not _MULTI and (type(t) is not _ndarray or t.shape != shape or (
+                    t.dtype is not self.dtypes[i] and t.dtype != self.dtypes[i])):
+                t = self._project(t, i, rule, "tangent")
+            if check is not None:
+                check(self, i, t)
+            tans[i] = t
         return tans
 
     def _pushforward(self, rule, ts, i):
         if type(rule).pushforward is ReverseRule.pushforward:
-            return transpose_pullback(rule, ts, self.shapes[i], self.dtypes[i])
+            return transpose_pullback(rule, ts, self.shapes[i], self.dtypes[i],
+                                      project=lambda c, nid: self._project(c, nid, rule))
         return rule.pushforward(ts)
 
     # -- reverse sweep carrying tangents ----------------------------------------
@@ -449,16 +491,17 @@ class Tape:
 
         Returns ``(Gradients of cotangents, Gradients of their tangents)``.
         """
+        self._check_alive()
+        self._consumed(retain_graph)
         rules = self.rules
         shapes = self.shapes
         dtypes = self.dtypes
         n = len(rules)
-        # -- issue 6: anomaly checks and partial backward (outside the loop) --
+        # anomaly checks and partial backward (outside the loop)
         if check is None and self.sources is not None:
             from .anomaly import check_pullback as check
         if wrt is not None:
             rules = self._prune(wrt, outputs, retain_graph)
-        # --
         cots = [None] * n
         dots = [None] * n
         owned = bytearray(n)  # bit 1: cots[i] is our own buffer, bit 2: dots[i]
@@ -515,14 +558,18 @@ class Tape:
                 ts = (ZERO if t is None else t,)
             else:
                 ts = tuple([ZERO if tangents[j] is None else tangents[j] for j in ins])
-            if need is None:
-                triples = rule.pullback_with_tangents(g, gd, ts)
-            else:
-                skip = [j for j in ins if not need[j]]
-                if skip and getattr(rule, "cot_skippable", False):
-                    triples = rule.pullback_with_tangents(g, gd, ts, skip=skip)
-                else:
+            try:
+                if need is None:
                     triples = rule.pullback_with_tangents(g, gd, ts)
+                else:
+                    skip = [j for j in ins if not need[j]]
+                    if skip and getattr(rule, "cot_skippable", False):
+                        triples = rule.pullback_with_tangents(g, gd, ts, skip=skip)
+                    else:
+                        triples = rule.pullback_with_tangents(g, gd, ts)
+            except Exception as e:
+                _note(e, rule, i, "pullback_with_tangents")
+                raise
             if check is not None:
                 check(self, i, g, triples)
             if not retain_graph:
@@ -595,7 +642,25 @@ def _add_at(buf, owned, bit, nid, index, g, shape, dtype):
     return True
 
 
-def transpose_pullback(rule, tangents, out_shape, out_dtype):
+def _rname(rule):
+    return rule if isinstance(rule, str) else rule_name(rule)
+
+
+def _note(exc, rule, i, method):
+    """Name the rule that raised, on the exception itself (it propagates
+    unchanged otherwise)."""
+    add = getattr(exc, "add_note", None)
+    if add is None or getattr(exc, "_chainrules_noted", False):
+        return
+    add(f"raised by {method} of rule {type(rule).__qualname__} for the operation "
+        f"{rule_name(rule)} (node {int(i)} of its tape)")
+    try:
+        exc._chainrules_noted = True
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        pass
+
+
+def transpose_pullback(rule, tangents, out_shape, out_dtype, project=None):
     """Derive a pushforward from a pullback.
 
     A pullback is linear in its cotangent, so ``J u`` is the gradient with
@@ -620,7 +685,11 @@ def transpose_pullback(rule, tangents, out_shape, out_dtype):
         total = None
         for nid, c in pairs:
             u = by_node.get(nid, ZERO)
-            if isinstance(c, _Structural) or isinstance(u, _Structural):
+            if c is None or isinstance(c, _Structural):
+                continue
+            if project is not None:
+                c = project(c, nid)
+            if isinstance(u, _Structural):
                 continue
             prod = c * u
             if getattr(prod, "dtype", np.dtype(float)).kind == "c":

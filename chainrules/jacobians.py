@@ -34,11 +34,11 @@ from .arrays import shape_of
 from .api import (_EMPTY, _collect, _fname, _is_inexact, _normalize_argnums,
                   _scalar_output, _trace_args, _unwrap_level, grad)
 from .api import hvp as _api_hvp
-from .errors import (HvpNotSupported, MissingRuleError, NonDifferentiableInputError,
-                     TangentShapeError)
+from .errors import (GraphFreedError, HvpNotSupported, MissingRuleError,
+                     NonDifferentiableInputError, TangentShapeError)
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, _Structural, to_vector
-from .tracing import Traced, stop_gradient
+from .tracing import Traced, untraced
 
 __all__ = ["jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator",
            "hessp", "Hessp"]
@@ -50,10 +50,12 @@ class _Recording:
 
     __slots__ = ("tape", "specs", "out", "aux", "out_leaves", "out_td")
 
-    def __init__(self, f, args, nums, fname, has_aux=False, kwargs=None):
+    def __init__(self, f, args, nums, fname, has_aux=False, kwargs=None, private=False):
         tape = Tape()
         try:
-            targs, specs = _trace_args(tape, args, nums, fname)
+            # private: the recording outlives the call, so it keeps copies of
+            # the inputs (the caller may mutate its arrays afterwards)
+            targs, specs = _trace_args(tape, args, nums, fname, private)
             out = f(*targs, **(kwargs or {}))
             aux = None
             if has_aux:
@@ -83,7 +85,7 @@ class _Recording:
 
 
 def _dtype(v):
-    v = stop_gradient(v)
+    v = untraced(v)
     dt = getattr(v, "dtype", None)
     return dt if dt is not None else np.result_type(v)
 
@@ -392,7 +394,7 @@ def linearize(f, *primals):
     ``f_jvp.free()`` to drop the recording early.
     """
     fname = _fname(f)
-    rec = _Recording(f, primals, range(len(primals)), fname)
+    rec = _Recording(f, primals, range(len(primals)), fname, private=True)
     tape = rec.tape
     outs = [_unwrap_level(o, tape) for o in rec.out_leaves]
     value = pytree.unflatten(rec.out_td, outs)
@@ -404,7 +406,7 @@ def linearize(f, *primals):
                                     f"{len(tangents)} tangents")
         seeds = {}
         for spec, p, t in zip(rec.specs, primals, tangents):
-            for nid, tv in zip(spec.ids, _check_tangent(t, p, fname)):
+            for nid, tv in zip(spec.ids, _check_tangent(t, p, fname, entry="linearize")):
                 if nid is not None and not isinstance(tv, _Structural):
                     seeds[nid] = tv
         tans = tape.forward(seeds)
@@ -425,15 +427,19 @@ class _HvpRecording:
     """Scalar ``f`` traced once at ``x``: value, gradient, and HVPs by sweeps."""
 
     __slots__ = ("f", "x", "fname", "tape", "spec", "node", "one", "value", "grad",
-                 "_slow", "ids", "_demand")
+                 "_slow", "ids", "_demand", "_closed")
 
     def __init__(self, f, x, fname):
-        self.f, self.x, self.fname = f, x, fname
+        self.f, self.fname = f, fname
         self._slow = False
         self._demand = None
-        rec = _Recording(f, (x,), (0,), fname)
+        self._closed = False
+        rec = _Recording(f, (x,), (0,), fname, private=True)
         self.tape = tape = rec.tape
         self.spec = rec.specs[0]
+        # the private copy of x the recording was made at (the slow path
+        # re-traces there)
+        self.x = pytree.unflatten(self.spec.treedef, self.spec.leaves)
         for leaf, nid in zip(self.spec.leaves, self.spec.ids):
             if nid is not None and _is_complex(leaf):
                 raise NonDifferentiableInputError(
@@ -452,14 +458,21 @@ class _HvpRecording:
             self.grad = _collect(self.spec, g)
 
     def hvp(self, v):
+        from .api import _check_tangent
+
+        if self._closed:
+            raise GraphFreedError(
+                f"Hessian-vector product of {self.fname}: the recording was freed "
+                "(free() was called on the operator or on hvp_fn); keep the operator "
+                "unfreed while you use it, or record again with "
+                "chainrules.hessian_operator / linearize_grad")
+        tl = _check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
         if self.node is None:
             return _collect(self.spec, _EMPTY)
         if self._slow:
             return _api_hvp(self.f, self.x, v)
-        from .api import _check_tangent
-
         seeds = {}
-        for nid, tv in zip(self.spec.ids, _check_tangent(v, self.x, self.fname)):
+        for nid, tv in zip(self.spec.ids, tl):
             if nid is not None and not isinstance(tv, _Structural):
                 seeds[nid] = tv
         tape = self.tape
@@ -478,6 +491,7 @@ class _HvpRecording:
         return _collect(self.spec, hv)
 
     def free(self):
+        self._closed = True
         self.tape.free()
 
 
@@ -538,6 +552,10 @@ def _get_operator_class():
             return to_vector(self.grad)[0]
 
         def _matvec(self, v):
+            if np.iscomplexobj(v):
+                raise TangentShapeError(
+                    "HessianOperator.matvec: a complex vector for the Hessian of a real "
+                    "function; apply the real and imaginary parts separately")
             v = np.asarray(v, dtype=np.float64).reshape(-1)
             x = self.x
             if type(x) is np.ndarray and x.dtype == np.float64:  # no copies
@@ -616,6 +634,10 @@ class Hessp:
         return self._rec
 
     def __call__(self, x, p):
+        if np.iscomplexobj(p):
+            raise TangentShapeError(
+                f"hessp of {self.fname}: a complex direction for the Hessian of a real "
+                "function; apply the real and imaginary parts separately")
         return self._at(x).hvp(np.asarray(p, dtype=self._x.dtype).reshape(self._x.shape))
 
     def value_and_grad(self, x):

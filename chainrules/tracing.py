@@ -22,7 +22,8 @@ from .errors import EscapedTracerError, MissingRuleError, UntraceableError
 from .graph import MultiOutput
 from .registry import _single, lookup, op_name
 
-__all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "is_traced"]
+__all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "untraced",
+           "is_traced"]
 
 _list_tuple = (list, tuple)
 
@@ -102,7 +103,7 @@ def dispatch(op, args, kwargs):
         except MissingRuleError:
             maker = None
         if getattr(maker, "_nondiff", False):  # shape queries, comparisons: harmless
-            return op(*stop_gradient(list(args)), **(kwargs or {}))
+            return op(*untraced(list(args)), **(kwargs or {}))
         raise EscapedTracerError(
             f"{op_name(op)} was called on a traced value whose differentiation "
             "has finished (it escaped from a function being differentiated, for "
@@ -365,7 +366,7 @@ class Traced:
         _untraceable("x.tolist()", "use chainrules.stop_gradient(x).tolist() deliberately")
 
     def __bool__(self):
-        return bool(stop_gradient(self))
+        return bool(untraced(self))
 
     def __setitem__(self, index, value):
         _untraceable("an in-place write (x[...] = v)",
@@ -529,7 +530,7 @@ class Traced:
     def astype(self, dtype, copy=True):
         dtype = np.dtype(dtype)
         if dtype.kind not in "fc":
-            return stop_gradient(self).astype(dtype)
+            return untraced(self).astype(dtype)
         if dtype == self.dtype:
             return self
         return dispatch(astype, (self, dtype), None)
@@ -636,8 +637,10 @@ def is_traced(x):
     return type(x) is Traced
 
 
-def stop_gradient(x):
-    """The value of ``x`` with every level of tracing removed (a constant).
+def untraced(x):
+    """The value of ``x`` with every level of tracing removed, without a copy
+    (the library's own use: the result may be the primal array itself, which
+    must not be written to). Users call ``stop_gradient``.
 
     Works on arrays, scalars and pytrees; plain values are returned as is.
     """
@@ -648,8 +651,39 @@ def stop_gradient(x):
     if isinstance(x, (list, tuple, dict)) or hasattr(x, "__dataclass_fields__"):
         from . import pytree
 
-        return pytree.tree_map(stop_gradient, x)
+        return pytree.tree_map(untraced, x)
     return x
+
+
+def _private_copy(v):
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if not isinstance(v, np.generic) and hasattr(v, "__array_function__"):
+        return np.copy(v)
+    return v
+
+
+def stop_gradient(x):
+    """A constant copy of ``x``: every level of tracing removed, and arrays
+    copied, so that writing to the result changes neither the caller's array
+    nor the value being differentiated.
+
+    Works on arrays, scalars and pytrees; Python and NumPy scalars (which are
+    immutable) are returned as they are.
+
+    >>> import numpy as np, chainrules as cr
+    >>> x = np.array([1.0, 2.0])
+    >>> c = cr.stop_gradient(x); c[0] = 100.0; x
+    array([1., 2.])
+    """
+    v = untraced(x)
+    if type(v) is np.ndarray:
+        return v.copy()
+    if isinstance(v, (list, tuple, dict)) or hasattr(v, "__dataclass_fields__"):
+        from . import pytree
+
+        return pytree.tree_map(_private_copy, v)
+    return _private_copy(v)
 
 
 class Primitive:

@@ -62,7 +62,7 @@ from chainrules.errors import DomainError, MissingRuleError, UntraceableError  #
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
-from chainrules.tracing import Traced, stop_gradient
+from chainrules.tracing import Traced, untraced
 
 from ._util import shape_of
 
@@ -315,7 +315,7 @@ _power_specs = {}
 
 
 def _check_base(op, x):
-    xv = stop_gradient(x)
+    xv = untraced(x)
     if not _is_complex(xv) and np.any(np.less(xv, 0)):
         raise DomainError(
             f"{op_name(op)}(x, y) with a traced exponent y and a negative real base "
@@ -439,7 +439,7 @@ def where_maker(ids, cond, *xy, **kwargs):
     if len(xy) != 2:
         return out, None
 
-    c = np.asarray(stop_gradient(cond)).astype(bool)
+    c = np.asarray(untraced(cond)).astype(bool)
     return out, make_piecewise(np.where, ids, (cond,) + xy, out,
                                (0, c, ~c if ids[2] is not None else 0))
 
@@ -459,7 +459,7 @@ def clip_maker(ids, a, *bounds, **kwargs):
     lo = bounds[0] if len(bounds) > 0 else kwargs.get("min", kwargs.get("a_min"))
     hi = bounds[1] if len(bounds) > 1 else kwargs.get("max", kwargs.get("a_max"))
     has_lo, has_hi = not _absent(lo), not _absent(hi)
-    xv, lov, hiv = stop_gradient(a), stop_gradient(lo), stop_gradient(hi)
+    xv, lov, hiv = untraced(a), untraced(lo), untraced(hi)
     # out = minimum(maximum(x, lo), hi), x kept on the closed interval; NaN stays in x
     keep_lo = ~(xv < lov) if has_lo else True
     m = np.where(keep_lo, xv, lov) if has_lo else xv

@@ -33,7 +33,7 @@ from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
 from chainrules.registry import lookup, op_name, register
 from chainrules.tangents import ZERO, _Structural
-from chainrules.tracing import getitem, primitive, stop_gradient
+from chainrules.tracing import getitem, primitive, untraced
 
 from ._util import shape_of
 from .shape import (NamedLinearRule, PiecesRule, ZipLinearRule, _dtype_of, _is_basic,
@@ -128,7 +128,7 @@ def _permuted_index(x, axis, arg):
     """The advanced index of ``x`` reordered by ``arg(values, axis)`` (argsort,
     argpartition) along ``axis``, or over the flattened array for None."""
     shape = shape_of(x)
-    v = stop_gradient(x)
+    v = untraced(x)
     if axis is None:
         if len(shape) == 0:
             return (None,)

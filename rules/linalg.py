@@ -27,7 +27,7 @@ import numpy as np
 from chainrules.errors import MissingRuleError
 from chainrules.registry import non_differentiable, register
 from chainrules.tangents import ZERO
-from chainrules.tracing import stop_gradient
+from chainrules.tracing import untraced
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
                            _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
@@ -327,16 +327,16 @@ def _abs_sign(x):
     """(|x|, x/|x|) with sign 0 at 0, written with registered calls."""
     if _cplx(x):
         sq = np.real(x * np.conjugate(x))
-        xv = np.asarray(stop_gradient(x))
+        xv = np.asarray(untraced(x))
         nz = (xv != 0).astype(_rdt(x.dtype))
         ab = np.sqrt(sq + (1 - nz)) * nz
         return ab, x * nz / (ab + (1 - nz))
-    sg = np.sign(stop_gradient(x))
+    sg = np.sign(untraced(x))
     return x * sg, sg
 
 
 def _extreme_mask(v, axis, want_max):
-    vv = np.asarray(stop_gradient(v))
+    vv = np.asarray(untraced(v))
     ext = np.max(vv, axis=axis, keepdims=True) if want_max else np.min(
         vv, axis=axis, keepdims=True)
     m = (vv == ext).astype(_rdt(vv.dtype))
@@ -370,7 +370,7 @@ def _kept_shape(shape, axes):
 
 
 def _safe_div(a, n):
-    nv = np.asarray(stop_gradient(n))
+    nv = np.asarray(untraced(n))
     nz = (nv != 0).astype(_rdt(nv.dtype))
     return a * nz / (n + (1 - nz))
 
@@ -408,10 +408,10 @@ def _w_matrix(x, y, axes, ord_, keepdims):
     ab, sg = _abs_sign(x)
     r0, c0 = axes
     if ord_ in (1, -1):
-        colsum = np.sum(np.asarray(stop_gradient(ab)), axis=r0, keepdims=True)
+        colsum = np.sum(np.asarray(untraced(ab)), axis=r0, keepdims=True)
         return conj(sg) * _extreme_mask(colsum, c0, ord_ > 0)
     if ord_ in (np.inf, -np.inf):
-        rowsum = np.sum(np.asarray(stop_gradient(ab)), axis=c0, keepdims=True)
+        rowsum = np.sum(np.asarray(untraced(ab)), axis=c0, keepdims=True)
         return conj(sg) * _extreme_mask(rowsum, r0, ord_ > 0)
     if ord_ in ("nuc", 2, -2):
         xm, perm = _move_last(x, axes)

@@ -31,7 +31,7 @@ from chainrules.graph import MultiOutput
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
-from chainrules.tracing import astype, primitive, stop_gradient
+from chainrules.tracing import astype, primitive, untraced
 
 from ._util import ndim_of, shape_of
 
@@ -196,7 +196,7 @@ def _concrete_order(x, order):
     """Resolve ravel/reshape order 'A' and 'K' against x's memory layout."""
     if order in ("C", "F", None):
         return order or "C"
-    v = stop_gradient(x)
+    v = untraced(x)
     flags = getattr(v, "flags", None)
     if flags is None or flags.c_contiguous:
         return "C"

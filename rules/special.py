@@ -158,9 +158,9 @@ def _logsumexp_impl(a, axis=None, b=None, keepdims=False, return_sign=False):
     """Differentiable ``scipy.special.logsumexp`` written with np.* calls."""
     axes = _reduce_axes(a.shape if b is None else np.broadcast_shapes(
         np.shape(a), np.shape(b)), axis)
-    from chainrules.tracing import stop_gradient
+    from chainrules.tracing import untraced
 
-    av = np.asarray(stop_gradient(a))
+    av = np.asarray(untraced(a))
     m = np.max(av, axis=axes, keepdims=True) if av.size else av
     m = np.where(np.isfinite(m), m, 0)
     e = np.exp(a - m)
@@ -168,7 +168,7 @@ def _logsumexp_impl(a, axis=None, b=None, keepdims=False, return_sign=False):
         e = b * e
     s = np.sum(e, axis=axes, keepdims=True)
     if return_sign:
-        sign = np.sign(stop_gradient(s))
+        sign = np.sign(untraced(s))
         out = np.log(s * sign) + m
         if not keepdims:
             out = np.reshape(out, tuple(n for k, n in enumerate(out.shape) if k not in axes))

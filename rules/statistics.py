@@ -35,7 +35,7 @@ from chainrules.errors import MissingRuleError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
-from chainrules.tracing import stop_gradient
+from chainrules.tracing import untraced
 
 from ._util import normalize_axis, shape_of
 from .reductions import (_check_static, _conj, _count, _cum_params, _expand, _expand_kd,
@@ -141,7 +141,7 @@ def _to_last(x, axes):
 
 def _others_last(xf):
     """Product of the other entries along the last axis, exact with zeros."""
-    xv = np.asarray(stop_gradient(xf))
+    xv = np.asarray(untraced(xf))
     if xv.shape[-1] == 1:  # a single entry: the empty product
         return np.ones(xv.shape, xv.dtype)
     zero = xv == 0
@@ -203,7 +203,7 @@ def _prod_maker(ids, *args, **kwargs):
 def _cumprod_parts(xf):
     """For the last axis: ('fast', None) without zeros, else the matrix
     M[..., k, i] = prod_{j <= i, j != k} x_j and the mask i >= k."""
-    xv = np.asarray(stop_gradient(xf))
+    xv = np.asarray(untraced(xf))
     if not (xv == 0).any():
         return None, None
     n = xv.shape[-1]
@@ -296,7 +296,7 @@ def _var_maker(op, is_std):
 
         def safe_std(xv):
             s = np.std(xv, axis=axes, ddof=ddof, keepdims=True)
-            return s + (np.asarray(stop_gradient(s)) == 0).astype(_real_dtype(x.dtype))
+            return s + (np.asarray(untraced(s)) == 0).astype(_real_dtype(x.dtype))
 
         def var_pullback(g, xv):
             c = _expand_kd(g, shape, axes, keepdims) * _conj(centred(xv))

@@ -51,7 +51,7 @@ from chainrules.graph import _MULTI, Select, Tape
 from chainrules.registry import ClosureRule, op_name
 from chainrules.rule import ReverseRule, rule_name
 from chainrules.tangents import NOTANGENT, ZERO, NoTangent, _Structural
-from chainrules.tracing import Traced, stop_gradient
+from chainrules.tracing import Traced, untraced
 
 from .fd import fd_jvp, upcast
 
@@ -151,7 +151,7 @@ def _diff_norm(a_leaves, b_leaves):
 def _random_leaf(x, rng):
     if not _inexact(x):
         return NOTANGENT
-    v = stop_gradient(x)
+    v = untraced(x)
     a = np.asarray(v)
     if a.dtype.kind == "c":
         r = (rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)) / math.sqrt(2)
@@ -231,7 +231,7 @@ def _lowest_precision(leaves):
     best = None
     for leaf in leaves:
         if _inexact(leaf):
-            dt = np.asarray(stop_gradient(leaf)).dtype
+            dt = np.asarray(untraced(leaf)).dtype
             if best is None or _eps(dt) > _eps(best):
                 best = dt
     return best if best is not None else np.dtype(np.float64)
@@ -426,7 +426,7 @@ class _Recording:
         name = rule_name(rule)
         what = "an input" if role == "cotangent" else "its output"
         if isinstance(c, Traced):
-            c = stop_gradient(c)
+            c = untraced(c)
         if isinstance(c, (bool, np.bool_)):
             self.ctx.fail(f"{where} of rule {name} returned a bool {role} for {what} of "
                           f"dtype {dtype}")
@@ -801,7 +801,7 @@ class _RuleCheck:
                     if c is None or isinstance(c, _Structural):
                         continue
                     rec.check_tangent(c, nid, rule, f"the pullback (of {label})")
-                    a = np.asarray(stop_gradient(c))
+                    a = np.asarray(untraced(c))
                     if np.any(a != 0):
                         ctx.fail(f"the pullback of rule {rule_name(rule)} returned a "
                                  f"nonzero cotangent for the cotangent {label}")
@@ -936,7 +936,7 @@ class _RuleCheck:
             zc = _by_node(rule.pullback_with_tangents(ZERO, gd, ts), 1)
             for nid, c in zc.items():
                 if not isinstance(c, _Structural) and np.any(
-                        np.asarray(stop_gradient(c)) != 0):
+                        np.asarray(untraced(c)) != 0):
                     ctx.fail(f"pullback_with_tangents of rule {name} returned a nonzero "
                              "cotangent for the cotangent ZeroTangent()")
 
