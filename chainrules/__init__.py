@@ -8,7 +8,8 @@ array([0., 0., 0.])
 from .api import grad, grad_and_hvp, hvp, jvp, stop_gradient, value_and_grad, vjp
 from .derived import bilinear_rule, linear_rule, scalar_rule, unbroadcast
 from .errors import (AutodiffError, ComplexOutputError, DomainError, EscapedTracerError,
-                     HvpNotSupported, MissingRuleError, NonDifferentiableInputError,
+                     GraphFreedError, HvpNotSupported, MissingRuleError,
+                     NonDifferentiableInputError,
                      NonScalarOutputError, NumericalInstabilityError, TangentShapeError,
                      UntraceableError)
 from .graph import Gradients, MultiOutput, Tape
@@ -38,7 +39,8 @@ __all__ = [
     "ZeroTangent", "NoTangent",
     "AutodiffError", "MissingRuleError", "HvpNotSupported", "NonScalarOutputError",
     "TangentShapeError", "NumericalInstabilityError", "UntraceableError",
-    "EscapedTracerError", "GraphFreedError", "NonDifferentiableInputError", "ComplexOutputError", "DomainError",
+    "EscapedTracerError", "GraphFreedError", "NonDifferentiableInputError",
+    "ComplexOutputError", "DomainError",
     "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
     "checkpoint", "checkpoint_sequential",
     "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",

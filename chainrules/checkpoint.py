@@ -32,6 +32,7 @@ calls different expensive operations, or a different number of them.
 closure over a traced value raises ``UntraceableError``.
 """
 
+import contextvars
 import functools
 import math
 
@@ -92,7 +93,20 @@ class _Saver:
         return _seg(val)
 
 
-_active = []  # stack of _Saver; the top one intercepts
+# the savers of the segments running in this context (thread / asyncio
+# task), innermost last: the innermost one intercepts. A context variable, so
+# that threads differentiating checkpointed functions at once never see each
+# other's savers.
+_savers = contextvars.ContextVar("chainrules_checkpoint_savers", default=())
+
+
+def _active_saver():
+    stack = _savers.get()
+    return stack[-1] if stack else None
+
+
+def _push_saver(saver):
+    return _savers.set(_savers.get() + (saver,))
 
 
 def _plain(v):
@@ -124,7 +138,7 @@ class _Seg(np.ndarray):
         inputs = tuple(_unseg(i) for i in inputs)
         if "out" in kwargs:
             kwargs["out"] = tuple(_unseg(o) for o in kwargs["out"])
-        saver = _active[-1] if _active else None
+        saver = _active_saver()
         if saver is None:
             return getattr(ufunc, method)(*inputs, **kwargs)
         if method == "__call__" and saver.wants(ufunc):
@@ -134,7 +148,7 @@ class _Seg(np.ndarray):
     def __array_function__(self, func, types, args, kwargs):
         args = tuple(_unseg(a) for a in args)
         kwargs = {k: _unseg(v) for k, v in kwargs.items()}
-        saver = _active[-1] if _active else None
+        saver = _active_saver()
         if saver is None:
             return func(*args, **kwargs)
         if saver.wants(func):
@@ -197,14 +211,13 @@ class CheckpointRule(ReverseRule):
             ids.append(nid)
             leaves[k] = Traced(v, nid, tape)
         args, kwargs = pytree.unflatten(self.treedef, leaves)
-        if saver is not None:
-            _active.append(saver)
+        token = _push_saver(saver) if saver is not None else None
         try:
             out = self.fn(*args, **kwargs)
         finally:
             tape.active = False
-            if saver is not None:
-                _active.pop()
+            if token is not None:
+                _savers.reset(token)
         out_leaves = pytree.flatten(out)[0]
         if len(out_leaves) != self.n_out:
             raise AutodiffError(
@@ -345,11 +358,11 @@ def _first_run_saving(f, td, plain, traced_pos, wants, fname, top):
         leaves[k] = Traced(v, tape.leaf(v), tape)
     saver = _Saver(wants)
     a, kw = pytree.unflatten(td, leaves)
-    _active.append(saver)
+    token = _push_saver(saver)
     try:
         out = f(*a, **kw)
     finally:
-        _active.pop()
+        _savers.reset(token)
         tape.active = False
     out_leaves, out_td = pytree.flatten(out)
     res = []

@@ -337,6 +337,8 @@ def _register_power(op, fast_path):
                 key = (type(y), y)
                 spec = _power_specs.get(key)
                 if spec is None:
+                    if len(_power_specs) > 256:  # exponents that vary call by call
+                        _power_specs.clear()
                     spec = _power_specs[key] = _PowerSpec(y, name)
                 if y == 2 and type(y) in (int, float) and x.dtype.kind == "f":
                     z = np.square(x)  # as NumPy's own x ** 2, and 2x faster than pow
