@@ -11,7 +11,7 @@ from .errors import (AutodiffError, ComplexOutputError, DomainError, EscapedTrac
                      GraphFreedError, HvpNotSupported, MissingRuleError,
                      NonDifferentiableInputError,
                      NonScalarOutputError, NumericalInstabilityError, TangentShapeError,
-                     UntraceableError)
+                     TruthValueError, UntraceableError)
 from .graph import Gradients, MultiOutput, Tape
 from .registry import non_differentiable, register, rrule
 from .rule import NodeId, ReverseRule
@@ -40,7 +40,7 @@ __all__ = [
     "AutodiffError", "MissingRuleError", "HvpNotSupported", "NonScalarOutputError",
     "TangentShapeError", "NumericalInstabilityError", "UntraceableError",
     "EscapedTracerError", "GraphFreedError", "NonDifferentiableInputError",
-    "ComplexOutputError", "DomainError",
+    "ComplexOutputError", "DomainError", "TruthValueError",
     "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
     "checkpoint", "checkpoint_sequential",
     "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",

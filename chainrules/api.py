@@ -186,10 +186,12 @@ def _scalar_output(out, tape, fname, holomorphic=False):
             raise NonScalarOutputError(
                 f"grad of {fname}: the function returned {type(out).__name__}, not a "
                 "scalar; return a single number (use has_aux=True to return more)")
-    if shape != ():
+    if shape != () and any(d != 1 for d in shape):
+        # one element (shape (1,), (1, 1)) is accepted, as in autograd and
+        # PyTorch: the gradient of that element
         raise NonScalarOutputError(
-            f"grad of {fname}: the output has shape {shape}, not (); grad needs a "
-            "scalar output. Reduce it (np.sum), or use chainrules.vjp / "
+            f"grad of {fname}: the output has shape {shape}; grad needs a scalar "
+            "(or one-element) output. Reduce it (np.sum), or use chainrules.vjp / "
             "chainrules.jacobian for vector outputs.")
     dtype = getattr(out, "dtype", None)
     if dtype is None:
@@ -241,7 +243,7 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
         finally:
             tape.active = False
         if type(out) is Traced and out.tape is tape:
-            grads = tape.backward([out.node], [np.ones((), dtype)])
+            grads = tape.backward([out.node], [np.ones(shape_of(out), dtype)])
         else:
             grads = _EMPTY
         tape.free()
@@ -452,7 +454,8 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
         if nid is not None and not isinstance(tv, _Structural):
             seeds[nid] = tv
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
-    g, hv = tape.backward_with_tangents([out.node], [np.ones((), dtype)], [ZERO], tans,
+    g, hv = tape.backward_with_tangents([out.node], [np.ones(shape_of(out), dtype)],
+                                        [ZERO], tans,
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()
     users = _user_arrays(x, v)

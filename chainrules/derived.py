@@ -467,9 +467,12 @@ class CastCotangents(ReverseRule):
 
     def _cast(self, nid, c):
         dt = self.dtypes.get(nid)
-        if dt is None or isinstance(c, _Structural) or c.dtype == dt:
+        if dt is None or c is None or isinstance(c, _Structural):
             return c
-        if c.dtype.kind == "c" and dt.kind != "c":
+        cdt = getattr(c, "dtype", None)
+        if cdt is None or cdt == dt:
+            return c
+        if cdt.kind == "c" and dt.kind != "c":
             c = np.real(c)
         return c.astype(dt)
 
@@ -478,7 +481,7 @@ class CastCotangents(ReverseRule):
 
     def pushforward(self, tangents):
         t = self.rule.pushforward(tangents)
-        if isinstance(t, _Structural) or t.dtype == self.zdtype:
+        if t is None or isinstance(t, _Structural) or getattr(t, "dtype", None) == self.zdtype:
             return t
         return t.astype(self.zdtype)
 

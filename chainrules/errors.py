@@ -57,3 +57,8 @@ class ComplexOutputError(AutodiffError, TypeError):
 class GraphFreedError(AutodiffError, RuntimeError):
     """A recording was used after its saved values were freed: after
     ``free()``, or after a sweep that did not retain the graph."""
+
+
+class TruthValueError(AutodiffError, ValueError):
+    """``bool()`` of a traced array with more than one element (ambiguous, as
+    for NumPy arrays)."""

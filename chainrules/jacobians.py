@@ -340,7 +340,7 @@ def _hessian(rec, fname, single):
     tape = rec.tape
     node = rec.node(rec.out)
     live = [(s, k, leaf, nid) for s, k, leaf, nid in ins if nid is not None]
-    one = np.ones((), _dtype(rec.out))
+    one = np.ones(shape_of(rec.out), _dtype(rec.out))
     if node is not None:
         need_t = tape.tangent_demand([node])
         need_g = tape.cotangent_demand([node])
@@ -447,7 +447,7 @@ class _HvpRecording:
                     f"{_dtype(leaf)}; pass real and imaginary parts as real arguments")
         dtype = _scalar_output(rec.out, tape, fname)
         self.node = rec.node(rec.out)
-        self.one = np.ones((), dtype)
+        self.one = np.ones(shape_of(rec.out), dtype)
         self.ids = [n for n in self.spec.ids if n is not None]
         self.value = _unwrap_level(rec.out, tape)
         if self.node is None:

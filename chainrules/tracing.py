@@ -18,7 +18,7 @@ Uses that would silently drop a derivative raise ``UntraceableError``:
 
 import numpy as np
 
-from .errors import EscapedTracerError, MissingRuleError, UntraceableError
+from .errors import EscapedTracerError, MissingRuleError, TruthValueError, UntraceableError
 from .graph import MultiOutput
 from .registry import _single, lookup, op_name
 
@@ -284,6 +284,10 @@ class Traced:
                     "uninitialised; use np.where(cond, f(x), other) instead")
             if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
                 return _dispatch1(ufunc, inputs[0])
+            if ufunc is np.divmod:
+                # two recorded operations: the quotient has no derivative
+                # (floor_divide), the remainder is np.remainder's
+                return (np.floor_divide(*inputs, **kwargs), np.remainder(*inputs, **kwargs))
             return dispatch(ufunc, inputs, kwargs)
         if method == "reduce" and ufunc.__name__ in _REDUCE and "where" not in kwargs \
                 and "initial" not in kwargs:
@@ -366,7 +370,15 @@ class Traced:
         _untraceable("x.tolist()", "use chainrules.stop_gradient(x).tolist() deliberately")
 
     def __bool__(self):
-        return bool(untraced(self))
+        # Python control flow on a traced value follows its current value (the
+        # branch taken is not differentiated, as in NumPy)
+        v = untraced(self)
+        if np.size(v) != 1:
+            raise TruthValueError(
+                f"the truth value of a traced array of shape {np.shape(v)} is "
+                "ambiguous; use np.any(x) / np.all(x), or np.where(cond, a, b) to "
+                "select values differentiably")
+        return bool(v)
 
     def __setitem__(self, index, value):
         _untraceable("an in-place write (x[...] = v)",
@@ -571,6 +583,19 @@ class Traced:
 
     def __rmod__(self, other):
         return np.remainder(other, self)
+
+    def __divmod__(self, other):
+        return np.divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return np.divmod(other, self)
+
+    def __round__(self, ndigits=None):
+        # as ndarray: round(x) of a 0-d value is a Python int (no derivative),
+        # round(x, n) an array of the same dtype, piecewise constant
+        if ndigits is None:
+            return round(untraced(self))
+        return np.round(self, ndigits)
 
     def __pow__(self, other):
         return _binop(np.power, self, other)

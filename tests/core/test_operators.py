@@ -1,0 +1,54 @@
+"""Python operators on traced values behave as on ndarrays, and
+differentiate like the NumPy functions they stand for."""
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+
+X = np.array([1.0, 2.3, -0.7])
+
+
+def test_divmod_builtin_and_ufunc():
+    for form in (lambda x: divmod(x, 0.6), lambda x: np.divmod(x, 0.6)):
+        q, r = form(X)
+        np.testing.assert_array_equal(q, np.floor_divide(X, 0.6))
+        g = cr.grad(lambda x: np.sum(form(x)[1] ** 2))(X)
+        np.testing.assert_allclose(g, 2 * np.remainder(X, 0.6))
+        # the quotient is piecewise constant: no derivative flows through it
+        np.testing.assert_array_equal(cr.grad(lambda x: np.sum(form(x)[0] * 0 + x))(X),
+                                      np.ones(3))
+
+
+def test_rdivmod():
+    x = np.array([1.5, 0.7])
+    g = cr.grad(lambda x: np.sum(divmod(2.0, x)[1] ** 2))(x)
+    r = np.remainder(2.0, x)
+    np.testing.assert_allclose(g, 2 * r * -np.floor_divide(2.0, x))
+
+
+def test_round_pos_abs_floordiv_mod():
+    np.testing.assert_array_equal(cr.grad(lambda x: np.sum(round(x, 1) * x))(X), np.round(X, 1))
+    assert cr.grad(lambda x: round(x) * x)(np.float64(1.3)) == 1.0
+    np.testing.assert_array_equal(cr.grad(lambda x: np.sum(+x))(X), np.ones(3))
+    np.testing.assert_array_equal(cr.grad(lambda x: np.sum(abs(x)))(X), np.sign(X))
+    np.testing.assert_array_equal(cr.grad(lambda x: np.sum((x // 0.5) * x))(X), X // 0.5)
+    np.testing.assert_allclose(cr.grad(lambda x: np.sum((x % 0.7) ** 2))(X), 2 * (X % 0.7))
+    np.testing.assert_allclose(cr.grad(lambda x: np.sum((3.0 % x) ** 2))(X),
+                               2 * (3.0 % X) * -(3.0 // X))
+
+
+def test_matmul_both_sides_and_comparisons():
+    a = np.arange(6.0).reshape(2, 3)
+    g = cr.grad(lambda w: np.sum(a @ w @ np.ones(2)))(np.ones((3, 2)))
+    np.testing.assert_array_equal(g, np.outer(a.sum(0), np.ones(2)))
+    c = cr.grad(lambda x: np.sum(np.where((x > 0) & (x <= 2.3) & (x != 1.0), x, 0.0)))(X)
+    np.testing.assert_array_equal(c, [0.0, 1.0, 0.0])
+
+
+def test_bool_follows_the_value_and_refuses_ambiguity():
+    assert cr.grad(lambda x: x if x > 0 else -x)(np.float64(-2.0)) == -1.0
+    with pytest.raises(cr.TruthValueError, match="ambiguous"):
+        cr.grad(lambda x: np.sum(x) if x else 0.0)(X)
+    with pytest.raises(ValueError):  # also a ValueError, as NumPy raises
+        cr.grad(lambda x: np.sum(x) if x else 0.0)(X)
