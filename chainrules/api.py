@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from . import pytree
-from .arrays import shape_of
+from .arrays import is_array, ones_like_value, shape_of, zeros_like_value
 from .errors import (ComplexOutputError, HvpNotSupported, NonDifferentiableInputError,
                      NonScalarOutputError, TangentShapeError)
 from .graph import Tape
@@ -29,7 +29,7 @@ def _fname(f):
 def _is_inexact(v):
     if isinstance(v, Traced):
         return True
-    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
+    if isinstance(v, np.ndarray) or isinstance(v, np.generic) or is_array(v):
         return v.dtype.kind in "fc"
     return isinstance(v, (float, complex)) and not isinstance(v, bool)
 
@@ -87,7 +87,7 @@ def _trace_arg(tape, arg, fname, argnum, private=False):
         else:
             traced.append(leaf)
             ids.append(None)
-        scal.append(not isinstance(leaf, (np.ndarray, Traced)))
+        scal.append(not (isinstance(leaf, Traced) or is_array(leaf)))
     return pytree.unflatten(td, traced), _Spec(td, leaves, ids, scal)
 
 
@@ -116,8 +116,7 @@ def _leaf_cotangent(c, leaf, scalar):
     if isinstance(c, _Structural):
         if not _is_inexact(leaf):
             return NOTANGENT
-        v = np.asarray(untraced(leaf))
-        c = np.zeros(v.shape, v.dtype)
+        c = zeros_like_value(untraced(leaf))
     tc = type(c)
     if tc is np.ndarray:
         if scalar:
@@ -243,7 +242,7 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
         finally:
             tape.active = False
         if type(out) is Traced and out.tape is tape:
-            grads = tape.backward([out.node], [np.ones(shape_of(out), dtype)])
+            grads = tape.backward([out.node], [ones_like_value(untraced(out), dtype)])
         else:
             grads = _EMPTY
         tape.free()
@@ -375,7 +374,11 @@ def _check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp"):
                 f"{entry} of {fname}: a complex {what} ({tdt}) for a real {of} ({pdt}); "
                 f"a {what} has the primal's kind. Split a complex direction into its "
                 "real and imaginary parts and apply them separately")
-        if type(b) is not Traced and (tdt != pdt or type(b) is not np.ndarray):
+        if type(b) is Traced or (type(b) is np.ndarray and tdt == pdt):
+            pass
+        elif type(b) is not np.ndarray and is_array(b):  # dask and other array types
+            b = b if tdt == pdt else b.astype(pdt)
+        else:
             b = np.asarray(b, dtype=pdt)
         out.append(b)
     return out
@@ -409,7 +412,7 @@ def jvp(f, primals, tangents):
             t = tans[o.node]
             v = o.value
             if t is None:
-                t = np.zeros(shape_of(v), untraced(v).dtype)
+                t = zeros_like_value(untraced(v))
             outs.append(_fresh(v, users))
             touts.append(_like_output(_fresh(t, users), v))
         else:
@@ -433,8 +436,8 @@ def _like_output(t, v):
 def _zero_like_value(o):
     v = untraced(o)
     if _is_inexact(v):
-        z = np.zeros(np.shape(v), np.result_type(v))
-        return z[()] if not isinstance(v, np.ndarray) else z
+        z = zeros_like_value(v)
+        return z[()] if not is_array(v) else z
     return NOTANGENT
 
 
@@ -454,7 +457,7 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
         if nid is not None and not isinstance(tv, _Structural):
             seeds[nid] = tv
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
-    g, hv = tape.backward_with_tangents([out.node], [np.ones(shape_of(out), dtype)],
+    g, hv = tape.backward_with_tangents([out.node], [ones_like_value(untraced(out), dtype)],
                                         [ZERO], tans,
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()

@@ -6,7 +6,8 @@ read the attribute when there is one, so they never record anything.
 
 import numpy as np
 
-__all__ = ["shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value"]
+__all__ = ["shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value",
+           "is_array", "zeros_like_value", "ones_like_value"]
 
 
 def shape_of(v):
@@ -50,3 +51,32 @@ def uniform_value(a):
     if type(a) is _ndarray and a.ndim and not any(a.strides) and a.size:
         return a.flat[0]
     return None
+
+
+def is_array(v):
+    """True for an ndarray and for other array types that implement NumPy's
+    protocols (dask.array, CuPy-like arrays): anything with a shape, a dtype
+    and ``__array_function__`` that is not a NumPy scalar."""
+    tv = type(v)
+    if tv is _ndarray:
+        return True
+    if tv.__name__ == "Traced" or isinstance(v, np.generic):
+        return False
+    return (hasattr(tv, "__array_function__") and hasattr(v, "dtype")
+            and hasattr(v, "shape"))
+
+
+def zeros_like_value(v, dtype=None):
+    """Zeros of ``v``'s shape and dtype (or ``dtype``), of ``v``'s array type:
+    NumPy's fast path for ndarrays and scalars, ``np.zeros_like`` (which
+    dispatches to dask and other array types) for the rest."""
+    if type(v) is _ndarray or not is_array(v):
+        return np.zeros(np.shape(v), np.result_type(v) if dtype is None else dtype)
+    return np.zeros_like(v, dtype=dtype)
+
+
+def ones_like_value(v, dtype=None):
+    """Ones of ``v``'s shape and dtype (or ``dtype``) and array type."""
+    if type(v) is _ndarray or not is_array(v):
+        return np.ones(np.shape(v), np.result_type(v) if dtype is None else dtype)
+    return np.ones_like(v, dtype=dtype)

@@ -23,6 +23,7 @@ import itertools
 
 import numpy as np
 
+from .arrays import is_array
 from .errors import GraphFreedError, TangentShapeError
 from .rule import NodeId, ReverseRule, rule_name
 from .tangents import ZERO, NoTangent, ZeroTangent, _Structural
@@ -257,8 +258,8 @@ class Tape:
                     f"rule {_rname(rule)} returned a {what} of dtype {cdtype} "
                     f"for a value of dtype {dtype}")
             c = c.astype(dtype)
-        elif type(c) is not _ndarray and type(c).__name__ != "Traced":
-            c = np.asarray(c)
+        elif type(c) is not _ndarray and type(c).__name__ != "Traced" and not is_array(c):
+            c = np.asarray(c)  # a NumPy scalar; other array types stay as they are
         return c
 
     # -- reverse sweep -----------------------------------------------------------
