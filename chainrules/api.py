@@ -63,7 +63,8 @@ def _private(v):
         return v.copy()
     if type(v) is Traced or isinstance(v, np.generic) or not hasattr(v, "__array_function__"):
         return v
-    return np.copy(v)
+    copy = getattr(v, "copy", None)  # lazy for dask (a new array object)
+    return copy() if copy is not None else np.copy(v)
 
 
 def _trace_arg(tape, arg, fname, argnum, private=False):

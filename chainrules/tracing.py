@@ -684,7 +684,8 @@ def _private_copy(v):
     if isinstance(v, np.ndarray):
         return v.copy()
     if not isinstance(v, np.generic) and hasattr(v, "__array_function__"):
-        return np.copy(v)
+        copy = getattr(v, "copy", None)  # lazy for dask (a new array object)
+    return copy() if copy is not None else np.copy(v)
     return v
 
 
