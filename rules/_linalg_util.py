@@ -36,6 +36,8 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO
 from chainrules.tracing import Traced, untraced
 
+from ._util import array_value
+
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
 
@@ -136,7 +138,7 @@ def inv_gaps(w, keep_diag=False):
     """``F_ij = 1 / (w_j - w_i)``, 0 on the diagonal and where w_i == w_j.
 
     The degeneracy mask is computed on the plain values (a constant)."""
-    wv = np.asarray(untraced(w))
+    wv = array_value(w)
     n = wv.shape[-1]
     gap = wv[..., None, :] - wv[..., :, None]
     scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)

@@ -10,3 +10,18 @@ def normalize_axis(axis, ndim):
     if isinstance(axis, (tuple, list)):
         return tuple(sorted(a % ndim if ndim else 0 for a in axis))
     return (axis % ndim if ndim else 0,)
+
+
+def array_value(x):
+    """The value of ``x`` with every level of tracing removed, as an array of
+    its own type: an ndarray stays an ndarray, a dask or other NEP-18 array
+    stays lazy, a NumPy or Python scalar becomes a 0-d ndarray. Rules use it
+    where they need the primal's data (masks, weights); never ``np.asarray``,
+    which would compute a lazy array."""
+    import numpy as np
+
+    from chainrules.arrays import is_array
+    from chainrules.tracing import untraced
+
+    v = untraced(x)
+    return v if is_array(v) else np.asarray(v)

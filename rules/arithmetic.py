@@ -54,7 +54,7 @@ import math
 
 import numpy as np
 
-from chainrules.arrays import real_dtype as _real_dtype
+from chainrules.arrays import is_array, real_dtype as _real_dtype
 
 from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule,  # noqa: F401
                                 narrower_inputs as _narrower_inputs, scalar_rule, unbroadcast)
@@ -188,17 +188,23 @@ def piecewise_rule(op, *weight_fns):
 
 
 def _mask(cond, z):
-    """A boolean mask as a weight array of ``z``'s real dtype."""
-    return np.asarray(cond).astype(real_dtype(z))
+    """A boolean mask as a weight array of ``z``'s real dtype (of the mask's
+    own array type: a dask mask stays lazy)."""
+    if not hasattr(cond, "astype"):
+        cond = np.asarray(cond)
+    return cond.astype(real_dtype(z))
 
 
 def _tie_split(win, tie, z):
     """The weight of an argument of maximum/minimum: 1 where it wins (``win``),
     0.5 on a ``tie``, else 0. Without ties (the usual case) the boolean
     mask itself is the weight: ``g * mask`` keeps ``g``'s dtype."""
-    if not tie.any():
+    if type(tie) is np.ndarray and not tie.any():
         return win
-    return np.add(win, win | tie, dtype=real_dtype(z)) * 0.5
+    # (the casts are explicit: np.add(bool, bool, dtype=float) is a logical
+    # OR on some array libraries, not a sum)
+    dt = real_dtype(z)
+    return (_mask(win, z) + _mask(win | tie, z)) * dt.type(0.5)
 
 
 # add and subtract: constant partials, so no multiplication and no saved values
@@ -259,7 +265,8 @@ def _masked_power(pw, c, x, e):
     The base is replaced by 1 where ``c == 0`` so that no branch of the
     where is infinite (safe for nested differentiation too)."""
     m = c == 0
-    if not np.any(m):
+    # decided on the host only for NumPy values; a lazy mask takes the where
+    if isinstance(m, (bool, np.bool_)) or (type(m) is np.ndarray and not m.any()):
         return c * pw(x, e)
     return np.where(m, 0, c * pw(np.where(m, 1, x), e))
 
@@ -316,7 +323,13 @@ _power_specs = {}
 
 def _check_base(op, x):
     xv = untraced(x)
-    if not _is_complex(xv) and np.any(np.less(xv, 0)):
+    if not is_array(xv) or type(xv) is np.ndarray:
+        negative = not _is_complex(xv) and np.any(np.less(xv, 0))
+    else:
+        # a lazy base: checking it would compute it; the derivative in the
+        # exponent of a negative base comes out NaN there (log of a negative)
+        negative = False
+    if negative:
         raise DomainError(
             f"{op_name(op)}(x, y) with a traced exponent y and a negative real base "
             f"x (types {type(xv).__name__}): the power is not differentiable in the "
@@ -441,9 +454,15 @@ def where_maker(ids, cond, *xy, **kwargs):
     if len(xy) != 2:
         return out, None
 
-    c = np.asarray(untraced(cond)).astype(bool)
+    c = untraced(cond)
+    c = c.astype(bool) if hasattr(c, "astype") else np.asarray(c, dtype=bool)
     return out, make_piecewise(np.where, ids, (cond,) + xy, out,
                                (0, c, ~c if ids[2] is not None else 0))
+
+
+def _as_mask(m):
+    """A boolean mask as an array of its own type (Python bools as 0-d)."""
+    return m if hasattr(m, "shape") else np.asarray(m)
 
 
 def _absent(v):
@@ -466,9 +485,9 @@ def clip_maker(ids, a, *bounds, **kwargs):
     keep_lo = ~(xv < lov) if has_lo else True
     m = np.where(keep_lo, xv, lov) if has_lo else xv
     keep_hi = ~(m > hiv) if has_hi else True
-    weights = (np.asarray(keep_lo & keep_hi),
-               np.asarray(~keep_lo & keep_hi) if has_lo else 0,
-               np.asarray(~keep_hi) if has_hi else 0)
+    weights = (_as_mask(keep_lo & keep_hi),
+               _as_mask(~keep_lo & keep_hi) if has_lo else 0,
+               _as_mask(~keep_hi) if has_hi else 0)
     return out, make_piecewise(np.clip, ids, (a,) + bounds, out, weights[:len(ids)])
 
 

@@ -37,6 +37,8 @@ from chainrules.graph import MultiOutput
 from chainrules.registry import register
 from chainrules.tracing import untraced
 
+from ._util import array_value
+
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _imag_diag, _is_zero, _rdt,
                            _row, _tri_mask, conj, defrule, diag_embed, diag_part,
                            herm_cotangent, herm_tangent, inv_gaps, mH, mT)
@@ -108,7 +110,7 @@ def _svd_flags(r):
 
 def _inv_sums(s):
     """``1 / (s_i + s_j)`` (diagonal included), 0 where both are zero."""
-    sv = np.asarray(untraced(s))
+    sv = array_value(s)
     tot = sv[..., :, None] + sv[..., None, :]
     scale = np.maximum(np.max(sv, axis=-1, keepdims=True)[..., None], 1.0)
     keep = (tot > 100 * sv.shape[-1] * np.finfo(sv.dtype).eps * scale).astype(sv.dtype)
@@ -323,7 +325,7 @@ def _eigvals_prepare(xs, kw):
     # eigenvectors: match eig's vectors to eigvals' order
     y = np.linalg.eigvals(*xs, **kw)
     w, v = np.linalg.eig(*xs, **kw)
-    yv, wv = np.asarray(untraced(y)), np.asarray(untraced(w))
+    yv, wv = array_value(y), array_value(w)
     order = np.argmin(np.abs(yv[..., :, None] - wv[..., None, :]), axis=-1)
     if not np.array_equal(order, np.broadcast_to(np.arange(yv.shape[-1]), order.shape)):
         v = np.take_along_axis(v, order[..., None, :], axis=-1)

@@ -146,9 +146,11 @@ def nan_to_num_maker(ids, x, *args, **kwargs):
         return out, None
     if getattr(xv, "dtype", np.dtype(float)).kind == "c":
         a, b = np.isfinite(np.real(xv)), np.isfinite(np.imag(xv))
-        if not np.array_equal(a, b):
+        if type(a) is not np.ndarray or not np.array_equal(a, b):
             return out, PartsMaskRule(ids[0], a, b)
         w = a
     else:
         w = np.isfinite(xv)
-    return out, make_piecewise(np.nan_to_num, ids[:1], (x,), out, (np.asarray(w),))
+    if not hasattr(w, "shape"):
+        w = np.asarray(w)
+    return out, make_piecewise(np.nan_to_num, ids[:1], (x,), out, (w,))

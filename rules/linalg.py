@@ -29,6 +29,8 @@ from chainrules.registry import non_differentiable, register
 from chainrules.tangents import ZERO
 from chainrules.tracing import untraced
 
+from ._util import array_value
+
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
                            _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
                            diag_part, herm_cotangent, herm_tangent, mH, mT)
@@ -327,7 +329,7 @@ def _abs_sign(x):
     """(|x|, x/|x|) with sign 0 at 0, written with registered calls."""
     if _cplx(x):
         sq = np.real(x * np.conjugate(x))
-        xv = np.asarray(untraced(x))
+        xv = array_value(x)
         nz = (xv != 0).astype(_rdt(x.dtype))
         ab = np.sqrt(sq + (1 - nz)) * nz
         return ab, x * nz / (ab + (1 - nz))
@@ -336,7 +338,7 @@ def _abs_sign(x):
 
 
 def _extreme_mask(v, axis, want_max):
-    vv = np.asarray(untraced(v))
+    vv = array_value(v)
     ext = np.max(vv, axis=axis, keepdims=True) if want_max else np.min(
         vv, axis=axis, keepdims=True)
     m = (vv == ext).astype(_rdt(vv.dtype))
@@ -370,7 +372,7 @@ def _kept_shape(shape, axes):
 
 
 def _safe_div(a, n):
-    nv = np.asarray(untraced(n))
+    nv = array_value(n)
     nz = (nv != 0).astype(_rdt(nv.dtype))
     return a * nz / (n + (1 - nz))
 
@@ -408,10 +410,10 @@ def _w_matrix(x, y, axes, ord_, keepdims):
     ab, sg = _abs_sign(x)
     r0, c0 = axes
     if ord_ in (1, -1):
-        colsum = np.sum(np.asarray(untraced(ab)), axis=r0, keepdims=True)
+        colsum = np.sum(array_value(ab), axis=r0, keepdims=True)
         return conj(sg) * _extreme_mask(colsum, c0, ord_ > 0)
     if ord_ in (np.inf, -np.inf):
-        rowsum = np.sum(np.asarray(untraced(ab)), axis=c0, keepdims=True)
+        rowsum = np.sum(array_value(ab), axis=c0, keepdims=True)
         return conj(sg) * _extreme_mask(rowsum, r0, ord_ > 0)
     if ord_ in ("nuc", 2, -2):
         xm, perm = _move_last(x, axes)

@@ -40,7 +40,7 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO
 from chainrules.tracing import untraced
 
-from ._util import normalize_axis, shape_of
+from ._util import array_value, normalize_axis, shape_of
 
 _NoValue = getattr(np, "_NoValue", None)
 
@@ -229,7 +229,7 @@ def _diff_maker(ids, *args, **kwargs):
     y = np.diff(*args, **kwargs)
     for k in ("prepend", "append"):
         if _given(p[k]):  # constants: their tangent is zero
-            kw[k] = np.zeros(np.shape(p[k]), np.asarray(untraced(p[k])).dtype)
+            kw[k] = np.zeros(np.shape(p[k]), array_value(p[k]).dtype)
     tr = _diff_transpose
     xd = p["a"].dtype if hasattr(p["a"], "dtype") else np.result_type(p["a"])
     if y.dtype != xd:  # a float64 prepend/append promotes: cast the cotangent back
@@ -325,8 +325,7 @@ def _select_maker(op, reduce_op):
         x = p["a"]
         keepdims = _kd(p["keepdims"])
         y = op(x, axis=p["axis"], keepdims=keepdims)
-        xv = untraced(x)
-        xv = np.asarray(xv)
+        xv = array_value(x)
         axes = normalize_axis(p["axis"], xv.ndim)
         w = _select_weights(xv, reduce_op(xv, axis=axes, keepdims=True), axes)
         return y, WeightedReduceRule(ids[0], w, axes, keepdims, xv.shape, op)
@@ -347,7 +346,7 @@ def _ptp_maker(ids, *args, **kwargs):
     x = p["a"]
     keepdims = _kd(p["keepdims"])
     y = np.ptp(x, axis=p["axis"], keepdims=keepdims)
-    xv = np.asarray(untraced(x))
+    xv = array_value(x)
     axes = normalize_axis(p["axis"], xv.ndim)
     w = (_select_weights(xv, np.max(xv, axis=axes, keepdims=True), axes)
          - _select_weights(xv, np.min(xv, axis=axes, keepdims=True), axes))
@@ -365,7 +364,7 @@ def _nan_maker(op, mean):
         if p["dtype"] is not None:
             kw["dtype"] = p["dtype"]
         y = op(*args, **kwargs)
-        xv = np.asarray(untraced(x))
+        xv = array_value(x)
         axes = normalize_axis(p["axis"], xv.ndim)
         w = (~np.isnan(xv)).astype(_real_dtype(xv.dtype))
         if mean:

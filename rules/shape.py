@@ -25,6 +25,7 @@ primitive with its own rule, so adjoints built on it differentiate again.
 
 import numpy as np
 
+from chainrules.arrays import is_array
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.graph import MultiOutput
@@ -53,11 +54,32 @@ def _is_basic(index):
 def scatter_add(g, index, shape):
     """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices
     accumulate): the adjoint of ``x[index]`` for ``x`` of ``shape``."""
-    out = np.zeros(shape, np.result_type(g))
-    if _is_basic(index):
-        out[index] = g
-    else:
-        np.add.at(out, index, g)
+    if type(g) is np.ndarray or not is_array(g):
+        out = np.zeros(shape, np.result_type(g))
+        if _is_basic(index):
+            out[index] = g
+        else:
+            np.add.at(out, index, g)
+        return out
+    return _scatter_add_lazy(g, index, shape)
+
+
+def _scatter_add_lazy(g, index, shape):
+    """``scatter_add`` for dask and other array types: zeros of ``g``'s type
+    with ``g`` assigned at ``index``. ``np.add.at`` has no lazy form, so an
+    index that selects an element twice (repeated integers) raises."""
+    out = np.zeros_like(g, shape=shape)
+    parts = index if type(index) is tuple else (index,)
+    for p in parts:
+        if isinstance(p, np.ndarray) and p.dtype.kind in "iu":
+            flat = np.unique(p.ravel(), return_counts=True)[1]
+            if flat.size and flat.max() > 1:
+                raise MissingRuleError(
+                    f"the cotangent of x[index] with repeated integer indices on a "
+                    f"{type(g).__name__} array needs a scatter-add, which "
+                    f"{type(g).__module__.split('.')[0]} cannot do lazily; gather "
+                    "with unique indices, or use NumPy arrays for this operation")
+    out[index] = g
     return out
 
 
@@ -211,7 +233,8 @@ def _concrete_order(x, order):
 
 def _reshape_transpose(g, xshape, *args, **kwargs):
     order = args[1] if len(args) > 1 else kwargs.get("order", "C")
-    return np.reshape(g, xshape, order=order)
+    # "C" is not passed on: some array libraries (dask) take no order argument
+    return np.reshape(g, xshape) if order == "C" else np.reshape(g, xshape, order=order)
 
 
 @register(np.reshape)
@@ -229,14 +252,15 @@ def _reshape_maker(ids, x, *args, **kwargs):
 
 
 def _ravel_transpose(g, shape, order="C"):
-    return np.reshape(g, shape, order=order)
+    return np.reshape(g, shape) if order == "C" else np.reshape(g, shape, order=order)
 
 
 @register(np.ravel)
 def _ravel_maker(ids, x, order="C"):
     order = _concrete_order(x, order)
-    return np.ravel(x, order), LinearRule(ids[0], np.ravel, _ravel_transpose,
-                                          shape_of(x), (order,), {})
+    args = () if order == "C" else (order,)
+    return np.ravel(x, *args), LinearRule(ids[0], np.ravel, _ravel_transpose,
+                                          shape_of(x), args, {})
 
 
 linear_rule(np.copy, lambda g, shape, *a, **k: g)

@@ -17,6 +17,8 @@ import numpy as np
 
 from chainrules.errors import MissingRuleError
 
+from ._util import array_value
+
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
@@ -160,7 +162,7 @@ def _logsumexp_impl(a, axis=None, b=None, keepdims=False, return_sign=False):
         np.shape(a), np.shape(b)), axis)
     from chainrules.tracing import untraced
 
-    av = np.asarray(untraced(a))
+    av = array_value(a)
     m = np.max(av, axis=axes, keepdims=True) if av.size else av
     m = np.where(np.isfinite(m), m, 0)
     e = np.exp(a - m)

@@ -37,7 +37,7 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
 from chainrules.tracing import untraced
 
-from ._util import normalize_axis, shape_of
+from ._util import array_value, normalize_axis, shape_of
 from .reductions import (_check_static, _conj, _count, _cum_params, _expand, _expand_kd,
                          _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype, _reject,
                          _sum_params)
@@ -141,15 +141,17 @@ def _to_last(x, axes):
 
 def _others_last(xf):
     """Product of the other entries along the last axis, exact with zeros."""
-    xv = np.asarray(untraced(xf))
+    xv = array_value(xf)
     if xv.shape[-1] == 1:  # a single entry: the empty product
-        return np.ones(xv.shape, xv.dtype)
+        return np.ones_like(xv)
     zero = xv == 0
-    if not zero.any():
+    host = type(xv) is np.ndarray  # branch on the data only where it is at hand
+    if host and not zero.any():
         return np.prod(xf, axis=-1, keepdims=True) / xf
     counts = np.sum(zero, axis=-1, keepdims=True)
     dt = xv.dtype
-    if counts.max() <= 1:
+    # a lazy array is not inspected: it takes the exact n x n form below
+    if host and counts.max() <= 1:
         zf = zero.astype(dt)
         nz = 1 - zf
         safe = xf * nz + zf  # zeros replaced by a constant 1
@@ -203,8 +205,8 @@ def _prod_maker(ids, *args, **kwargs):
 def _cumprod_parts(xf):
     """For the last axis: ('fast', None) without zeros, else the matrix
     M[..., k, i] = prod_{j <= i, j != k} x_j and the mask i >= k."""
-    xv = np.asarray(untraced(xf))
-    if not (xv == 0).any():
+    xv = array_value(xf)
+    if type(xv) is np.ndarray and not (xv == 0).any():
         return None, None
     n = xv.shape[-1]
     eye = np.eye(n, dtype=xv.dtype)
@@ -296,7 +298,7 @@ def _var_maker(op, is_std):
 
         def safe_std(xv):
             s = np.std(xv, axis=axes, ddof=ddof, keepdims=True)
-            return s + (np.asarray(untraced(s)) == 0).astype(_real_dtype(x.dtype))
+            return s + (array_value(s) == 0).astype(_real_dtype(x.dtype))
 
         def var_pullback(g, xv):
             c = _expand_kd(g, shape, axes, keepdims) * _conj(centred(xv))

@@ -102,6 +102,12 @@ class Refusing:
     def sum(self, *a, **k):
         return _wrap(self.data.sum(*a, **k))
 
+    def any(self, *a, **k):
+        return _wrap(self.data.any(*a, **k))
+
+    def all(self, *a, **k):
+        return _wrap(self.data.all(*a, **k))
+
     def __repr__(self):
         return f"Refusing({self.data!r})"
 
@@ -118,7 +124,8 @@ def _binary(name):
 
 for _py, _np in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                  ("truediv", "true_divide"), ("pow", "power"), ("matmul", "matmul"),
-                 ("floordiv", "floor_divide"), ("mod", "remainder")]:
+                 ("floordiv", "floor_divide"), ("mod", "remainder"),
+                 ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
     _op, _rop = _binary(_np)
     setattr(Refusing, f"__{_py}__", _op)
     setattr(Refusing, f"__r{_py}__", _rop)
@@ -126,6 +133,7 @@ for _py, _np in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                  ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")]:
     setattr(Refusing, f"__{_py}__", _binary(_np)[0])
 Refusing.__neg__ = lambda self: np.negative(self)
+Refusing.__invert__ = lambda self: np.invert(self)
 Refusing.__abs__ = lambda self: np.absolute(self)
 Refusing.__hash__ = None
 

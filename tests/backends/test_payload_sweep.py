@@ -33,9 +33,13 @@ def _id(spec):
     return spec.label
 
 
+class _ComputedError(AssertionError):
+    pass
+
+
 class _NoCompute(dask.callbacks.Callback):
     def _start(self, dsk):
-        raise AssertionError("dask computed while differentiating")
+        raise _ComputedError("dask computed while differentiating")
 
 
 def _chunked(draw, x):
@@ -111,10 +115,13 @@ def _sweep_case(spec, kind, data):
         return f
 
     try:
-        ref_out = f_of(pay)(*[pay[i] for i in wrt])
+        with (_NoCompute() if kind == "dask" else _Null()):
+            ref_out = f_of(pay)(*[pay[i] for i in wrt])
         if any(not _is_payload(kind, o) for o in _leaves(ref_out)
                if isinstance(o, (np.ndarray, Refusing)) or hasattr(o, "dask")):
             pytest.skip("the payload library returns another array type here")
+    except _ComputedError:
+        pytest.skip("the payload library computes this op eagerly")
     except (ImplicitConversionError, NotImplementedError, TypeError, ValueError,
             AttributeError) as e:
         pytest.skip(f"the payload library cannot compute this op: {type(e).__name__}")
@@ -146,11 +153,13 @@ def _sweep_case(spec, kind, data):
     for a, b in zip(_leaves(t_pay), _leaves(t_np)):
         np.testing.assert_allclose(to_numpy(a), b, rtol=1e-9, atol=1e-12)
     if "hvp" in spec.modes and len(_leaves(out_np)) == 1 and len(wrt) == 1:
+        cot1 = _leaves(cot_pay)[0]
+
         def loss_np(w):
-            return np.sum(np.real(f_np(w) * cots[0]))
+            return np.sum(np.real(_leaves(f_np(w))[0] * cots[0]))
 
         def loss_pay(w):
-            return np.sum(np.real(f_pay(w) * cot_pay))
+            return np.sum(np.real(_leaves(f_pay(w))[0] * cot1))
         with ctx:
             h_pay = cr.hvp(loss_pay, w_pay[0], tans_pay[0])
         h_np = cr.hvp(loss_np, w_np[0], tans[0])
