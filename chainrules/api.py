@@ -128,6 +128,12 @@ def _leaf_cotangent(c, leaf, scalar):
             c = c.copy()
     elif isinstance(c, np.generic) and not scalar:
         c = np.asarray(c)
+    elif tc is not Traced and hasattr(c, "rechunk"):
+        # a chunked lazy array (dask): the gradient keeps its input's chunks
+        # (the broadcast cotangent of a reduction is a single chunk otherwise)
+        chunks = getattr(leaf, "chunks", None)
+        if chunks is not None and c.chunks != chunks:
+            c = c.rechunk(chunks)
     return c
 
 

@@ -30,7 +30,7 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import real_dtype, uniform_array
+from chainrules.arrays import is_array, real_dtype, uniform_array
 from chainrules.tangents import is_zero
 
 from chainrules.derived import LinearRule
@@ -93,12 +93,19 @@ def _kd_shape(shape, axes):
 _SCALAR_TYPES = (float, complex, np.float64, np.float32, np.complex128, np.complex64)
 
 
-def _expand(g, shape, axes, keepdims):
-    """The cotangent of a reduction over ``axes`` broadcast back to ``shape``."""
-    if type(g) is np.ndarray and g.ndim == 0 or type(g) in _SCALAR_TYPES:
+def _expand(g, shape, axes, keepdims, like=None):
+    """The cotangent of a reduction over ``axes`` broadcast back to ``shape``.
+
+    ``like``: the reduced input when it is a lazy (dask) array: the
+    cotangent is then built as zeros of its type and chunks plus ``g``, so
+    each chunk is made where it is used (a broadcast would be one chunk of
+    the full size, which defeats out-of-core evaluation)."""
+    if like is None and (type(g) is np.ndarray and g.ndim == 0 or type(g) in _SCALAR_TYPES):
         return uniform_array(g, shape)  # a full reduction: no memory
     if not keepdims:
         g = np.reshape(g, _kd_shape(shape, axes))
+    if like is not None:
+        return np.zeros_like(like, dtype=np.result_type(g)) + g
     return np.broadcast_to(g, shape)
 
 
@@ -131,13 +138,13 @@ def _mean_params(a, axis=None, dtype=None, out=None, keepdims=False, where=None)
     return locals()
 
 
-def _sum_transpose(g, shape, axis=None, dtype=None, keepdims=False):
-    return _expand(g, shape, normalize_axis(axis, len(shape)), keepdims)
+def _sum_transpose(g, shape, axis=None, dtype=None, keepdims=False, like=None):
+    return _expand(g, shape, normalize_axis(axis, len(shape)), keepdims, like)
 
 
-def _mean_transpose(g, shape, axis=None, dtype=None, keepdims=False):
+def _mean_transpose(g, shape, axis=None, dtype=None, keepdims=False, like=None):
     axes = normalize_axis(axis, len(shape))
-    return _expand(g / _count(shape, axes), shape, axes, keepdims)
+    return _expand(g / _count(shape, axes), shape, axes, keepdims, like)
 
 
 def _cast_transpose(transpose, in_dtype, g, shape, **kw):
@@ -160,6 +167,8 @@ def _reduction_maker(op, params, transpose):
             kw["dtype"] = p["dtype"]
         y = op(*args, **kwargs)  # the primal exactly as called (initial= included)
         tr = transpose
+        if type(x) is not np.ndarray and is_array(x):  # lazy: keep x's chunks
+            tr = functools.partial(transpose, like=x)
         if p["dtype"] is not None and np.dtype(p["dtype"]) != x.dtype:
             # sum(x, dtype=...) computes in another dtype: cast the cotangent back
             tr = functools.partial(_cast_transpose, transpose, x.dtype)
