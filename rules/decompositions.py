@@ -32,14 +32,15 @@ coincide; test gauge-invariant functions of them.
 
 import numpy as np
 
-from chainrules.errors import MissingRuleError
+from chainrules.errors import DomainError, MissingRuleError
 from chainrules.graph import MultiOutput
 from chainrules.registry import register
 from chainrules.tracing import stop_gradient
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _imag_diag, _is_zero, _rdt,
                            _row, _tri_mask, conj, defrule, diag_embed, diag_part,
-                           herm_cotangent, herm_tangent, inv_gaps, mH, mT)
+                           check_tol, herm_cotangent, herm_tangent, inv_gaps, mH, mT,
+                           plain)
 
 
 # -- eigh, eigvalsh ---------------------------------------------------------------
@@ -248,6 +249,7 @@ def _qr_pf(r, xds):
     q1 = q[..., :, :k]
     r1 = rr[..., :k, :k]
     rtop = rr[..., :k, :]
+    _check_full_rank("numpy.linalg.qr", r1)
     ri = np.linalg.inv(r1)
     ad1 = ad[..., :, :k] if n > k else ad
     qa = mH(q1) @ ad1
@@ -269,6 +271,21 @@ def _qr_pf(r, xds):
     if rr.shape[-2] > k:
         rd = _pad_rows(rd, rr.shape[-2])
     return qd, rd
+
+
+def _check_full_rank(op, r1):
+    """Q and R are differentiable only where the leading k columns have full
+    rank (R's diagonal has no zero): there Q is not unique."""
+    d = np.abs(plain(diag_part(r1)))
+    if d.shape[-1] == 0:
+        return
+    scale = np.max(d, axis=-1, keepdims=True)
+    if np.any(d <= 100 * d.shape[-1] * np.finfo(d.dtype).eps * scale) or \
+            not np.all(np.isfinite(d)):
+        raise DomainError(
+            f"{op}: the leading columns of the input are linearly dependent (R has a "
+            "zero on its diagonal), where the factors are not unique and have no "
+            "derivative")
 
 
 def _pad_rows(x, m):
@@ -297,7 +314,24 @@ _qr_register()
 
 
 # -- eig, eigvals -------------------------------------------------------------
-def _eig_core(a_d, w, v):
+def _check_eigvectors(op, v):
+    """The eigenvector derivative solves with ``V``: at a defective matrix
+    (a Jordan block) ``V`` is singular and no derivative exists; near one its
+    condition number exceeds ``1/sqrt(eps)`` and the solve has no digits."""
+    vp = plain(v)
+    if vp.shape[-1] == 0:
+        return
+    cond = np.linalg.cond(vp)
+    if not np.all(np.isfinite(cond) & (cond * check_tol(vp.dtype) < 1)):
+        raise DomainError(
+            f"{op}: the matrix is defective or nearly so (its eigenvector matrix has "
+            f"condition number {float(np.max(cond)):.3g}): eigenvalues and eigenvectors "
+            "are not differentiable there. Use a function of the matrix that is "
+            "(np.trace, scipy.linalg.expm, ...) or a Schur form.")
+
+
+def _eig_core(a_d, w, v, op="numpy.linalg.eig"):
+    _check_eigvectors(op, v)
     k = np.linalg.solve(v, a_d @ v)
     wd = diag_part(k)
     vd = v @ (inv_gaps(w) * k)
@@ -332,6 +366,7 @@ def _eigvals_prepare(xs, kw):
 
 def _eigvals_pf(r, xds):
     v = r.aux
+    _check_eigvectors("numpy.linalg.eigvals", v)
     return diag_part(np.linalg.solve(v, xds[0] @ v))
 
 

@@ -22,7 +22,7 @@ __all__ = ["RuleSpec", "all_specs", "FAMILIES"]
 
 #: spec modules of the built-in rule families (chainrules.testing.specs.<name>)
 FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
-            "shape", "indexing", "nondiff", "linalg", "fft", "special")
+            "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,44 @@
+"""Specs for rules/scipy_linalg_solvers.py (SciPy's matrix-equation solvers),
+with batched inputs as SciPy >= 1.14 accepts them."""
+
+import numpy as np
+from hypothesis import strategies as st
+
+from chainrules.testing import strategies as crs
+from chainrules.testing.specs import RuleSpec
+
+SPECS = []
+
+try:
+    from chainrules.rules import scipy_linalg_solvers as _sv
+except ImportError:  # pragma: no cover
+    _sv = None
+
+
+def _batch(draw):
+    return draw(st.sampled_from([(), (2,), (1, 2)]))
+
+
+if _sv is not None and hasattr(_sv, "solve_sylvester"):
+    def _sylvester_args(draw, dtype):
+        bt = _batch(draw)
+        m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        a = draw(crs.well_conditioned_matrices(dtype, m, bt))
+        b = draw(crs.well_conditioned_matrices(dtype, n, bt))
+        q = draw(crs.arrays(dtype, bt + (m, n)))
+        return (a, b, q), {}
+
+    def _dlyap_args(draw, dtype):
+        bt = _batch(draw)
+        n = draw(st.integers(1, 3))
+        a = (draw(crs.arrays(dtype, bt + (n, n))) * 0.3).astype(dtype)
+        q = draw(crs.arrays(dtype, bt + (n, n)))
+        return (a, q), {}
+
+    SPECS += [
+        RuleSpec(_sv.solve_sylvester, _sylvester_args, ("float64", "float32", "complex128"),
+                 name="scipy.linalg.solve_sylvester"),
+        RuleSpec(_sv._solve_discrete_lyapunov, _dlyap_args,
+                 ("float64", "float32", "complex128"),
+                 name="scipy.linalg.solve_discrete_lyapunov"),
+    ]
