@@ -12,7 +12,7 @@
   holding the factor, and for ``cho_factor`` the other triangle, which holds
   a copy of the input. ``cho_solve`` and ``lu_solve`` read only their factor's
   triangles, so their cotangents live there. Pivots carry no derivative.
-  ``cho_solve`` and ``lu_solve`` are differentiated for real dtypes only.
+  ``lu_solve`` is differentiated for real dtypes only.
 """
 
 import numpy as np
@@ -22,8 +22,8 @@ from chainrules.graph import MultiOutput
 from chainrules.registry import register
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _phi_mask, _rdt, _tri_mask,
-                           _unbroadcast, check_residual, check_tol, defrule, herm_tangent,
-                           mH, mT, plain)
+                           _unbroadcast, check_residual, check_tol, conj, defrule,
+                           herm_tangent, mH, mT, plain)
 from .scipy_linalg_solvers import checked_sylvester
 
 try:
@@ -266,19 +266,19 @@ def _cho_register():
         return np.reshape(out, x.shape) if vec else out
 
     def cho_solve_pb(r, g):
+        # x = A^{-1} b with A = F F^H (F^H F for upper): gb = conj(A^{-1} conj(g))
+        # (A is Hermitian), gA = -gb x^T, and through A's dependence on F and
+        # conj(F): gF = (gA + gA^H) conj(F) (lower) or conj(F) (gA + gA^H)
         c, b = r.xs
-        if c.dtype.kind == "c" or b.dtype.kind == "c":
-            raise MissingRuleError("scipy.linalg.cho_solve is differentiated for real "
-                                   "dtypes only; use np.linalg.solve for complex systems")
         lower = r.kw["_lower"]
         x = r.y
         vec = b.ndim == 1
         g2, x2 = (_col(g), _col(x)) if vec else (g, x)
-        gb = cho_solve((c, r.kw["_lower"]), g2)
+        gb = conj(cho_solve((c, lower), conj(g2)))
         ga = -(gb @ mT(x2))
-        sym = ga + mT(ga)
+        sym = ga + mH(ga)
         tri = _tri_mask(c.shape[-1], c.dtype, lower, 0)
-        f = c * tri
+        f = conj(c * tri)
         gc = (sym @ f if lower else f @ sym) * tri
         gb = _unbroadcast(np.reshape(gb, x.shape) if vec else gb, b.shape)
         return [_unbroadcast(gc, c.shape) if r.ids[0] is not None else None,

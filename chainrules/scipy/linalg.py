@@ -3,10 +3,12 @@ requires SciPy. See rules/scipy_linalg.py and rules/scipy_linalg_solvers.py
 for what each derivative is and where it is defined."""
 
 from chainrules.rules import scipy_linalg as _impl
+from chainrules.rules import scipy_linalg_compose as _compose
 from chainrules.rules import scipy_linalg_solvers as _solvers
 
-_MODULES = (_impl, _solvers)
-__all__ = list(_impl.__all__) + [n for n in _solvers.__all__ if n != "checked_sylvester"]
+_MODULES = (_impl, _solvers, _compose)
+__all__ = (list(_impl.__all__) + [n for n in _solvers.__all__ if n != "checked_sylvester"]
+           + list(_compose.__all__))
 
 
 def __getattr__(name):

@@ -346,7 +346,7 @@ if _sl is not None and hasattr(_sl, "expm"):
         RuleSpec(_sl.solve_triangular, _tri_args, C, name="scipy.linalg.solve_triangular"),
         RuleSpec(_sl.cho_factor, _cho_factor_args, DC, call=lambda a, lower: _sl.cho_factor(
             a, lower=lower)[0], name="scipy.linalg.cho_factor"),
-        RuleSpec(_sl.cho_solve, _cho_solve_args, F, call=_cho_solve_call,
+        RuleSpec(_sl.cho_solve, _cho_solve_args, C, call=_cho_solve_call,
                  name="scipy.linalg.cho_solve"),
         RuleSpec(_sl.lu_factor, _lu_factor_args, DC, call=_lu_factor_call,
                  name="scipy.linalg.lu_factor"),
