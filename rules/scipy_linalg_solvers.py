@@ -149,3 +149,134 @@ if sl is not None:
 
     defrule(solve_sylvester, _sylvester_pf, _sylvester_pb)
     defrule(_solve_discrete_lyapunov, _dlyap_pf, _dlyap_pb)
+
+
+# -- banded solves ----------------------------------------------------------------
+# Band storage (SciPy's): ab[u + i - j, j] == A[i, j] for -l <= i - j <= u. The
+# derivative rules work on the band only (O(bandwidth * n) per right-hand side)
+# with gathers through constant index arrays, so they are differentiable again.
+_BANDED = "scipy.linalg.solve_banded"
+
+
+def _band_index(nb, n, u):
+    """For each stored (r, j): the row i = r + j - u of A and whether it exists."""
+    r = np.arange(nb)[:, None]
+    j = np.arange(n)[None, :]
+    i = r + j - u
+    ok = (i >= 0) & (i < n)
+    return np.where(ok, i, 0), ok
+
+
+def _band_matvec(ab, x, l, u):
+    """``A @ x`` from band storage; x of shape (..., n, k)."""
+    nb, n = ab.shape[-2], ab.shape[-1]
+    r = np.arange(nb)[:, None]
+    i = np.arange(n)[None, :]
+    j = i - r + u                       # column of A[i, j] stored at row r
+    ok = (j >= 0) & (j < n)
+    jc = np.where(ok, j, 0)
+    vals = ab[..., r, jc] * ok.astype(_rdt(ab.dtype))          # (..., nb, n)
+    xs = x[..., jc, :]                                          # (..., nb, n, k)
+    return np.sum(vals[..., None] * xs, axis=-3)
+
+
+def _band_transpose(ab, l, u):
+    """Band storage of A^T (lower and upper bandwidths swap)."""
+    nb, n = ab.shape[-2], ab.shape[-1]
+    rt = np.arange(nb)[:, None]          # row in A^T storage: l + i - j
+    j = np.arange(n)[None, :]
+    i = rt + j - l                       # A^T[i, j] = A[j, i] = ab[u + j - i, i]
+    ok = (i >= 0) & (i < n)
+    return ab[..., np.where(ok, u + j - i, 0), np.where(ok, i, 0)] * ok.astype(_rdt(ab.dtype))
+
+
+def _band_outer(y, x, u, nb):
+    """Band part of ``y @ x^T`` (y, x of shape (..., n, k)) in band storage."""
+    n = x.shape[-2]
+    i, ok = _band_index(nb, n, u)
+    j = np.broadcast_to(np.arange(n)[None, :], i.shape)
+    return np.sum(y[..., i, :] * x[..., j, :], axis=-1) * ok.astype(_rdt(x.dtype))
+
+
+def _banded_pf(r, xds):
+    ab, b = r.xs
+    abd, bd = xds
+    l, u = r.kw["_lu"]
+    x = r.y
+    vec = b.ndim == 1
+    x2, bd2 = (x[..., None], bd[..., None]) if vec else (x, bd)
+    rhs = bd2 - _band_matvec(abd, x2, l, u)
+    out = solve_banded((l, u), ab, rhs)
+    return np.reshape(out, x.shape) if vec else out
+
+
+def _banded_pb(r, g):
+    ab, b = r.xs
+    l, u = r.kw["_lu"]
+    x = r.y
+    vec = b.ndim == 1
+    g2, x2 = (g[..., None], x[..., None]) if vec else (g, x)
+    abt = _band_transpose(ab, l, u)
+    y = solve_banded((u, l), abt, g2)
+    gab = -_band_outer(y, x2, u, ab.shape[-2]) if r.ids[0] is not None else None
+    gb = (np.reshape(y, x.shape) if vec else y) if r.ids[1] is not None else None
+    return [None if gab is None else _unbroadcast(gab, ab.shape),
+            None if gb is None else _unbroadcast(gb, b.shape)]
+
+
+def _hermitian_to_general(ab, lower):
+    """General band storage (l == u == p) of the Hermitian matrix that
+    ``solveh_banded`` reads from its half-band storage."""
+    nb, n = ab.shape[-2], ab.shape[-1]
+    p = nb - 1
+    rows = np.arange(2 * p + 1)[:, None]
+    j = np.arange(n)[None, :]
+    d = rows - p                         # i - j
+    i = d + j
+    ok = (i >= 0) & (i < n)
+    stored = (d >= 0) if lower else (d <= 0)
+    # stored half: lower ab[d, j]; upper ab[p + d, j]; other half from A[j, i]
+    r_s = np.where(stored, d if lower else p + d, 0)
+    c_s = j + 0 * rows
+    r_o = np.where(stored, 0, -d if lower else p - d)
+    c_o = np.where(ok, i, 0)
+    own = ab[..., np.clip(r_s, 0, p), np.clip(c_s, 0, n - 1)]
+    other = ab[..., np.clip(r_o, 0, p), c_o]
+    if ab.dtype.kind == "c":
+        other = np.conjugate(other)
+        diag = (d == 0)
+        own = np.where(diag, np.real(own) + 0j, own)
+    w_s = (stored & ok).astype(_rdt(ab.dtype))
+    w_o = (~stored & ok).astype(_rdt(ab.dtype))
+    return own * w_s + other * w_o
+
+
+if sl is not None:
+    def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                     check_finite=True):
+        """``scipy.linalg.solve_banded`` (differentiable in ab and b)."""
+        if type(ab) is np.ndarray and type(b) is np.ndarray:
+            return sl.solve_banded(l_and_u, ab, b, overwrite_ab=overwrite_ab,
+                                   overwrite_b=overwrite_b, check_finite=check_finite)
+        l, u = (int(v) for v in l_and_u)
+        return _solve_banded_op(ab, b, _lu=(l, u))
+
+    def _solve_banded_impl(ab, b, _lu):
+        return sl.solve_banded(_lu, ab, b)
+
+    _solve_banded_op = primitive(_solve_banded_impl)
+    _solve_banded_op.__name__ = "solve_banded"
+
+    def solveh_banded(ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                      check_finite=True):
+        """``scipy.linalg.solveh_banded``: the Hermitian positive definite band
+        solve, differentiated as the general band solve of the matrix it reads."""
+        if type(ab) is np.ndarray and type(b) is np.ndarray:
+            return sl.solveh_banded(ab, b, overwrite_ab=overwrite_ab, overwrite_b=overwrite_b,
+                                    lower=lower, check_finite=check_finite)
+        p = ab.shape[-2] - 1
+        return solve_banded((p, p), _hermitian_to_general(ab, lower), b)
+
+    defrule(_solve_banded_op, _banded_pf, _banded_pb)
+
+__all__ += ["solve_banded", "solveh_banded"]

@@ -125,3 +125,59 @@ def test_plain_inputs_call_scipy():
 def test_plain_scipy_error_names_the_twin(name, call):
     with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.linalg.{name} "):
         cr.grad(lambda a: np.sum(call(a)))(A[0] + 3 * np.eye(3))
+
+
+@pytest.mark.parametrize("bshape", [(5,), (5, 2), (2, 5, 2)])
+def test_solve_banded(bshape):
+    lo, up = 1, 2
+    ab = RNG.normal(size=(lo + up + 1, 5))
+    ab[up] += 4
+    if len(bshape) == 3:
+        ab = np.stack([ab, ab * 1.1])
+    b = RNG.normal(size=bshape)
+    w = RNG.normal(size=bshape)
+    f = lambda m, v: csl.solve_banded((lo, up), m, v)  # noqa: E731
+    ref = lambda m, v: sl.solve_banded((lo, up), m, v)  # noqa: E731
+    np.testing.assert_allclose(f(ab, b), ref(ab, b))
+    gab, gb = cr.vjp(f, ab, b)[1](w)
+    np.testing.assert_allclose(gab, _fd_vjp(lambda m: ref(m, b), ab, w), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb, _fd_vjp(lambda v: ref(ab, v), b, w), rtol=1e-6, atol=1e-8)
+    if len(bshape) == 1:   # the band storage is the matrix's band
+        dense = np.zeros((5, 5))
+        for r in range(lo + up + 1):
+            for j in range(5):
+                i = r + j - up
+                if 0 <= i < 5:
+                    dense[i, j] = ab[r, j]
+        np.testing.assert_allclose(f(ab, b), np.linalg.solve(dense, b))
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_solveh_banded(lower):
+    n, p = 5, 2
+    a = RNG.normal(size=(n, n))
+    a = a @ a.T + n * np.eye(n)
+    ab = np.zeros((p + 1, n))
+    for i in range(n):
+        for j in range(n):
+            if lower and 0 <= i - j <= p:
+                ab[i - j, j] = a[i, j]
+            if not lower and 0 <= j - i <= p:
+                ab[p + i - j, j] = a[i, j]
+    b, w = RNG.normal(size=n), RNG.normal(size=n)
+    f = lambda m: csl.solveh_banded(m, b, lower=lower)  # noqa: E731
+    ref = lambda m: sl.solveh_banded(m, b, lower=lower)  # noqa: E731
+    g = cr.vjp(f, ab)[1](w)[0]
+    np.testing.assert_allclose(g, _fd_vjp(ref, ab, w), rtol=1e-6, atol=1e-8)
+    y = cr.jvp(f, (ab,), (ab,))[1]
+    np.testing.assert_allclose(y, (ref(ab * (1 + 1e-6)) - ref(ab * (1 - 1e-6))) / 2e-6,
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("solve_banded", lambda m: sl.solve_banded((0, 0), m, np.ones(3))),
+    ("solveh_banded", lambda m: sl.solveh_banded(m, np.ones(3))),
+])
+def test_plain_scipy_banded_error_names_the_twin(name, call):
+    with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.linalg.{name} "):
+        cr.grad(lambda m: np.sum(call(m)))(np.ones((1, 3)) * 2)

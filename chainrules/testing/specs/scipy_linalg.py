@@ -42,3 +42,20 @@ if _sv is not None and hasattr(_sv, "solve_sylvester"):
                  ("float64", "float32", "complex128"),
                  name="scipy.linalg.solve_discrete_lyapunov"),
     ]
+
+if _sv is not None and hasattr(_sv, "solve_banded"):
+    def _banded_args(draw, dtype):
+        bt = draw(st.sampled_from([(), (2,)]))
+        n = draw(st.integers(1, 4))
+        lo, up = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+        ab = draw(crs.arrays(dtype, bt + (lo + up + 1, n))) * 0.3
+        ab[..., up, :] += 2
+        # SciPy batches b as (..., n, k); a 1-d b is one unbatched vector
+        vec = not bt and draw(st.booleans())
+        b = draw(crs.arrays(dtype, (n,) if vec else bt + (n, 2)))
+        return (ab.astype(dtype), b), {"_lu": (lo, up)}
+
+    SPECS += [
+        RuleSpec(_sv._solve_banded_op, _banded_args, ("float64", "float32", "complex128"),
+                 name="scipy.linalg.solve_banded"),
+    ]
