@@ -10,7 +10,8 @@ and ``solve_ivp``.
   ``[y, a, g_p]' = [f, -a^T f_y, -a^T f_p]`` backwards from ``t[-1]`` to
   ``t[0]`` with SciPy's own solver, interval by interval, adding the output
   cotangent ``g[i]`` to ``a`` at each ``t[i]`` and restarting ``y`` from the
-  saved output there. Memory is independent of the number of solver steps.
+  saved forward solution at the outputs and at ``CHECKPOINTS`` evenly spaced
+  times. Memory is independent of the number of solver steps.
   The vector-Jacobian products ``a^T f_y`` and ``a^T f_p`` of the user's NumPy
   right-hand side come from ``chainrules.vjp``. Time points:
   ``dL/dt[i] = g[i] . f(y(t[i]), t[i])`` for ``i >= 1`` and
@@ -75,11 +76,38 @@ class OdeSpec:
         return out
 
 
-def _ode_solve_impl(y0, t, *params, _spec):
-    def rhs(y, s):
-        return np.asarray(_spec.f(y, s, params), dtype=float)
+#: the forward solution is also kept at this many evenly spaced checkpoints, from
+#: which the backward (adjoint) solve restarts ``y``: integrating a contracting
+#: system backwards over a long horizon amplifies errors, and restarting bounds
+#: that, with memory still independent of the number of solver steps
+CHECKPOINTS = 16
 
-    return _spec.integrate(rhs, np.asarray(y0, dtype=float), t)
+
+def _grid(t):
+    """Output times merged with the checkpoints: (times, index of each t)."""
+    t = np.asarray(t, dtype=float)
+    if t.size < 2 or t[-1] == t[0]:
+        return t, np.arange(t.size)
+    grid = np.linspace(t[0], t[-1], CHECKPOINTS + 1)
+    merged = np.unique(np.concatenate([t, grid]))
+    if t[-1] < t[0]:
+        merged = merged[::-1]
+        pos = len(merged) - 1 - np.searchsorted(merged[::-1], t)
+    else:
+        pos = np.searchsorted(merged, t)
+    return merged, pos
+
+
+def _solve_all(y0, t, params, spec):
+    def rhs(y, s):
+        return np.asarray(spec.f(y, s, params), dtype=float)
+
+    tm, pos = _grid(t)
+    return spec.integrate(rhs, np.asarray(y0, dtype=float), tm), tm, pos
+
+
+def _ode_solve_impl(y0, t, *params, _spec):
+    return _solve_all(y0, t, params, _spec)[0][_grid(t)[1]]
 
 
 ode_solve = primitive(_ode_solve_impl)
@@ -93,11 +121,12 @@ def _diff_param(p):
 class OdeRule(ReverseRule):
     """The adjoint (reverse) and variational (forward) rule of ``ode_solve``."""
 
-    __slots__ = ("ids", "y0", "t", "params", "ys", "spec")
+    __slots__ = ("ids", "y0", "t", "params", "ys", "spec", "grid")
 
-    def __init__(self, ids, y0, t, params, ys, spec):
+    def __init__(self, ids, y0, t, params, ys, spec, grid):
         self.ids, self.y0, self.t, self.params, self.ys, self.spec = \
             ids, y0, t, params, ys, spec
+        self.grid = grid  # (merged times, index of each t in them, solution there)
 
     @property
     def name(self):
@@ -145,16 +174,20 @@ class OdeRule(ReverseRule):
             parts += [-np.asarray(gp, dtype=float).ravel() for gp in gps]
             return np.concatenate(parts)
 
-        a = g[-1].copy() if len(ts) > 1 else np.zeros(n)  # a excludes g[0]
+        tm, pos, yall = self.grid
+        gm = np.zeros((len(tm), n))
+        np.add.at(gm, pos[1:], g[1:])        # a excludes g[0], which is y0's own
+        a = gm[-1].copy()
         gp = np.zeros(npar)
         gt = np.zeros(len(ts))
-        for i in range(len(ts) - 1, 0, -1):
+        for i in range(1, len(ts)):
             gt[i] = g[i] @ np.asarray(self.spec.f(ys[i], ts[i], self.params), dtype=float)
-            if ts[i] != ts[i - 1]:
-                z = self.spec.integrate(aug, np.concatenate([ys[i], a, gp]), ts[i - 1:i + 1][::-1])
+        for k in range(len(tm) - 1, 0, -1):
+            if tm[k] != tm[k - 1]:
+                z = self.spec.integrate(aug, np.concatenate([yall[k], a, gp]),
+                                        tm[k - 1:k + 1][::-1])
                 a, gp = z[-1, n:2 * n], z[-1, 2 * n:]
-            if i > 1:
-                a = a + g[i - 1]
+            a = a + gm[k - 1]
         f0 = np.asarray(self.spec.f(ys[0], ts[0], self.params), dtype=float)
         gt[0] = -a @ f0
         gy0 = a + g[0]
@@ -202,8 +235,9 @@ class OdeRule(ReverseRule):
             fy, tz = jvp(f_of, (y, *[params[k] for k in pidx]), (dz, *dps))
             return np.concatenate([np.asarray(fy, float), np.asarray(tz, float).ravel()])
 
-        z = self.spec.integrate(aug, np.concatenate([self.ys[0], dy0 - f0 * dt[0]]), ts)
-        out = z[:, n:].copy()
+        tm, pos, _ = self.grid
+        z = self.spec.integrate(aug, np.concatenate([self.ys[0], dy0 - f0 * dt[0]]), tm)
+        out = z[pos, n:].copy()
         out[0] = dy0
         for i in range(1, len(ts)):
             if dt[i]:
@@ -217,14 +251,15 @@ class OdeRule(ReverseRule):
 def _ode_maker(ids, y0, t, *params, _spec):
     if any(is_traced(v) for v in (y0, t) + params):
         raise HvpNotSupported(_NO_HVP.format(name=_spec.name))
-    ys = _ode_solve_impl(y0, t, *params, _spec=_spec)
+    yall, tm, pos = _solve_all(y0, t, params, _spec)
+    ys = yall[pos]
     ids = list(ids)
     for k, p in enumerate(params):  # integer/bool parameters get no derivative
         if ids[2 + k] is not None and not _diff_param(p):
             ids[2 + k] = None
     if ids[1] is not None and np.asarray(t).dtype.kind != "f":
         ids[1] = None
-    return ys, OdeRule(tuple(ids), y0, t, params, ys, _spec)
+    return ys, OdeRule(tuple(ids), y0, t, params, ys, _spec, (tm, pos, yall))
 
 
 if si is not None:
