@@ -190,8 +190,31 @@ def _svd_pf(r, xds):
     return ud, sd, mH(vd)
 
 
+def _svd_pb(r, g):
+    """The pullback by transposing the pushforward, refused where it would
+    divide by a zero singular value: the singular vectors of a rank-deficient
+    non-square matrix (their part outside the range) have no derivative."""
+    from ._linalg_util import _transpose
+
+    fl = _svd_flags(r)
+    if fl["compute_uv"] and isinstance(g, tuple):
+        u, s, vh = r.y
+        m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+        gu, gvh = g[0], g[2]
+        if (m > k and not _is_zero(gu)) or (n > k and not _is_zero(gvh)):
+            sv = plain(s)
+            scale = np.max(sv, axis=-1, keepdims=True) if k else sv
+            if k and np.any(sv <= 100 * k * np.finfo(sv.dtype).eps * scale):
+                raise DomainError(
+                    "numpy.linalg.svd: the input is rank deficient and not square, so its "
+                    "singular vectors have no derivative (the part of U or V outside the "
+                    "range divides by a zero singular value); differentiate a function of "
+                    "the singular values, or of U diag(s) V^H, instead")
+    return _transpose(r, g)
+
+
 def _svd_register():
-    d_multi = _Def("numpy.linalg.svd", _svd_pf, None, _svd_prepare)
+    d_multi = _Def("numpy.linalg.svd", _svd_pf, _svd_pb, _svd_prepare)
 
     def svd_maker(ids, *xs, **kw):
         y, aux = _svd_prepare(xs, kw)

@@ -183,3 +183,14 @@ def test_plain_scipy_error_names_the_twin(name):
     args = (a, a, np.eye(2)) if name == "solve_sylvester" else (a, np.eye(2))
     with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.linalg.{name}"):
         cr.grad(lambda m: np.sum(getattr(sl, name)(m, *args[1:])))(args[0])
+
+
+def test_svd_vectors_of_rank_deficient_rectangular_raise():
+    a = np.array([[1., 2.], [2., 4.], [3., 6.]])          # rank 1, 3 x 2
+    with pytest.raises(DomainError, match="numpy.linalg.svd: the input is rank deficient"):
+        cr.grad(lambda m: np.sum(np.linalg.svd(m, full_matrices=False)[0] ** 3))(a)
+    # functions of the singular values stay differentiable there: the Hessian
+    # of sum(s^2) = ||A||_F^2 is 2 I
+    v = np.arange(6.).reshape(3, 2)
+    hv = cr.hvp(lambda m: np.sum(np.linalg.svd(m, full_matrices=False)[1] ** 2), a, v)
+    np.testing.assert_allclose(hv, 2 * v, rtol=1e-10)
