@@ -4,11 +4,12 @@ for what each derivative is and where it is defined."""
 
 from chainrules.rules import scipy_linalg as _impl
 from chainrules.rules import scipy_linalg_compose as _compose
+from chainrules.rules import scipy_linalg_schur as _schur
 from chainrules.rules import scipy_linalg_solvers as _solvers
 
-_MODULES = (_impl, _solvers, _compose)
+_MODULES = (_impl, _solvers, _compose, _schur)
 __all__ = (list(_impl.__all__) + [n for n in _solvers.__all__ if n != "checked_sylvester"]
-           + list(_compose.__all__))
+           + list(_compose.__all__) + list(_schur.__all__))
 
 
 def __getattr__(name):

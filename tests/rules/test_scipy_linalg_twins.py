@@ -181,3 +181,33 @@ def test_solveh_banded(lower):
 def test_plain_scipy_banded_error_names_the_twin(name, call):
     with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.linalg.{name} "):
         cr.grad(lambda m: np.sum(call(m)))(np.ones((1, 3)) * 2)
+
+
+@pytest.mark.parametrize("output", ["real", "complex"])
+def test_schur(output):
+    v = RNG.normal(size=(2, 4, 4)) * 0.3 + 2 * np.eye(4)
+    a = (v * np.array([0.5, 1.5, 2.5, 3.5])) @ np.linalg.inv(v)  # real, distinct spectrum
+    t, z = csl.schur(a, output=output)
+    tr, zr = sl.schur(a, output=output)
+    np.testing.assert_allclose(t, tr)
+    w = RNG.normal(size=(2, 4, 4))
+    for k, ref in ((0, tr), (1, zr)):   # |T|^2 and |Z|^2 do not depend on Z's phases
+        f = lambda m, k=k: np.abs(csl.schur(m, output=output)[k]) ** 2  # noqa: E731
+        g = cr.vjp(f, a)[1](w)[0]
+        fd = _fd_vjp(lambda m: np.abs(sl.schur(m, output=output)[k]) ** 2, a, w)
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_schur_domain():
+    rot = np.array([[0., -1.], [1., 0.]])                 # eigenvalues +-i
+    with pytest.raises(cr.MissingRuleError, match="output='complex'"):
+        cr.grad(lambda m: np.sum(csl.schur(m)[0]))(rot)
+    g = cr.grad(lambda m: np.sum(np.abs(csl.schur(m, output="complex")[0]) ** 2))(rot)
+    np.testing.assert_allclose(g, 2 * rot, atol=1e-10)   # |T|_F = |A|_F (Z is unitary)
+    with pytest.raises(cr.DomainError, match="repeated eigenvalue"):
+        cr.grad(lambda m: np.sum(np.abs(csl.schur(m, output="complex")[0])))(np.eye(3))
+
+
+def test_plain_scipy_schur_error_names_the_twin():
+    with pytest.raises(cr.UntraceableError, match="chainrules.scipy.linalg.schur "):
+        cr.grad(lambda m: np.sum(sl.schur(m)[0]))(np.eye(2))

@@ -59,3 +59,27 @@ if _sv is not None and hasattr(_sv, "solve_banded"):
         RuleSpec(_sv._solve_banded_op, _banded_args, ("float64", "float32", "complex128"),
                  name="scipy.linalg.solve_banded"),
     ]
+
+try:
+    from chainrules.rules import scipy_linalg_schur as _sc
+except ImportError:  # pragma: no cover
+    _sc = None
+
+if _sc is not None and hasattr(_sc, "schur"):
+    def _schur_args(draw, dtype):
+        """V diag(w) V^-1 with well separated real eigenvalues."""
+        bt = draw(st.sampled_from([(), (2,)]))
+        n = draw(st.integers(1, 4))
+        v = draw(crs.well_conditioned_matrices(dtype, n, bt))
+        w = np.arange(n) * 1.0 + 0.5
+        a = (v * w) @ np.linalg.inv(v)
+        return (a.astype(dtype),), {"output": draw(st.sampled_from(["real", "complex"]))}
+
+    def _schur_call(a, output):
+        t, z = _sc.schur(a, output=output)
+        return np.abs(t) ** 2 + np.abs(z) ** 2   # invariant under the phases of Z
+
+    SPECS += [
+        RuleSpec(_sc.schur, _schur_args, ("float64", "complex128"), call=_schur_call,
+                 name="scipy.linalg.schur"),
+    ]
