@@ -338,11 +338,8 @@ if _sl is not None and hasattr(_sl, "expm"):
 
     SPECS += [
         RuleSpec(_sl.expm, _small, DC, name="scipy.linalg.expm"),
-        RuleSpec(_sl.sqrtm, spd(batch=True), DC, name="scipy.linalg.sqrtm"),
-        # logm of the 2n x 2n block matrices is slow in SciPy: the pushforward
-        # and HVP are checked at one point in tests/rules/test_linalg.py
-        RuleSpec(_sl.logm, spd(batch=False, hi=2), D, name="scipy.linalg.logm",
-                 modes=frozenset({"rrule"})),
+        RuleSpec(_sl.sqrtm, wellcond(batch=True), DC, name="scipy.linalg.sqrtm"),
+        RuleSpec(_sl.logm, wellcond(batch=True), DC, name="scipy.linalg.logm"),
         RuleSpec(_sl.solve_triangular, _tri_args, C, name="scipy.linalg.solve_triangular"),
         RuleSpec(_sl.cho_factor, _cho_factor_args, DC, call=lambda a, lower: _sl.cho_factor(
             a, lower=lower)[0], name="scipy.linalg.cho_factor"),
