@@ -1,11 +1,27 @@
 """``scipy.linalg`` (registered only when SciPy is installed).
 
 * ``expm``, ``sqrtm``, ``logm``: primary matrix functions. Their derivative is
-  the Fréchet derivative ``L(A, E)``, read off the block identity
-  ``f([[A, E], [0, A]]) = [[f(A), L(A, E)], [0, f(A)]]``; its transpose is
-  ``L(A^T, G)`` (the functions have real power-series coefficients). ``sqrtm``
-  and ``logm`` are differentiable where they are well defined: no eigenvalue
-  on the closed negative real axis.
+  the Fréchet derivative ``L(A, E)``; its transpose is ``L(A^T, G)`` (the
+  functions have real power-series coefficients).
+
+  - ``expm``: read off the block identity
+    ``f([[A, E], [0, A]]) = [[f(A), L(A, E)], [0, f(A)]]``.
+  - ``sqrtm``: ``S L + L S = E`` with ``S = sqrtm(A)``, a Sylvester solve. The
+    block identity is not used: SciPy may return a *non-primary* square root
+    of the block matrix (different branches for the two copies of an
+    eigenvalue on the negative real axis), a valid root whose upper right
+    block is not the derivative.
+  - ``logm``: ``log A = 2 log S``, so ``L_log(A, E) = 2 L_log(S, L_sqrt(A, E))``
+    with the block identity applied to ``S``, whose spectrum is in the closed
+    right half plane, away from the logarithm's branch cut.
+
+  Every derived result is verified: the Sylvester solves by residual and
+  spectral separation, the block results by their diagonal blocks (which must
+  equal ``f(A)``) and by commuting with the block matrix. ``sqrtm`` and
+  ``logm`` are differentiable where the input is nonsingular and has no
+  eigenvalue on the negative real axis, except that a real input may have
+  simple ones there (real perturbations keep them real); elsewhere
+  ``DomainError`` names the op and the reason.
 * ``solve_triangular``, ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``:
   written with the same machinery as ``np.linalg`` (see rules/linalg.py). The
   factor arrays are differentiated as the arrays SciPy returns: the triangle
