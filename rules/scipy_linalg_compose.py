@@ -103,12 +103,34 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     if not _traced(a, b):
         return sl.lstsq(a, b, cond=cond, overwrite_a=overwrite_a, overwrite_b=overwrite_b,
                         check_finite=check_finite, lapack_driver=lapack_driver)
-    x, res, rank, s = np.linalg.lstsq(a, b, rcond=cond)
     m, n = a.shape[-2], a.shape[-1]
+    if a.ndim > 2:
+        return _lstsq_batched(a, b, cond, lapack_driver)
+    x, res, rank, s = np.linalg.lstsq(a, b, rcond=cond)
     if m == n and int(rank) == n:  # SciPy reports (zero) residues for square systems
         r = b - (a @ x if b.ndim > 1 else np.reshape(a @ np.reshape(x, (n, 1)), (m,)))
         res = np.sum(np.real(r * np.conjugate(r)) if r.dtype.kind == "c" else r * r, axis=0)
         res = np.reshape(res, (1,)) if b.ndim == 1 else res
+    return x, res, rank, s
+
+
+def _lstsq_batched(a, b, cond, driver):
+    """Batched ``lstsq`` (NumPy's is not): ``x = pinv(a) b`` with SciPy's
+    cutoff, singular values, rank, and residues where SciPy reports them
+    (full column rank, more rows than columns)."""
+    ref = sl.lstsq(plain(a), plain(b), cond=cond, lapack_driver=driver)
+    m, n = a.shape[-2], a.shape[-1]
+    s = np.linalg.svd(a, compute_uv=False)
+    sv = plain(s)
+    eps = np.finfo(_rdt(a.dtype)).eps
+    rc = (eps * max(m, n) if cond is None or cond < 0 else cond)
+    rcond = np.full(sv.shape[:-1], rc)
+    x = np.linalg.pinv(a, rcond=rcond) @ b
+    rank = ref[2]
+    res = ref[1]
+    if np.size(res):
+        r = b - a @ x
+        res = np.sum(np.real(r * np.conjugate(r)) if r.dtype.kind == "c" else r * r, axis=-2)
     return x, res, rank, s
 
 
