@@ -83,7 +83,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                               np.asarray(stop_gradient(y0), float), method=method,
                               args=tuple(stop_gradient(list(params))) if params else None,
                               **options)
-        t_eval = plain.t[1:]
+        t_eval = plain.t
     spec = OdeSpec(fun, True, method, options, "chainrules.scipy.integrate.solve_ivp")
     times = np.concatenate([np.reshape(t0, (1,)), t_eval])
     ys = ode_solve(y0, times, *params, _spec=spec)

@@ -120,6 +120,22 @@ def test_solve_ivp_gradients():
         np.testing.assert_allclose(g[k], _fd_grad(f, x, 1e-5), rtol=1e-6, atol=1e-7)
 
 
+def test_solve_ivp_without_t_eval_uses_the_solver_times():
+    def rhs(t, y, k):
+        return -k * y
+    k = np.array([0.7, 0.3])
+    ref = si.solve_ivp(rhs, (0.0, 2.0), Y0, args=(k,), **TIGHT)
+    sol = ci.solve_ivp(rhs, (0.0, 2.0), Y0, args=(cr.stop_gradient(k),), **TIGHT)
+    out, back = cr.vjp(lambda y0: ci.solve_ivp(rhs, (0.0, 2.0), y0, args=(k,), **TIGHT).y,
+                       Y0)
+    assert out.shape == ref.y.shape and sol.y.shape == ref.y.shape
+    np.testing.assert_allclose(out, ref.y, rtol=1e-9, atol=1e-12)
+    w = RNG.normal(size=ref.y.shape)
+    # y(t) = y0 exp(-k t): the cotangent of y0 is sum_j w[:, j] exp(-k t_j)
+    np.testing.assert_allclose(back(w)[0], np.sum(w * np.exp(-k[:, None] * ref.t), axis=1),
+                               rtol=1e-8)
+
+
 def test_second_order_raises_hvp_not_supported():
     def loss(y0):
         return np.sum(ci.odeint(_linear, y0, T, args=(A0,), **TIGHT) ** 2)
