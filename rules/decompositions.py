@@ -21,9 +21,13 @@ along the eigenvalues of the perturbation's block), so a chain rule through
   ``sum(svd(a)[1])``); for svd also the relative rotation of U and V (kept
   exact through ``1/(s_i + s_j)``), so ``trace(U diag(s) V^H)`` is exact at
   symmetric positive semi-definite points such as the identity;
-* finite but not the derivative: functions mixing the eigenvectors of a
-  repeated eigenvalue with a non-constant weight (``v @ diag(h(w)) @ v.T``
-  with ``h'`` non-zero there; use the matrix function directly instead).
+* not the derivative: functions mixing the eigenvectors of a repeated
+  eigenvalue with a non-constant weight (``v @ diag(h(w)) @ v.T`` with ``h'``
+  non-zero there; use the matrix function directly instead), and functions
+  of raw eigenvectors inside an eigenspace (not functions of the matrix). For
+  real ``eigh`` the pullback detects both from first-order data and raises
+  ``DomainError`` (``_check_degenerate_chain``); elsewhere (complex ``eigh``,
+  ``eig``, ``svd``'s ``1/(s_j - s_i)`` part) they stay finite but wrong.
 
 At distinct eigenvalues every rule is exact. Finite differences of raw
 eigenvectors only agree with the rule when LAPACK's gauge happens to
@@ -58,11 +62,61 @@ def _eigh_pf(r, xds):
     return wd, v @ (inv_gaps(w) * k)
 
 
+def _check_degenerate_chain(w, v, gw, gv):
+    """At a repeated eigenvalue the pullback drops the terms
+    ``(V^T gv)_ij / (w_j - w_i)`` of the pairs (i, j) inside an eigenspace.
+    That is exact when the function is invariant under rotations inside the
+    eigenspace and treats its eigenvalues alike; two first-order signs that
+    it is not (real inputs):
+
+    * ``V^T gv`` is not symmetric on the pair: the function depends on which
+      basis of the eigenspace LAPACK returned, so it is not a function of the
+      matrix there (no derivative);
+    * ``gw`` differs on the pair while ``V^T gv`` is non-zero there: the
+      function mixes the eigenvectors with weights that distinguish the
+      eigenvalues (``v @ diag(h(w)) @ v.T``), whose derivative needs the
+      dropped terms' limits, which first-order data cannot give.
+
+    Either raises ``DomainError``. Functions of the eigenvalues alone keep the
+    subgradient the rule returns at a crossing."""
+    wv = plain(w)
+    n = wv.shape[-1]
+    if n < 2 or wv.dtype.kind == "c" or plain(v).dtype.kind == "c":
+        return
+    scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)
+    eps = np.finfo(_rdt(wv.dtype)).eps
+    deg = np.abs(wv[..., None, :] - wv[..., :, None]) <= 100 * n * eps * scale
+    deg &= ~np.eye(n, dtype=bool)
+    if not np.any(deg):
+        return
+    c = plain(mT(v) @ gv)
+    tol = np.sqrt(eps) * (np.max(np.abs(c)) + np.finfo(float).tiny)
+    anti = np.abs(c - np.swapaxes(c, -1, -2))
+    why = None
+    if np.any(deg & (anti > tol)):
+        why = ("it depends on the basis LAPACK chose inside the eigenspace of a repeated "
+               "eigenvalue, so it is not a function of the matrix there")
+    elif not _is_zero(gw):
+        gwv = plain(gw)
+        gtol = np.sqrt(eps) * (np.max(np.abs(gwv)) + np.finfo(float).tiny)
+        split = np.abs(gwv[..., None, :] - gwv[..., :, None]) > gtol
+        if np.any(deg & split & (np.abs(c) > tol)):
+            why = ("it mixes the eigenvectors of a repeated eigenvalue with weights that "
+                   "tell its copies apart (like v @ diag(h(w)) @ v.T)")
+    if why is not None:
+        raise DomainError(
+            f"numpy.linalg.eigh: the chain rule through (w, v) fails for this function: "
+            f"{why}. Write it as a function of the matrix (a matrix function: "
+            "chainrules.scipy.linalg.expm, sqrtm, ...; or of the eigenvalues only), or "
+            "perturb the input to separate the eigenvalues.")
+
+
 def _eigh_pb(r, g):
     w, v = r.y
     gw, gv = g
     c = None
     if not _is_zero(gv):
+        _check_degenerate_chain(w, v, gw, gv)
         c = inv_gaps(w) * (mT(v) @ gv)
     if not _is_zero(gw):
         c = diag_embed(gw) if c is None else c + diag_embed(gw)

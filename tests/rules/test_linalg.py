@@ -34,16 +34,38 @@ def test_eigh_degenerate_eigenvalue_functions():
         np.testing.assert_allclose(g, expected, atol=1e-10)
 
 
-def test_eigh_degenerate_eigenvectors_give_finite_values():
-    # a function of eigenvectors and eigenvalues: finite (no NaN, no Inf) at
-    # a repeated eigenvalue; see rules/linalg.py for when it is exact
+def test_eigh_degenerate_eigenvectors_mixed_with_eigenvalues_raise():
+    # V diag(w^2) V^T = A^2 is smooth, but the chain rule through (w, v) at a
+    # repeated eigenvalue drops the terms it needs (it returned a gradient off
+    # by 61): DomainError instead
     def f(a):
         w, v = np.linalg.eigh(a)
         return np.sum(((v * w ** 2) @ v.T) * np.arange(25.0).reshape(5, 5))
+    with pytest.raises(cr.DomainError, match="numpy.linalg.eigh.*repeated eigenvalue"):
+        cr.grad(f)(A_DEG)
+    # a raw eigenvector inside an eigenspace is not a function of the matrix
+    with pytest.raises(cr.DomainError, match="basis LAPACK chose"):
+        cr.grad(lambda a: np.sum(np.linalg.eigh(a)[1][:, 0] * np.arange(5.0)))(A_DEG)
+
+
+def test_eigh_degenerate_eigenspace_projector_is_exact():
+    # the projector onto the eigenspace of 2.5 is smooth and invariant under
+    # rotations inside it: the rule is exact there
+    m = np.arange(25.0).reshape(5, 5)
+
+    def f(a):
+        v = np.linalg.eigh(a)[1][:, 2:]
+        return np.sum((v @ v.T) * m)
     g = cr.grad(f)(A_DEG)
     assert np.all(np.isfinite(g))
-    hv = cr.hvp(f, A_DEG, np.eye(5))
-    assert np.all(np.isfinite(hv))
+    h = 1e-6
+    fd = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(i + 1):
+            e = np.zeros((5, 5))
+            e[i, j] = h
+            fd[i, j] = (f(A_DEG + e) - f(A_DEG - e)) / (2 * h)
+    np.testing.assert_allclose(g, fd, atol=1e-6)
 
 
 def test_eigh_degenerate_hvp_of_eigenvalue_sum_is_zero():
