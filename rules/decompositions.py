@@ -26,8 +26,9 @@ along the eigenvalues of the perturbation's block), so a chain rule through
   non-zero there; use the matrix function directly instead), and functions
   of raw eigenvectors inside an eigenspace (not functions of the matrix). For
   real ``eigh`` the pullback detects both from first-order data and raises
-  ``DomainError`` (``_check_degenerate_chain``); elsewhere (complex ``eigh``,
-  ``eig``, ``svd``'s ``1/(s_j - s_i)`` part) they stay finite but wrong.
+  ``DomainError`` (``_check_degenerate_chain``), and so does real ``svd`` for
+  its ``1/(s_j - s_i)`` part (``_check_degenerate_svd``); elsewhere (complex
+  inputs, ``eig``) they stay finite but wrong.
 
 At distinct eigenvalues every rule is exact. Finite differences of raw
 eigenvectors only agree with the rule when LAPACK's gauge happens to
@@ -264,7 +265,47 @@ def _svd_pb(r, g):
                     "singular vectors have no derivative (the part of U or V outside the "
                     "range divides by a zero singular value); differentiate a function of "
                     "the singular values, or of U diag(s) V^H, instead")
+        _check_degenerate_svd(g, u, s, vh, k)
     return _transpose(r, g)
+
+
+def _check_degenerate_svd(g, u, s, vh, k):
+    """The svd analogue of ``_check_degenerate_chain``: at a repeated
+    singular value the pullback drops the ``1/(s_j - s_i)`` terms of U and V
+    turning together; the function must be invariant under that turn
+    (``U1^T gU + V1^T gV`` symmetric on the pair) and, where it uses those
+    vectors, treat the repeated values alike (real inputs)."""
+    gu, gs, gvh = g
+    if (_is_zero(gu) and _is_zero(gvh)) or k < 2 or plain(u).dtype.kind == "c":
+        return
+    sv = plain(s)
+    eps = np.finfo(_rdt(sv.dtype)).eps
+    scale = np.maximum(np.max(sv, axis=-1, keepdims=True)[..., None], 1.0)
+    deg = np.abs(sv[..., None, :] - sv[..., :, None]) <= 100 * k * eps * scale
+    deg &= ~np.eye(k, dtype=bool)
+    if not np.any(deg):
+        return
+    c = 0
+    if not _is_zero(gu):
+        c = c + plain(mT(u[..., :, :k]) @ gu[..., :, :k])
+    if not _is_zero(gvh):
+        c = c + plain(vh[..., :k, :] @ mT(gvh[..., :k, :]))
+    tol = np.sqrt(eps) * (np.max(np.abs(c)) + np.finfo(float).tiny)
+    why = None
+    if np.any(deg & (np.abs(c - np.swapaxes(c, -1, -2)) > tol)):
+        why = ("it depends on the basis LAPACK chose for the singular vectors of a "
+               "repeated singular value")
+    elif not _is_zero(gs):
+        gsv = plain(gs)
+        gtol = np.sqrt(eps) * (np.max(np.abs(gsv)) + np.finfo(float).tiny)
+        split = np.abs(gsv[..., None, :] - gsv[..., :, None]) > gtol
+        if np.any(deg & split & (np.abs(c) > tol)):
+            why = ("it mixes the singular vectors of a repeated singular value with "
+                   "weights that tell its copies apart")
+    if why is not None:
+        raise DomainError(f"numpy.linalg.svd: the chain rule through (U, s, Vh) fails for "
+                          f"this function: {why}; write it through U diag(s) Vh, the "
+                          "singular values alone, or perturb the input")
 
 
 def _svd_register():

@@ -196,3 +196,31 @@ def test_logm_pushforward_and_hvp():
     # exp(log(a)) == a: the chain of both rules is the identity
     t = cr.jvp(lambda x: csl.expm(csl.logm(x)), (a,), (np.ones((2, 2)),))[1]
     np.testing.assert_allclose(t, np.ones((2, 2)), rtol=1e-9)
+
+
+def test_svd_repeated_singular_values_mixed_with_weights_raise():
+    rng = np.random.default_rng(3)
+    q1, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    q2, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    a = (q1 * np.array([2., 2., 1., 0.5])) @ q2.T
+    m = rng.normal(size=(4, 4))
+
+    def mixed(x):   # U diag(s^2) V^T: smooth, but the rule's chain drops terms
+        u, s, vh = np.linalg.svd(x)
+        return np.sum(((u * s ** 2) @ vh) * m)
+    with pytest.raises(cr.DomainError, match="numpy.linalg.svd.*repeated singular value"):
+        cr.grad(mixed)(a)
+    with pytest.raises(cr.DomainError, match="basis LAPACK chose"):
+        cr.grad(lambda x: np.sum(np.linalg.svd(x)[0][:, 0] * np.arange(4.0)))(a)
+
+    def block(x):   # U1 V1^T of the repeated pair: invariant, exact
+        u, s, vh = np.linalg.svd(x)
+        return np.sum((u[:, :2] @ vh[:2]) * m)
+    h = 1e-6
+    fd = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            e = np.zeros((4, 4))
+            e[i, j] = h
+            fd[i, j] = (block(a + e) - block(a - e)) / (2 * h)
+    np.testing.assert_allclose(cr.grad(block)(a), fd, atol=1e-7)
