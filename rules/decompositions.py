@@ -24,11 +24,11 @@ along the eigenvalues of the perturbation's block), so a chain rule through
 * not the derivative: functions mixing the eigenvectors of a repeated
   eigenvalue with a non-constant weight (``v @ diag(h(w)) @ v.T`` with ``h'``
   non-zero there; use the matrix function directly instead), and functions
-  of raw eigenvectors inside an eigenspace (not functions of the matrix). For
-  real ``eigh`` the pullback detects both from first-order data and raises
+  of raw eigenvectors inside an eigenspace (not functions of the matrix). The
+  ``eigh`` pullback detects both from first-order data and raises
   ``DomainError`` (``_check_degenerate_chain``), and so does real ``svd`` for
-  its ``1/(s_j - s_i)`` part (``_check_degenerate_svd``); elsewhere (complex
-  inputs, ``eig``) they stay finite but wrong.
+  its ``1/(s_j - s_i)`` part (``_check_degenerate_svd``); complex ``svd`` and
+  ``eig`` do not check.
 
 At distinct eigenvalues every rule is exact. Finite differences of raw
 eigenvectors only agree with the rule when LAPACK's gauge happens to
@@ -68,9 +68,9 @@ def _check_degenerate_chain(w, v, gw, gv):
     ``(V^T gv)_ij / (w_j - w_i)`` of the pairs (i, j) inside an eigenspace.
     That is exact when the function is invariant under rotations inside the
     eigenspace and treats its eigenvalues alike; two first-order signs that
-    it is not (real inputs):
+    it is not:
 
-    * ``V^T gv`` is not symmetric on the pair: the function depends on which
+    * ``V^T gv`` is not Hermitian on the pair: the function depends on which
       basis of the eigenspace LAPACK returned, so it is not a function of the
       matrix there (no derivative);
     * ``gw`` differs on the pair while ``V^T gv`` is non-zero there: the
@@ -82,7 +82,7 @@ def _check_degenerate_chain(w, v, gw, gv):
     subgradient the rule returns at a crossing."""
     wv = plain(w)
     n = wv.shape[-1]
-    if n < 2 or wv.dtype.kind == "c" or plain(v).dtype.kind == "c":
+    if n < 2:
         return
     scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)
     eps = np.finfo(_rdt(wv.dtype)).eps
@@ -90,9 +90,11 @@ def _check_degenerate_chain(w, v, gw, gv):
     deg &= ~np.eye(n, dtype=bool)
     if not np.any(deg):
         return
+    # turning V by a unitary R = I + Omega changes the loss by Re sum(c * Omega);
+    # |c| is compared with the size of the cotangent (V is unitary)
     c = plain(mT(v) @ gv)
-    tol = np.sqrt(eps) * (np.max(np.abs(c)) + np.finfo(float).tiny)
-    anti = np.abs(c - np.swapaxes(c, -1, -2))
+    tol = np.sqrt(eps) * n * (np.max(np.abs(plain(gv))) + np.finfo(float).tiny)
+    anti = np.abs(c - np.conjugate(np.swapaxes(c, -1, -2)))
     why = None
     if np.any(deg & (anti > tol)):
         why = ("it depends on the basis LAPACK chose inside the eigenspace of a repeated "
@@ -273,8 +275,8 @@ def _check_degenerate_svd(g, u, s, vh, k):
     """The svd analogue of ``_check_degenerate_chain``: at a repeated
     singular value the pullback drops the ``1/(s_j - s_i)`` terms of U and V
     turning together; the function must be invariant under that turn
-    (``U1^T gU + V1^T gV`` symmetric on the pair) and, where it uses those
-    vectors, treat the repeated values alike (real inputs)."""
+    (``c`` below symmetric on the pair) and, where it uses those vectors,
+    treat the repeated values alike (real inputs)."""
     gu, gs, gvh = g
     if (_is_zero(gu) and _is_zero(gvh)) or k < 2 or plain(u).dtype.kind == "c":
         return
@@ -285,12 +287,17 @@ def _check_degenerate_svd(g, u, s, vh, k):
     deg &= ~np.eye(k, dtype=bool)
     if not np.any(deg):
         return
-    c = 0
+    # c = U1^T gU + Vh1 gVh^T pairs with the rotation U' = U X, V' = V X: its
+    # antisymmetric part with the gauge (X skew, U and V turning together),
+    # its symmetric part with the 1/(s_j - s_i) terms the pullback drops
+    c, size = 0, np.finfo(float).tiny
     if not _is_zero(gu):
         c = c + plain(mT(u[..., :, :k]) @ gu[..., :, :k])
+        size += np.max(np.abs(plain(gu)))
     if not _is_zero(gvh):
         c = c + plain(vh[..., :k, :] @ mT(gvh[..., :k, :]))
-    tol = np.sqrt(eps) * (np.max(np.abs(c)) + np.finfo(float).tiny)
+        size += np.max(np.abs(plain(gvh)))
+    tol = np.sqrt(eps) * max(u.shape[-2], vh.shape[-1]) * size
     why = None
     if np.any(deg & (np.abs(c - np.swapaxes(c, -1, -2)) > tol)):
         why = ("it depends on the basis LAPACK chose for the singular vectors of a "

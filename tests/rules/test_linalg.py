@@ -213,6 +213,12 @@ def test_svd_repeated_singular_values_mixed_with_weights_raise():
     with pytest.raises(cr.DomainError, match="basis LAPACK chose"):
         cr.grad(lambda x: np.sum(np.linalg.svd(x)[0][:, 0] * np.arange(4.0)))(a)
 
+    def trace_m(x):  # trace(U S Vh M) = trace(A M): the dropped terms matter
+        u, s, vh = np.linalg.svd(x)
+        return np.sum(((u * s) @ vh) * m)
+    with pytest.raises(cr.DomainError, match="numpy.linalg.svd"):
+        cr.grad(trace_m)(a)
+
     def block(x):   # U1 V1^T of the repeated pair: invariant, exact
         u, s, vh = np.linalg.svd(x)
         return np.sum((u[:, :2] @ vh[:2]) * m)
@@ -224,3 +230,31 @@ def test_svd_repeated_singular_values_mixed_with_weights_raise():
             e[i, j] = h
             fd[i, j] = (block(a + e) - block(a - e)) / (2 * h)
     np.testing.assert_allclose(cr.grad(block)(a), fd, atol=1e-7)
+
+
+def test_eigh_degenerate_complex():
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4)))
+    a = (q * np.array([1., 1., 3., 4.])) @ q.conj().T
+    m = rng.normal(size=(4, 4))
+
+    def proj(x):    # projector onto the repeated eigenvalue's eigenspace: exact
+        v = np.linalg.eigh(x)[1][:, :2]
+        return np.sum(np.real(v @ v.conj().T) * m)
+    g = cr.grad(proj)(a)
+    h = 1e-6
+    fd = np.zeros((4, 4), complex)
+    for i in range(4):
+        for j in range(i + 1):
+            for unit in ((1, 1j) if i != j else (1,)):
+                e = np.zeros((4, 4), complex)
+                e[i, j] = h * unit
+                d = (proj(a + e) - proj(a - e)) / (2 * h)
+                fd[i, j] += d * (1 if unit == 1 else -1j)
+    np.testing.assert_allclose(g, fd, atol=1e-7)
+
+    def mixed(x):
+        w, v = np.linalg.eigh(x)
+        return np.sum(np.real((v * w ** 2) @ v.conj().T) * m)
+    with pytest.raises(cr.DomainError, match="numpy.linalg.eigh"):
+        cr.grad(mixed)(a)
