@@ -7,3 +7,5 @@ SciPy families register only when SciPy is installed.
 from . import (arithmetic, complex, contractions, decompositions, elementwise, fft,  # noqa: F401
                indexing, linalg, nondiff, reductions, shape, special, statistics,
                scipy_linalg)
+from . import (scipy_integrate, scipy_linalg_schur, scipy_linalg_solvers,  # noqa: F401
+               scipy_signal)

@@ -349,3 +349,43 @@ def _unbroadcast(g, shape):
 
 def _phi_mask(n, dtype):
     return _const("phi", n, _rdt(dtype))
+
+
+# -- verification of derived problems --------------------------------------------
+def plain(x):
+    """The value of ``x`` as a plain ndarray (no node is recorded)."""
+    return np.asarray(stop_gradient(x))
+
+
+def check_tol(dtype):
+    """Relative residual accepted from a backward-stable solve: sqrt(eps)
+    of the working precision, far above rounding, far below a failed solve."""
+    return float(np.sqrt(np.finfo(_rdt(np.dtype(dtype))).eps))
+
+
+def _fro(x):
+    return np.sqrt(np.sum(np.abs(x) ** 2, axis=(-2, -1)))
+
+
+def check_residual(op, what, resid, scale, dtype=None):
+    """Raise ``DomainError`` unless ``||resid|| <= tol * scale`` in every
+    matrix of a batch (Frobenius norms of plain values; NaN/Inf fail).
+
+    ``op`` names the differentiated operation, ``what`` the derived problem
+    whose solution was checked."""
+    from chainrules.errors import DomainError
+
+    r = plain(resid)
+    tol = check_tol(dtype if dtype is not None else r.dtype)
+    err = _fro(r)
+    bound = tol * np.asarray(plain(scale), dtype=float)
+    ok = np.isfinite(err) & (err <= bound)
+    if not np.all(ok):
+        worst = float(np.max(np.where(np.isfinite(err), err / np.maximum(bound, 1e-300),
+                                      np.inf)))
+        raise DomainError(
+            f"{op}: the derivative is not defined or cannot be computed reliably at "
+            f"this input: {what} failed its residual check (residual {worst:.3g} times "
+            "the tolerance). Perturb the input away from the singular point or "
+            "differentiate a reformulation that avoids it.")
+    return True

@@ -21,9 +21,14 @@ along the eigenvalues of the perturbation's block), so a chain rule through
   ``sum(svd(a)[1])``); for svd also the relative rotation of U and V (kept
   exact through ``1/(s_i + s_j)``), so ``trace(U diag(s) V^H)`` is exact at
   symmetric positive semi-definite points such as the identity;
-* finite but not the derivative: functions mixing the eigenvectors of a
-  repeated eigenvalue with a non-constant weight (``v @ diag(h(w)) @ v.T``
-  with ``h'`` non-zero there; use the matrix function directly instead).
+* not the derivative: functions mixing the eigenvectors of a repeated
+  eigenvalue with a non-constant weight (``v @ diag(h(w)) @ v.T`` with ``h'``
+  non-zero there; use the matrix function directly instead), and functions
+  of raw eigenvectors inside an eigenspace (not functions of the matrix). The
+  ``eigh`` pullback detects both from first-order data and raises
+  ``DomainError`` (``_check_degenerate_chain``), and so does real ``svd`` for
+  its ``1/(s_j - s_i)`` part (``_check_degenerate_svd``); complex ``svd`` and
+  ``eig`` do not check.
 
 At distinct eigenvalues every rule is exact. Finite differences of raw
 eigenvectors only agree with the rule when LAPACK's gauge happens to
@@ -32,7 +37,7 @@ coincide; test gauge-invariant functions of them.
 
 import numpy as np
 
-from chainrules.errors import MissingRuleError
+from chainrules.errors import DomainError, MissingRuleError
 from chainrules.graph import MultiOutput
 from chainrules.registry import register
 from chainrules.tracing import untraced
@@ -41,7 +46,8 @@ from ._util import array_value
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _imag_diag, _is_zero, _rdt,
                            _row, _tri_mask, conj, defrule, diag_embed, diag_part,
-                           herm_cotangent, herm_tangent, inv_gaps, mH, mT)
+                           check_tol, herm_cotangent, herm_tangent, inv_gaps, mH, mT,
+                           plain)
 
 
 # -- eigh, eigvalsh ---------------------------------------------------------------
@@ -59,11 +65,63 @@ def _eigh_pf(r, xds):
     return wd, v @ (inv_gaps(w) * k)
 
 
+def _check_degenerate_chain(w, v, gw, gv):
+    """At a repeated eigenvalue the pullback drops the terms
+    ``(V^T gv)_ij / (w_j - w_i)`` of the pairs (i, j) inside an eigenspace.
+    That is exact when the function is invariant under rotations inside the
+    eigenspace and treats its eigenvalues alike; two first-order signs that
+    it is not:
+
+    * ``V^T gv`` is not Hermitian on the pair: the function depends on which
+      basis of the eigenspace LAPACK returned, so it is not a function of the
+      matrix there (no derivative);
+    * ``gw`` differs on the pair while ``V^T gv`` is non-zero there: the
+      function mixes the eigenvectors with weights that distinguish the
+      eigenvalues (``v @ diag(h(w)) @ v.T``), whose derivative needs the
+      dropped terms' limits, which first-order data cannot give.
+
+    Either raises ``DomainError``. Functions of the eigenvalues alone keep the
+    subgradient the rule returns at a crossing."""
+    wv = plain(w)
+    n = wv.shape[-1]
+    if n < 2:
+        return
+    scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)
+    eps = np.finfo(_rdt(wv.dtype)).eps
+    deg = np.abs(wv[..., None, :] - wv[..., :, None]) <= 100 * n * eps * scale
+    deg &= ~np.eye(n, dtype=bool)
+    if not np.any(deg):
+        return
+    # turning V by a unitary R = I + Omega changes the loss by Re sum(c * Omega);
+    # |c| is compared with the size of the cotangent (V is unitary)
+    c = plain(mT(v) @ gv)
+    tol = np.sqrt(eps) * n * (np.max(np.abs(plain(gv))) + np.finfo(float).tiny)
+    anti = np.abs(c - np.conjugate(np.swapaxes(c, -1, -2)))
+    why = None
+    if np.any(deg & (anti > tol)):
+        why = ("it depends on the basis LAPACK chose inside the eigenspace of a repeated "
+               "eigenvalue, so it is not a function of the matrix there")
+    elif not _is_zero(gw):
+        gwv = plain(gw)
+        gtol = np.sqrt(eps) * (np.max(np.abs(gwv)) + np.finfo(float).tiny)
+        split = np.abs(gwv[..., None, :] - gwv[..., :, None]) > gtol
+        if np.any(deg & split & (np.abs(c) > tol)):
+            why = ("it mixes the eigenvectors of a repeated eigenvalue with weights that "
+                   "tell its copies apart (like v @ diag(h(w)) @ v.T)")
+    if why is not None:
+        raise DomainError(
+            f"numpy.linalg.eigh: the chain rule through (w, v) fails for this function: "
+            f"{why}. Write it as a function of the matrix (a matrix function: "
+            "chainrules.scipy.linalg.expm, sqrtm, ...; or of the eigenvalues only), or "
+            "perturb the input to separate the eigenvalues.")
+
+
 def _eigh_pb(r, g):
     w, v = r.y
     gw, gv = g
     c = None
     if not _is_zero(gv):
+        _check_degenerate_chain(w, v, gw, gv)
         c = inv_gaps(w) * (mT(v) @ gv)
     if not _is_zero(gw):
         c = diag_embed(gw) if c is None else c + diag_embed(gw)
@@ -191,8 +249,76 @@ def _svd_pf(r, xds):
     return ud, sd, mH(vd)
 
 
+def _svd_pb(r, g):
+    """The pullback by transposing the pushforward, refused where it would
+    divide by a zero singular value: the singular vectors of a rank-deficient
+    non-square matrix (their part outside the range) have no derivative."""
+    from ._linalg_util import _transpose
+
+    fl = _svd_flags(r)
+    if fl["compute_uv"] and isinstance(g, tuple):
+        u, s, vh = r.y
+        m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+        gu, gvh = g[0], g[2]
+        if (m > k and not _is_zero(gu)) or (n > k and not _is_zero(gvh)):
+            sv = plain(s)
+            scale = np.max(sv, axis=-1, keepdims=True) if k else sv
+            if k and np.any(sv <= 100 * k * np.finfo(sv.dtype).eps * scale):
+                raise DomainError(
+                    "numpy.linalg.svd: the input is rank deficient and not square, so its "
+                    "singular vectors have no derivative (the part of U or V outside the "
+                    "range divides by a zero singular value); differentiate a function of "
+                    "the singular values, or of U diag(s) V^H, instead")
+        _check_degenerate_svd(g, u, s, vh, k)
+    return _transpose(r, g)
+
+
+def _check_degenerate_svd(g, u, s, vh, k):
+    """The svd analogue of ``_check_degenerate_chain``: at a repeated
+    singular value the pullback drops the ``1/(s_j - s_i)`` terms of U and V
+    turning together; the function must be invariant under that turn
+    (``c`` below symmetric on the pair) and, where it uses those vectors,
+    treat the repeated values alike (real inputs)."""
+    gu, gs, gvh = g
+    if (_is_zero(gu) and _is_zero(gvh)) or k < 2 or plain(u).dtype.kind == "c":
+        return
+    sv = plain(s)
+    eps = np.finfo(_rdt(sv.dtype)).eps
+    scale = np.maximum(np.max(sv, axis=-1, keepdims=True)[..., None], 1.0)
+    deg = np.abs(sv[..., None, :] - sv[..., :, None]) <= 100 * k * eps * scale
+    deg &= ~np.eye(k, dtype=bool)
+    if not np.any(deg):
+        return
+    # c = U1^T gU + Vh1 gVh^T pairs with the rotation U' = U X, V' = V X: its
+    # antisymmetric part with the gauge (X skew, U and V turning together),
+    # its symmetric part with the 1/(s_j - s_i) terms the pullback drops
+    c, size = 0, np.finfo(float).tiny
+    if not _is_zero(gu):
+        c = c + plain(mT(u[..., :, :k]) @ gu[..., :, :k])
+        size += np.max(np.abs(plain(gu)))
+    if not _is_zero(gvh):
+        c = c + plain(vh[..., :k, :] @ mT(gvh[..., :k, :]))
+        size += np.max(np.abs(plain(gvh)))
+    tol = np.sqrt(eps) * max(u.shape[-2], vh.shape[-1]) * size
+    why = None
+    if np.any(deg & (np.abs(c - np.swapaxes(c, -1, -2)) > tol)):
+        why = ("it depends on the basis LAPACK chose for the singular vectors of a "
+               "repeated singular value")
+    elif not _is_zero(gs):
+        gsv = plain(gs)
+        gtol = np.sqrt(eps) * (np.max(np.abs(gsv)) + np.finfo(float).tiny)
+        split = np.abs(gsv[..., None, :] - gsv[..., :, None]) > gtol
+        if np.any(deg & split & (np.abs(c) > tol)):
+            why = ("it mixes the singular vectors of a repeated singular value with "
+                   "weights that tell its copies apart")
+    if why is not None:
+        raise DomainError(f"numpy.linalg.svd: the chain rule through (U, s, Vh) fails for "
+                          f"this function: {why}; write it through U diag(s) Vh, the "
+                          "singular values alone, or perturb the input")
+
+
 def _svd_register():
-    d_multi = _Def("numpy.linalg.svd", _svd_pf, None, _svd_prepare)
+    d_multi = _Def("numpy.linalg.svd", _svd_pf, _svd_pb, _svd_prepare)
 
     def svd_maker(ids, *xs, **kw):
         y, aux = _svd_prepare(xs, kw)
@@ -250,6 +376,7 @@ def _qr_pf(r, xds):
     q1 = q[..., :, :k]
     r1 = rr[..., :k, :k]
     rtop = rr[..., :k, :]
+    _check_full_rank("numpy.linalg.qr", r1)
     ri = np.linalg.inv(r1)
     ad1 = ad[..., :, :k] if n > k else ad
     qa = mH(q1) @ ad1
@@ -271,6 +398,21 @@ def _qr_pf(r, xds):
     if rr.shape[-2] > k:
         rd = _pad_rows(rd, rr.shape[-2])
     return qd, rd
+
+
+def _check_full_rank(op, r1):
+    """Q and R are differentiable only where the leading k columns have full
+    rank (R's diagonal has no zero): there Q is not unique."""
+    d = np.abs(plain(diag_part(r1)))
+    if d.shape[-1] == 0:
+        return
+    scale = np.max(d, axis=-1, keepdims=True)
+    if np.any(d <= 100 * d.shape[-1] * np.finfo(d.dtype).eps * scale) or \
+            not np.all(np.isfinite(d)):
+        raise DomainError(
+            f"{op}: the leading columns of the input are linearly dependent (R has a "
+            "zero on its diagonal), where the factors are not unique and have no "
+            "derivative")
 
 
 def _pad_rows(x, m):
@@ -299,7 +441,24 @@ _qr_register()
 
 
 # -- eig, eigvals -------------------------------------------------------------
-def _eig_core(a_d, w, v):
+def _check_eigvectors(op, v):
+    """The eigenvector derivative solves with ``V``: at a defective matrix
+    (a Jordan block) ``V`` is singular and no derivative exists; near one its
+    condition number exceeds ``1/sqrt(eps)`` and the solve has no digits."""
+    vp = plain(v)
+    if vp.shape[-1] == 0:
+        return
+    cond = np.linalg.cond(vp)
+    if not np.all(np.isfinite(cond) & (cond * check_tol(vp.dtype) < 1)):
+        raise DomainError(
+            f"{op}: the matrix is defective or nearly so (its eigenvector matrix has "
+            f"condition number {float(np.max(cond)):.3g}): eigenvalues and eigenvectors "
+            "are not differentiable there. Use a function of the matrix that is "
+            "(np.trace, scipy.linalg.expm, ...) or a Schur form.")
+
+
+def _eig_core(a_d, w, v, op="numpy.linalg.eig"):
+    _check_eigvectors(op, v)
     k = np.linalg.solve(v, a_d @ v)
     wd = diag_part(k)
     vd = v @ (inv_gaps(w) * k)
@@ -334,6 +493,7 @@ def _eigvals_prepare(xs, kw):
 
 def _eigvals_pf(r, xds):
     v = r.aux
+    _check_eigvectors("numpy.linalg.eigvals", v)
     return diag_part(np.linalg.solve(v, xds[0] @ v))
 
 

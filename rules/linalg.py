@@ -24,7 +24,7 @@ complex diagonal is ignored) and their cotangents live on that triangle.
 
 import numpy as np
 
-from chainrules.errors import MissingRuleError
+from chainrules.errors import DomainError, MissingRuleError
 from chainrules.registry import non_differentiable, register
 from chainrules.tangents import ZERO
 from chainrules.tracing import untraced
@@ -52,17 +52,31 @@ def _inv_pb(r, g):
 defrule(np.linalg.inv, _inv_pf, _inv_pb)
 
 
-def _trace_solve(a, ad):
-    return np.sum(diag_part(np.linalg.solve(a, ad)), axis=-1)
+def _singular(op, fn, *args):
+    """``fn(*args)`` (a solve or inverse with the input matrix); an exactly
+    singular input raises ``DomainError`` naming ``op`` instead of LAPACK's
+    bare LinAlgError."""
+    try:
+        return fn(*args)
+    except np.linalg.LinAlgError:
+        raise DomainError(
+            f"{op}: the input matrix is singular; this rule differentiates through "
+            "its inverse, which does not exist there (the derivative of det, the "
+            "adjugate, does, but is not computed here: perturb the input, or write "
+            "det as the product of an LU or Cholesky factor's diagonal)") from None
+
+
+def _trace_solve(a, ad, op):
+    return np.sum(diag_part(_singular(op, np.linalg.solve, a, ad)), axis=-1)
 
 
 def _det_pf(r, xds):
-    return r.y * _trace_solve(r.xs[0], xds[0])
+    return r.y * _trace_solve(r.xs[0], xds[0], "numpy.linalg.det")
 
 
 def _det_pb(r, g):
     a = r.xs[0]
-    return [_col(_col(g * r.y)) * mT(np.linalg.inv(a))]
+    return [_col(_col(g * r.y)) * mT(_singular("numpy.linalg.det", np.linalg.inv, a))]
 
 
 defrule(np.linalg.det, _det_pf, _det_pb)
@@ -71,7 +85,7 @@ defrule(np.linalg.det, _det_pf, _det_pb)
 def _slogdet_pf(r, xds):
     a = r.xs[0]
     sign, logabs = r.y
-    tau = _trace_solve(a, xds[0])
+    tau = _trace_solve(a, xds[0], "numpy.linalg.slogdet")
     if _cplx(tau):
         itau = (tau - np.conjugate(tau)) * 0.5
         return sign * itau, np.real(tau)
@@ -86,7 +100,7 @@ def _slogdet_pb(r, g):
     if _cplx(sign) and not _is_zero(gs):
         z = gs * sign
         c = c + (z - np.conjugate(z)) * 0.5
-    return [_col(_col(c)) * mT(np.linalg.inv(a))]
+    return [_col(_col(c)) * mT(_singular("numpy.linalg.slogdet", np.linalg.inv, a))]
 
 
 defrule(np.linalg.slogdet, _slogdet_pf, _slogdet_pb, multi=True)

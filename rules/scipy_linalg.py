@@ -1,28 +1,46 @@
 """``scipy.linalg`` (registered only when SciPy is installed).
 
 * ``expm``, ``sqrtm``, ``logm``: primary matrix functions. Their derivative is
-  the Fréchet derivative ``L(A, E)``, read off the block identity
-  ``f([[A, E], [0, A]]) = [[f(A), L(A, E)], [0, f(A)]]``; its transpose is
-  ``L(A^T, G)`` (the functions have real power-series coefficients). ``sqrtm``
-  and ``logm`` are differentiable where they are well defined: no eigenvalue
-  on the closed negative real axis.
+  the Fréchet derivative ``L(A, E)``; its transpose is ``L(A^T, G)`` (the
+  functions have real power-series coefficients).
+
+  - ``expm``: read off the block identity
+    ``f([[A, E], [0, A]]) = [[f(A), L(A, E)], [0, f(A)]]``.
+  - ``sqrtm``: ``S L + L S = E`` with ``S = sqrtm(A)``, a Sylvester solve. The
+    block identity is not used: SciPy may return a *non-primary* square root
+    of the block matrix (different branches for the two copies of an
+    eigenvalue on the negative real axis), a valid root whose upper right
+    block is not the derivative.
+  - ``logm``: ``log A = 2 log S``, so ``L_log(A, E) = 2 L_log(S, L_sqrt(A, E))``
+    with the block identity applied to ``S``, whose spectrum is in the closed
+    right half plane, away from the logarithm's branch cut.
+
+  Every derived result is verified: the Sylvester solves by residual and
+  spectral separation, the block results by their diagonal blocks (which must
+  equal ``f(A)``) and by commuting with the block matrix. ``sqrtm`` and
+  ``logm`` are differentiable where the input is nonsingular and has no
+  eigenvalue on the negative real axis, except that a real input may have
+  simple ones there (real perturbations keep them real); elsewhere
+  ``DomainError`` names the op and the reason.
 * ``solve_triangular``, ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``:
   written with the same machinery as ``np.linalg`` (see rules/linalg.py). The
   factor arrays are differentiated as the arrays SciPy returns: the triangle
   holding the factor, and for ``cho_factor`` the other triangle, which holds
   a copy of the input. ``cho_solve`` and ``lu_solve`` read only their factor's
   triangles, so their cotangents live there. Pivots carry no derivative.
-  ``cho_solve`` and ``lu_solve`` are differentiated for real dtypes only.
+  ``lu_solve`` is differentiated for real dtypes only.
 """
 
 import numpy as np
 
-from chainrules.errors import MissingRuleError
+from chainrules.errors import DomainError, MissingRuleError
 from chainrules.graph import MultiOutput
 from chainrules.registry import register
 
-from ._linalg_util import (LinalgRule, _Def, _col, _phi_mask, _rdt, _tri_mask,
-                           _unbroadcast, defrule, herm_tangent, mH, mT)
+from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _phi_mask, _rdt, _tri_mask,
+                           _unbroadcast, check_residual, check_tol, conj, defrule,
+                           herm_tangent, mH, mT, plain)
+from .scipy_linalg_solvers import checked_sylvester
 
 try:
     import scipy.linalg as sl
@@ -57,20 +75,111 @@ def _block(a, e):
     return p1 @ a @ p1.T + p1 @ e @ p2.T + p2 @ a @ p2.T
 
 
-def _frechet(f, a, e):
+def _frechet(f, a, e, fa, op):
+    """``L(A, E)``: the upper right block of ``f([[A, E], [0, A]])``, verified.
+
+    The block identity holds for the *primary* function of the block matrix.
+    SciPy may return another function of it (a square root or logarithm that
+    picks different branches for the two copies of an eigenvalue, which is a
+    perfectly good square root of the block matrix but whose upper right block
+    is not the derivative), so the result is checked: both diagonal blocks must
+    equal ``fa = f(A)``, and the block must commute with the block matrix (as
+    every primary function does)."""
     n = a.shape[-1]
-    m = f(_block(a, e))
+    blk = _block(a, e)
+    m = f(blk)
+    mp, bp, fp = plain(m), plain(blk), plain(fa)
+    diag = np.concatenate([mp[..., :n, :n] - fp, mp[..., n:, n:] - fp], axis=-1)
+    check_residual(op, f"the {op} of the block matrix [[A, E], [0, A]] (its diagonal "
+                   f"blocks differ from {op}(A))", diag, 2 * _fro(fp) + 1e-300,
+                   np.result_type(mp, fp))
+    check_residual(op, f"the {op} of the block matrix [[A, E], [0, A]] (it does not "
+                   "commute with the block matrix)", bp @ mp - mp @ bp,
+                   2 * _fro(bp) * _fro(mp), np.result_type(mp, bp))
     return m[..., :n, n:]
 
 
-def _matrix_function(f):
-    def matfun_pf(r, xds):
-        return _frechet(f, r.xs[0], xds[0])
+def _expm_pf(r, xds):
+    return _frechet(expm, r.xs[0], xds[0], r.y, "scipy.linalg.expm")
 
-    def matfun_pb(r, g):
-        return [_frechet(f, mT(r.xs[0]), g)]
 
-    defrule(f, matfun_pf, matfun_pb)
+def _expm_pb(r, g):
+    return [_frechet(expm, mT(r.xs[0]), g, mT(r.y), "scipy.linalg.expm")]
+
+
+# -- sqrtm, logm -----------------------------------------------------------------
+_SQRTM = "scipy.linalg.sqrtm"
+_LOGM = "scipy.linalg.logm"
+
+
+def _check_root(op, a, s, complex_input):
+    """Where ``s = sqrtm(a)`` (and the logarithm through it) is differentiable.
+
+    Verifies ``s @ s == a`` and that the spectrum of ``s`` avoids the points
+    where the principal root is not differentiable: a zero eigenvalue (a
+    singular ``a``), and eigenvalues of ``a`` on the negative real axis (the
+    branch cut, where ``s`` has purely imaginary eigenvalues) unless ``a`` is
+    real and each of them is simple, since real perturbations then keep them
+    real."""
+    ap, sp = plain(a), plain(s)
+    check_residual(op, "the principal square root S of A (S @ S != A)", sp @ sp - ap,
+                   _fro(sp) ** 2 + _fro(ap), np.result_type(ap, sp))
+    mu = np.linalg.eigvals(sp)
+    tol = check_tol(np.result_type(ap, sp))
+    size = np.max(np.abs(mu), axis=-1, keepdims=True) if mu.shape[-1] else mu.real
+    if np.any(np.abs(mu) <= tol * size) or not np.all(np.isfinite(mu)):
+        raise DomainError(f"{op}: the input is singular (an eigenvalue is 0 to working "
+                          "precision), where the matrix square root and logarithm are "
+                          "not differentiable")
+    cut = np.abs(mu.real) <= tol * np.abs(mu)
+    if not np.any(cut):
+        return
+    if complex_input:
+        raise DomainError(f"{op}: the complex input has an eigenvalue on the closed "
+                          "negative real axis (the branch cut), where the principal "
+                          "branch is not differentiable")
+    gaps = np.where(np.eye(mu.shape[-1], dtype=bool), np.inf,
+                    np.abs(mu[..., :, None] - mu[..., None, :]))
+    both = cut[..., :, None] & cut[..., None, :]
+    if np.any(both & (gaps <= tol * size[..., None])):
+        raise DomainError(f"{op}: the input has a repeated eigenvalue on the negative "
+                          "real axis, where the principal branch is discontinuous (a "
+                          "real perturbation can split it into a complex pair)")
+
+
+def _sqrtm_pf(r, xds):
+    s = r.y
+    _check_root(_SQRTM, r.xs[0], s, _cplx(r.xs[0]))
+    return checked_sylvester(_SQRTM, s, s, xds[0])
+
+
+def _sqrtm_pb(r, g):
+    s = r.y
+    _check_root(_SQRTM, r.xs[0], s, _cplx(r.xs[0]))
+    st = mT(s)
+    return [checked_sylvester(_SQRTM, st, st, g)]
+
+
+def _logm_prepare(xs, kw):
+    return logm(*xs, **kw), sqrtm(xs[0])
+
+
+def _logm_pf(r, xds):
+    # log A = 2 log S with S = sqrtm(A), whose spectrum lies in the closed right
+    # half plane, away from the branch cut of the logarithm: so
+    # L_log(A, E) = 2 L_log(S, L_sqrt(A, E)), and the block matrix of S is safe
+    s = r.aux
+    _check_root(_LOGM, r.xs[0], s, _cplx(r.xs[0]))
+    ls = checked_sylvester(_LOGM, s, s, xds[0])
+    return 2 * _frechet(logm, s, ls, r.y * 0.5, _LOGM)
+
+
+def _logm_pb(r, g):
+    s = r.aux
+    _check_root(_LOGM, r.xs[0], s, _cplx(r.xs[0]))
+    st = mT(s)
+    w = 2 * _frechet(logm, st, g, mT(r.y) * 0.5, _LOGM)
+    return [checked_sylvester(_LOGM, st, st, w)]
 
 
 # -- triangular solves -----------------------------------------------------------
@@ -120,15 +229,23 @@ def _solve_triangular_pb(r, g):
     gb = solve_triangular(a, g2, trans=0 if t else 1, lower=lower, unit_diagonal=unit)
     m = -(gb @ mT(x2))
     ga = _tri_of(m if t == 0 else mT(m), lower, unit)
-    gb = np.reshape(gb, b.shape) if vec else gb
-    return [ga if r.ids[0] is not None else None,
+    gb = np.reshape(gb, x.shape) if vec else gb
+    return [_unbroadcast(ga, a.shape) if r.ids[0] is not None else None,
             _unbroadcast(gb, b.shape) if r.ids[1] is not None else None] + \
         [None] * (len(r.xs) - 2)
 
 
 # -- Cholesky factor and solve ---------------------------------------------------
+def _flag(lower):
+    """SciPy's batched ``cho_factor`` returns ``lower`` as an array of one
+    repeated flag; the rules need the flag."""
+    arr = np.asarray(lower)
+    return bool(arr.flat[0]) if arr.size else False
+
+
 def _cho_factor_pf(r, xds):
     c, lower = r.y
+    lower = _flag(lower)
     ad = xds[0]
     n = c.shape[-1]
     tri = _tri_mask(n, c.dtype, lower, 0)
@@ -165,22 +282,22 @@ def _cho_register():
         return np.reshape(out, x.shape) if vec else out
 
     def cho_solve_pb(r, g):
+        # x = A^{-1} b with A = F F^H (F^H F for upper): gb = conj(A^{-1} conj(g))
+        # (A is Hermitian), gA = -gb x^T, and through A's dependence on F and
+        # conj(F): gF = (gA + gA^H) conj(F) (lower) or conj(F) (gA + gA^H)
         c, b = r.xs
-        if c.dtype.kind == "c" or b.dtype.kind == "c":
-            raise MissingRuleError("scipy.linalg.cho_solve is differentiated for real "
-                                   "dtypes only; use np.linalg.solve for complex systems")
         lower = r.kw["_lower"]
         x = r.y
         vec = b.ndim == 1
         g2, x2 = (_col(g), _col(x)) if vec else (g, x)
-        gb = cho_solve((c, lower), g2)
+        gb = conj(cho_solve((c, lower), conj(g2)))
         ga = -(gb @ mT(x2))
-        sym = ga + mT(ga)
+        sym = ga + mH(ga)
         tri = _tri_mask(c.shape[-1], c.dtype, lower, 0)
-        f = c * tri
+        f = conj(c * tri)
         gc = (sym @ f if lower else f @ sym) * tri
-        gb = np.reshape(gb, b.shape) if vec else gb
-        return [gc if r.ids[0] is not None else None,
+        gb = _unbroadcast(np.reshape(gb, x.shape) if vec else gb, b.shape)
+        return [_unbroadcast(gc, c.shape) if r.ids[0] is not None else None,
                 gb if r.ids[1] is not None else None]
 
     ds = _Def("scipy.linalg.cho_solve", cho_solve_pf, cho_solve_pb)
@@ -191,7 +308,7 @@ def _cho_register():
         if type(ids[0]) is tuple and ids[0][1] is not None:
             raise MissingRuleError("scipy.linalg.cho_solve: `lower` cannot be traced")
         y = cho_solve((c, lower), b, *rest, **kw)
-        kw2 = dict(kw, _lower=lower)
+        kw2 = dict(kw, _lower=_flag(lower))
         return y, LinalgRule(ds, (cid, ids[1]), (c, b), y, kw2)
 
     register(cho_solve)(cho_solve_maker)
@@ -199,10 +316,18 @@ def _cho_register():
 
 # -- LU factor and solve ---------------------------------------------------------
 def _perm_matrix(piv, n, dtype):
-    perm = np.arange(n)
-    for i, p in enumerate(np.asarray(piv)):
-        perm[i], perm[p] = perm[p], perm[i]
-    return np.eye(n, dtype=_rdt(dtype))[perm]  # Pt @ A == L @ U
+    """``Pt`` with ``Pt @ A == L @ U`` from LAPACK's pivots (batched: piv of
+    shape (..., n) gives (..., n, n))."""
+    piv = np.asarray(piv)
+    flat = piv.reshape(-1, piv.shape[-1]) if piv.ndim else piv.reshape(1, 1)
+    perms = np.empty((flat.shape[0], n), dtype=np.intp)
+    for b, row in enumerate(flat):
+        perm = np.arange(n)
+        for i, p in enumerate(row):
+            perm[i], perm[p] = perm[p], perm[i]
+        perms[b] = perm
+    eye = np.eye(n, dtype=_rdt(dtype))
+    return eye[perms].reshape(piv.shape[:-1] + (n, n))
 
 
 def _lu_parts(lu):
@@ -212,10 +337,25 @@ def _lu_parts(lu):
     return low, up
 
 
+def _check_lu(lu):
+    """The LU factors are differentiable where U is invertible (the
+    derivative divides by U's pivots)."""
+    d = np.abs(plain(lu))
+    d = np.diagonal(d, axis1=-2, axis2=-1)
+    if d.shape[-1] == 0:
+        return
+    scale = np.max(np.abs(plain(lu)), axis=(-2, -1))[..., None]
+    if np.any(d <= 100 * d.shape[-1] * np.finfo(d.dtype).eps * scale) or \
+            not np.all(np.isfinite(d)):
+        raise DomainError("scipy.linalg.lu_factor: the input is singular (U has a zero "
+                          "pivot), where the LU factors have no derivative")
+
+
 def _lu_register():
     def lu_factor_pf(r, xds):
         lu, piv = r.y
         n = lu.shape[-1]
+        _check_lu(lu)
         pt = _perm_matrix(piv, n, lu.dtype)
         low, up = _lu_parts(lu)
         x = np.linalg.inv(low) @ (pt @ xds[0]) @ np.linalg.inv(up)
@@ -244,7 +384,7 @@ def _lu_register():
         low, up = _lu_parts(lu)
         ld = lud * _tri_mask(n, lu.dtype, True, -1)
         ud = lud * _tri_mask(n, lu.dtype, False, 0)
-        ad = pt.T @ (ld @ up + low @ ud)
+        ad = mT(pt) @ (ld @ up + low @ ud)
         t = _trans(r)
         ad = ad if t == 0 else mT(ad)
         x = r.y
@@ -272,8 +412,8 @@ def _lu_register():
         pa = pt @ ga
         glu = (pa @ mT(up)) * _tri_mask(n, lu.dtype, True, -1) + \
             (mT(low) @ pa) * _tri_mask(n, lu.dtype, False, 0)
-        gb = np.reshape(gb, b.shape) if vec else gb
-        return [glu if r.ids[0] is not None else None,
+        gb = _unbroadcast(np.reshape(gb, x.shape) if vec else gb, b.shape)
+        return [_unbroadcast(glu, lu.shape) if r.ids[0] is not None else None,
                 gb if r.ids[1] is not None else None]
 
     ds = _Def("scipy.linalg.lu_solve", lu_solve_pf, lu_solve_pb)
@@ -291,8 +431,9 @@ def _lu_register():
 
 
 if sl is not None:
-    for _f in (expm, sqrtm, logm):
-        _matrix_function(_f)
+    defrule(expm, _expm_pf, _expm_pb)
+    defrule(sqrtm, _sqrtm_pf, _sqrtm_pb)
+    defrule(logm, _logm_pf, _logm_pb, prepare=_logm_prepare)
     defrule(solve_triangular, _solve_triangular_pf, _solve_triangular_pb)
     _cho_register()
     _lu_register()

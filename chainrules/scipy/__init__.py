@@ -12,3 +12,4 @@ protocol can intercept; call the versions here instead::
 """
 
 from . import linalg, special  # noqa: F401
+from . import integrate, signal  # noqa: F401

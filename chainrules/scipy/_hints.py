@@ -38,10 +38,16 @@ def _resolve(path):
 def twin_for_frame(frame):
     """The dotted name of the differentiable twin of the SciPy function
     running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None."""
-    sub = _public_module(frame.f_globals.get("__name__", ""))
+    modname, func = frame.f_globals.get("__name__", ""), frame.f_code.co_name
+    wrapped = frame.f_locals.get("f")
+    if modname.startswith("scipy._lib") and callable(wrapped):
+        # SciPy's batching decorator (SciPy >= 1.14) converts the arguments of
+        # the function it wraps: name that function
+        modname = getattr(wrapped, "__module__", "") or ""
+        func = getattr(wrapped, "__name__", func)
+    sub = _public_module(modname)
     if sub is None:
         return None
-    func = frame.f_code.co_name
     candidates = []
     owner = frame.f_locals.get("self")
     dist = getattr(owner, "name", None)

@@ -1,17 +1,22 @@
-"""Differentiable ``expm``, ``sqrtm``, ``logm``, ``solve_triangular``,
-``cho_factor``/``cho_solve`` and ``lu_factor``/``lu_solve`` (same signatures
-as ``scipy.linalg``); requires SciPy."""
+"""Differentiable ``scipy.linalg`` functions (same signatures as SciPy);
+requires SciPy. See rules/scipy_linalg.py and rules/scipy_linalg_solvers.py
+for what each derivative is and where it is defined."""
 
 from chainrules.rules import scipy_linalg as _impl
+from chainrules.rules import scipy_linalg_compose as _compose
+from chainrules.rules import scipy_linalg_schur as _schur
+from chainrules.rules import scipy_linalg_solvers as _solvers
 
-__all__ = list(_impl.__all__)
+_MODULES = (_impl, _solvers, _compose, _schur)
+__all__ = (list(_impl.__all__) + [n for n in _solvers.__all__ if n != "checked_sylvester"]
+           + list(_compose.__all__) + list(_schur.__all__))
 
 
 def __getattr__(name):
     if name in __all__:
-        try:
-            return getattr(_impl, name)
-        except AttributeError:
-            raise ImportError(f"chainrules.scipy.linalg.{name} needs SciPy: "
-                              "pip install 'chainrules[scipy]'") from None
+        for mod in _MODULES:
+            if hasattr(mod, name):
+                return getattr(mod, name)
+        raise ImportError(f"chainrules.scipy.linalg.{name} needs SciPy: "
+                          "pip install 'chainrules[scipy]'")
     raise AttributeError(name)

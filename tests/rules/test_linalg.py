@@ -34,16 +34,38 @@ def test_eigh_degenerate_eigenvalue_functions():
         np.testing.assert_allclose(g, expected, atol=1e-10)
 
 
-def test_eigh_degenerate_eigenvectors_give_finite_values():
-    # a function of eigenvectors and eigenvalues: finite (no NaN, no Inf) at
-    # a repeated eigenvalue; see rules/linalg.py for when it is exact
+def test_eigh_degenerate_eigenvectors_mixed_with_eigenvalues_raise():
+    # V diag(w^2) V^T = A^2 is smooth, but the chain rule through (w, v) at a
+    # repeated eigenvalue drops the terms it needs (it returned a gradient off
+    # by 61): DomainError instead
     def f(a):
         w, v = np.linalg.eigh(a)
         return np.sum(((v * w ** 2) @ v.T) * np.arange(25.0).reshape(5, 5))
+    with pytest.raises(cr.DomainError, match="numpy.linalg.eigh.*repeated eigenvalue"):
+        cr.grad(f)(A_DEG)
+    # a raw eigenvector inside an eigenspace is not a function of the matrix
+    with pytest.raises(cr.DomainError, match="basis LAPACK chose"):
+        cr.grad(lambda a: np.sum(np.linalg.eigh(a)[1][:, 0] * np.arange(5.0)))(A_DEG)
+
+
+def test_eigh_degenerate_eigenspace_projector_is_exact():
+    # the projector onto the eigenspace of 2.5 is smooth and invariant under
+    # rotations inside it: the rule is exact there
+    m = np.arange(25.0).reshape(5, 5)
+
+    def f(a):
+        v = np.linalg.eigh(a)[1][:, 2:]
+        return np.sum((v @ v.T) * m)
     g = cr.grad(f)(A_DEG)
     assert np.all(np.isfinite(g))
-    hv = cr.hvp(f, A_DEG, np.eye(5))
-    assert np.all(np.isfinite(hv))
+    h = 1e-6
+    fd = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(i + 1):
+            e = np.zeros((5, 5))
+            e[i, j] = h
+            fd[i, j] = (f(A_DEG + e) - f(A_DEG - e)) / (2 * h)
+    np.testing.assert_allclose(g, fd, atol=1e-6)
 
 
 def test_eigh_degenerate_hvp_of_eigenvalue_sum_is_zero():
@@ -174,3 +196,65 @@ def test_logm_pushforward_and_hvp():
     # exp(log(a)) == a: the chain of both rules is the identity
     t = cr.jvp(lambda x: csl.expm(csl.logm(x)), (a,), (np.ones((2, 2)),))[1]
     np.testing.assert_allclose(t, np.ones((2, 2)), rtol=1e-9)
+
+
+def test_svd_repeated_singular_values_mixed_with_weights_raise():
+    rng = np.random.default_rng(3)
+    q1, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    q2, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    a = (q1 * np.array([2., 2., 1., 0.5])) @ q2.T
+    m = rng.normal(size=(4, 4))
+
+    def mixed(x):   # U diag(s^2) V^T: smooth, but the rule's chain drops terms
+        u, s, vh = np.linalg.svd(x)
+        return np.sum(((u * s ** 2) @ vh) * m)
+    with pytest.raises(cr.DomainError, match="numpy.linalg.svd.*repeated singular value"):
+        cr.grad(mixed)(a)
+    with pytest.raises(cr.DomainError, match="basis LAPACK chose"):
+        cr.grad(lambda x: np.sum(np.linalg.svd(x)[0][:, 0] * np.arange(4.0)))(a)
+
+    def trace_m(x):  # trace(U S Vh M) = trace(A M): the dropped terms matter
+        u, s, vh = np.linalg.svd(x)
+        return np.sum(((u * s) @ vh) * m)
+    with pytest.raises(cr.DomainError, match="numpy.linalg.svd"):
+        cr.grad(trace_m)(a)
+
+    def block(x):   # U1 V1^T of the repeated pair: invariant, exact
+        u, s, vh = np.linalg.svd(x)
+        return np.sum((u[:, :2] @ vh[:2]) * m)
+    h = 1e-6
+    fd = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            e = np.zeros((4, 4))
+            e[i, j] = h
+            fd[i, j] = (block(a + e) - block(a - e)) / (2 * h)
+    np.testing.assert_allclose(cr.grad(block)(a), fd, atol=1e-7)
+
+
+def test_eigh_degenerate_complex():
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4)))
+    a = (q * np.array([1., 1., 3., 4.])) @ q.conj().T
+    m = rng.normal(size=(4, 4))
+
+    def proj(x):    # projector onto the repeated eigenvalue's eigenspace: exact
+        v = np.linalg.eigh(x)[1][:, :2]
+        return np.sum(np.real(v @ v.conj().T) * m)
+    g = cr.grad(proj)(a)
+    h = 1e-6
+    fd = np.zeros((4, 4), complex)
+    for i in range(4):
+        for j in range(i + 1):
+            for unit in ((1, 1j) if i != j else (1,)):
+                e = np.zeros((4, 4), complex)
+                e[i, j] = h * unit
+                d = (proj(a + e) - proj(a - e)) / (2 * h)
+                fd[i, j] += d * (1 if unit == 1 else -1j)
+    np.testing.assert_allclose(g, fd, atol=1e-7)
+
+    def mixed(x):
+        w, v = np.linalg.eigh(x)
+        return np.sum(np.real((v * w ** 2) @ v.conj().T) * m)
+    with pytest.raises(cr.DomainError, match="numpy.linalg.eigh"):
+        cr.grad(mixed)(a)

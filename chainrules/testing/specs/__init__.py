@@ -22,7 +22,8 @@ __all__ = ["RuleSpec", "all_specs", "FAMILIES"]
 
 #: spec modules of the built-in rule families (chainrules.testing.specs.<name>)
 FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
-            "shape", "indexing", "nondiff", "linalg", "fft", "special")
+            "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg",
+            "scipy_integrate", "scipy_signal")
 
 
 @dataclasses.dataclass(frozen=True)

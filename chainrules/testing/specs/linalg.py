@@ -298,39 +298,39 @@ if _sl is not None and hasattr(_sl, "expm"):
         return (a.astype(dtype),), {}
 
     def _tri_args(draw, dtype):
-        n = _n(draw)
-        a = draw(crs.well_conditioned_matrices(dtype, n))
-        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else (n, 2)))
+        n, bt = _n(draw), _batch(draw)
+        a = draw(crs.well_conditioned_matrices(dtype, n, bt))
+        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
         kw = {"lower": draw(st.booleans()), "trans": draw(st.sampled_from([0, 1, "T"])),
               "unit_diagonal": draw(st.booleans())}
         return (a, b), kw
 
     def _cho_factor_args(draw, dtype):
-        a = draw(crs.spd_matrices(dtype, _n(draw)))
+        a = draw(crs.spd_matrices(dtype, _n(draw), _batch(draw)))
         a = a + np.triu(draw(crs.arrays(dtype, a.shape)), 1) * 0.1  # asymmetric copy
         return (a.astype(dtype),), {"lower": draw(st.booleans())}
 
     def _cho_solve_args(draw, dtype):
-        n = _n(draw)
-        a = draw(crs.spd_matrices(dtype, n))
+        n, bt = _n(draw), _batch(draw)
+        a = draw(crs.spd_matrices(dtype, n, bt))
         c, lower = _sl.cho_factor(a, lower=draw(st.booleans()))
-        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else (n, 2)))
+        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
         return (c, b), {"lower": lower}
 
     def _cho_solve_call(c, b, lower):
         return _sl.cho_solve((c, lower), b)
 
     def _lu_factor_args(draw, dtype):  # 1x1 is linear: Hessian = rounding noise
-        return (draw(crs.well_conditioned_matrices(dtype, _n(draw, 2))),), {}
+        return (draw(crs.well_conditioned_matrices(dtype, _n(draw, 2), _batch(draw))),), {}
 
     def _lu_factor_call(a):
         return _sl.lu_factor(a)[0]
 
     def _lu_solve_args(draw, dtype):
-        n = _n(draw)
-        a = draw(crs.arrays(dtype, (n, n))) * 0.3 + np.eye(n)[::-1] * 2
+        n, bt = _n(draw), _batch(draw)
+        a = draw(crs.arrays(dtype, bt + (n, n))) * 0.3 + np.eye(n)[::-1] * 2
         lu, piv = _sl.lu_factor(a.astype(dtype))
-        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else (n, 2)))
+        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
         return (lu, b), {"piv": piv, "trans": draw(st.sampled_from([0, 1]))}
 
     def _lu_solve_call(lu, b, piv, trans):
@@ -338,15 +338,12 @@ if _sl is not None and hasattr(_sl, "expm"):
 
     SPECS += [
         RuleSpec(_sl.expm, _small, DC, name="scipy.linalg.expm"),
-        RuleSpec(_sl.sqrtm, spd(batch=False), DC, name="scipy.linalg.sqrtm"),
-        # logm of the 2n x 2n block matrices is slow in SciPy: the pushforward
-        # and HVP are checked at one point in tests/rules/test_linalg.py
-        RuleSpec(_sl.logm, spd(batch=False, hi=2), D, name="scipy.linalg.logm",
-                 modes=frozenset({"rrule"})),
+        RuleSpec(_sl.sqrtm, wellcond(batch=True), DC, name="scipy.linalg.sqrtm"),
+        RuleSpec(_sl.logm, wellcond(batch=True), DC, name="scipy.linalg.logm"),
         RuleSpec(_sl.solve_triangular, _tri_args, C, name="scipy.linalg.solve_triangular"),
         RuleSpec(_sl.cho_factor, _cho_factor_args, DC, call=lambda a, lower: _sl.cho_factor(
             a, lower=lower)[0], name="scipy.linalg.cho_factor"),
-        RuleSpec(_sl.cho_solve, _cho_solve_args, F, call=_cho_solve_call,
+        RuleSpec(_sl.cho_solve, _cho_solve_args, C, call=_cho_solve_call,
                  name="scipy.linalg.cho_solve"),
         RuleSpec(_sl.lu_factor, _lu_factor_args, DC, call=_lu_factor_call,
                  name="scipy.linalg.lu_factor"),

@@ -1,0 +1,146 @@
+"""Differentiable ``odeint``, ``solve_ivp``, ``trapezoid``, ``simpson`` and
+``cumulative_trapezoid`` (same signatures as ``scipy.integrate``); requires SciPy.
+
+``odeint`` and ``solve_ivp`` are differentiable with respect to the initial
+state, the parameters passed through ``args`` and the time points (``t`` for
+``odeint``; ``t_span[0]`` and ``t_eval`` for ``solve_ivp``), by the adjoint
+method in reverse mode and the variational equation in forward mode (see
+rules/scipy_integrate.py). The right-hand side is plain NumPy code: it is
+differentiated by chainrules itself. Derivatives are those of the exact ODE
+solution, computed to the solver tolerances you pass (``rtol``/``atol``), which
+also govern the adjoint solve. Second derivatives raise ``HvpNotSupported``.
+"""
+
+import numpy as np
+
+from chainrules.rules.scipy_integrate import OdeSpec, ode_solve
+from chainrules.tracing import is_traced
+
+try:
+    import scipy.integrate as _si
+except ImportError:  # pragma: no cover
+    _si = None
+
+__all__ = ["odeint", "solve_ivp", "trapezoid", "simpson", "cumulative_trapezoid"]
+
+
+def _any_traced(*xs):
+    return any(is_traced(x) for x in xs)
+
+
+def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
+           rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
+           mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
+    """``scipy.integrate.odeint``, differentiable in ``y0``, ``t`` and ``args``."""
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    kw = dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu, rtol=rtol, atol=atol,
+              tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
+              mxhnil=mxhnil, mxordn=mxordn, mxords=mxords, printmessg=printmessg)
+    if not _any_traced(y0, t, *args):
+        return _si.odeint(func, y0, t, args=args, full_output=full_output, tfirst=tfirst, **kw)
+    # the solver only sees plain arrays; Dfun (a Jacobian of the original
+    # system) does not apply to the augmented systems of the derivative
+    opts = {k: v for k, v in kw.items() if k in ("rtol", "atol", "tcrit", "h0", "hmax", "hmin",
+                                                  "mxstep", "mxordn", "mxords")}
+    spec = OdeSpec(func, tfirst, "odeint", opts, "chainrules.scipy.integrate.odeint")
+    ys = ode_solve(y0, t, *args, _spec=spec)
+    if full_output:
+        return ys, {"message": "integrated by scipy.integrate.odeint (derivative by the "
+                               "adjoint method)"}
+    return ys
+
+
+class OdeResult(dict):
+    """The result of ``solve_ivp`` (attribute access like SciPy's)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
+              vectorized=False, args=None, **options):
+    """``scipy.integrate.solve_ivp``, differentiable in ``y0``, ``args``,
+    ``t_span[0]`` and ``t_eval``. Without ``t_eval`` the solution is
+    differentiated at the solver's own time points, held fixed."""
+    params = () if args is None else tuple(args)
+    t0 = t_span[0]
+    if not _any_traced(y0, t0, t_eval, *params):
+        return _si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
+                             dense_output=dense_output, events=events, vectorized=vectorized,
+                             args=args, **options)
+    if dense_output or events is not None:
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError("chainrules.scipy.integrate.solve_ivp: dense_output and "
+                               "events are not differentiated; pass t_eval")
+    if t_eval is None:
+        from chainrules.tracing import stop_gradient
+
+        plain = _si.solve_ivp(fun, (float(stop_gradient(t0)), float(stop_gradient(t_span[1]))),
+                              np.asarray(stop_gradient(y0), float), method=method,
+                              args=tuple(stop_gradient(list(params))) if params else None,
+                              **options)
+        t_eval = plain.t
+    spec = OdeSpec(fun, True, method, options, "chainrules.scipy.integrate.solve_ivp")
+    times = np.concatenate([np.reshape(t0, (1,)), t_eval])
+    ys = ode_solve(y0, times, *params, _spec=spec)
+    return OdeResult(t=t_eval, y=np.transpose(ys[1:]), success=True, status=0,
+                     message="The solver successfully reached the end of the integration "
+                             "interval.", sol=None, t_events=None, y_events=None)
+
+
+def _along(y, axis):
+    return np.moveaxis(y, axis, -1)
+
+
+def _spacing(x, dx):
+    return dx if x is None else x[..., 1:] - x[..., :-1]
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """``scipy.integrate.trapezoid`` (differentiable in y, x and dx)."""
+    if not _any_traced(y, x, dx):
+        return _si.trapezoid(y, x=x, dx=dx, axis=axis)
+    yy = _along(y, axis)
+    d = _spacing(None if x is None else (_along(x, axis) if np.ndim(x) > 1
+                                                       else x), dx)
+    return np.sum((yy[..., 1:] + yy[..., :-1]) * d, axis=-1) * 0.5
+
+
+def cumulative_trapezoid(y, x=None, dx=1.0, axis=-1, initial=None):
+    """``scipy.integrate.cumulative_trapezoid`` (differentiable in y, x, dx)."""
+    if not _any_traced(y, x, dx):
+        return _si.cumulative_trapezoid(y, x=x, dx=dx, axis=axis, initial=initial)
+    yy = _along(y, axis)
+    d = _spacing(None if x is None else (_along(x, axis) if np.ndim(x) > 1
+                                                       else x), dx)
+    c = np.cumsum((yy[..., 1:] + yy[..., :-1]) * d, axis=-1) * 0.5
+    if initial is not None:
+        if np.ndim(initial) != 0:
+            raise ValueError("`initial` must be `None` or a scalar.")
+        c = np.concatenate([np.zeros(c.shape[:-1] + (1,), c.dtype) + initial, c], axis=-1)
+    return np.moveaxis(c, -1, axis)
+
+
+def simpson(y, *, x=None, dx=1.0, axis=-1):
+    """``scipy.integrate.simpson``: linear in ``y`` (differentiable); the
+    sample points ``x``/``dx`` are held constant."""
+    if is_traced(x) or is_traced(dx):
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError("chainrules.scipy.integrate.simpson is differentiated in y "
+                               "only; use trapezoid to differentiate the sample points")
+    if not is_traced(y):
+        return _si.simpson(y, x=x, dx=dx, axis=axis)
+    yy = _along(y, axis)
+    n = yy.shape[-1]
+    xx = None if x is None else (np.asarray(x) if np.ndim(x) == 1 else _along(np.asarray(x), axis))
+    basis = np.eye(n)
+    if xx is not None and xx.ndim > 1:
+        w = _si.simpson(basis, x=xx[..., None, :], dx=dx, axis=-1)
+    else:
+        w = _si.simpson(basis, x=xx, dx=dx, axis=-1)   # w[k] = integral of e_k
+    return np.sum(yy * w.astype(yy.dtype if yy.dtype.kind in "fc" else float), axis=-1)

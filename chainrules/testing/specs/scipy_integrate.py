@@ -1,0 +1,43 @@
+"""Specs for rules/scipy_integrate.py: the ODE solution operation, on a
+nonlinear right-hand side with parameters, solved tightly so that finite
+differences of the solution agree with the adjoint and variational rules.
+Second order is not supported by this rule (HvpNotSupported)."""
+
+import numpy as np
+from hypothesis import strategies as st
+
+from chainrules.testing import strategies as crs
+from chainrules.testing.specs import RuleSpec
+
+SPECS = []
+
+try:
+    from chainrules.rules import scipy_integrate as _si
+except ImportError:  # pragma: no cover
+    _si = None
+
+
+def _rhs(y, t, k, c):
+    return -k * y + c * np.sin(y) * np.cos(t)
+
+
+if _si is not None and hasattr(_si, "ode_solve"):
+    _SPEC = _si.OdeSpec(_rhs, False, "odeint", {"rtol": 1e-11, "atol": 1e-12},
+                        "scipy.integrate.odeint")
+    _SPEC_IVP = _si.OdeSpec(lambda t, y, k, c: _rhs(y, t, k, c), True, "DOP853",
+                            {"rtol": 1e-11, "atol": 1e-12}, "scipy.integrate.solve_ivp")
+
+    def _ode_args(draw, dtype):
+        n = draw(st.integers(1, 3))
+        m = draw(st.integers(1, 4))
+        y0 = draw(crs.arrays(dtype, (n,)))
+        t = np.cumsum(0.2 + np.abs(draw(crs.arrays(dtype, (m,)))) * 0.3) - 0.3
+        k = draw(crs.arrays(dtype, (n,), (0.2, 1.0)))
+        c = float(draw(crs.arrays(dtype, (), (-0.5, 0.5))))
+        spec = _SPEC if draw(st.booleans()) else _SPEC_IVP
+        return (y0, t, k, c), {"_spec": spec}
+
+    SPECS += [
+        RuleSpec(_si.ode_solve, _ode_args, ("float64",), modes=frozenset({"rrule", "frule"}),
+                 rtol=1e-5, atol=1e-6, name="scipy.integrate.ode_solve"),
+    ]

@@ -1,0 +1,198 @@
+"""chainrules.scipy.integrate: ODE solutions differentiated by the adjoint
+method (w.r.t. initial state, args and time points) against closed forms and
+finite differences; quadrature; plain SciPy errors naming the twins."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+
+si = pytest.importorskip("scipy.integrate")
+sl = pytest.importorskip("scipy.linalg")
+from chainrules.scipy import integrate as ci  # noqa: E402
+
+TIGHT = {"rtol": 1e-11, "atol": 1e-12}
+RNG = np.random.default_rng(0)
+A0 = np.array([[-0.5, 1.0], [-1.0, -0.3]])
+Y0 = np.array([1.0, -0.5])
+T = np.array([0.2, 0.7, 1.5, 2.0])
+W = RNG.normal(size=(4, 2))
+
+
+def _linear(y, t, a):
+    return a @ y
+
+
+def _closed(y0, t, a):
+    """y(t_i) = expm(A (t_i - t_0)) y0, with SciPy's expm."""
+    return np.stack([sl.expm(a * (ti - t[0])) @ y0 for ti in t])
+
+
+def _fd_grad(f, x, h=1e-6):
+    x = np.asarray(x, float)
+    out = np.zeros(x.shape)
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros(x.shape)
+        e[idx] = h
+        out[idx] = (f(x + e) - f(x - e)) / (2 * h)
+    return out
+
+
+def test_linear_ode_gradients_match_the_closed_form():
+    def loss(y0, t, a):
+        return np.sum(W * ci.odeint(_linear, y0, t, args=(a,), **TIGHT))
+    np.testing.assert_allclose(ci.odeint(_linear, Y0, T, args=(A0,), **TIGHT),
+                               _closed(Y0, T, A0), rtol=1e-9, atol=1e-10)
+    gy0, gt, ga = cr.grad(loss, argnums=(0, 1, 2))(Y0, T, A0)
+    ref = lambda y0, t, a: np.sum(W * _closed(y0, t, a))  # noqa: E731
+    np.testing.assert_allclose(gy0, _fd_grad(lambda v: ref(v, T, A0), Y0), rtol=1e-7,
+                               atol=1e-8)
+    np.testing.assert_allclose(gt, _fd_grad(lambda v: ref(Y0, v, A0), T), rtol=1e-7,
+                               atol=1e-8)
+    np.testing.assert_allclose(ga, _fd_grad(lambda v: ref(Y0, T, v), A0), rtol=1e-7,
+                               atol=1e-8)
+    # the exact derivative w.r.t. y0 is sum_i expm(A (t_i - t_0))^T w_i
+    exact = sum(sl.expm(A0 * (ti - T[0])).T @ W[i] for i, ti in enumerate(T))
+    np.testing.assert_allclose(gy0, exact, rtol=1e-8)
+
+
+def test_linear_ode_forward_mode():
+    dy0, dt, da = RNG.normal(size=2), RNG.normal(size=4) * .1, RNG.normal(size=(2, 2))
+    out = cr.jvp(lambda y0, t, a: ci.odeint(_linear, y0, t, args=(a,), **TIGHT),
+                 (Y0, T, A0), (dy0, dt, da))[1]
+    h = 1e-6
+    fd = (_closed(Y0 + h * dy0, T + h * dt, A0 + h * da)
+          - _closed(Y0 - h * dy0, T - h * dt, A0 - h * da)) / (2 * h)
+    np.testing.assert_allclose(out, fd, rtol=1e-7, atol=1e-8)
+
+
+def _lotka(y, t, p):
+    a, b, c, d = p[0], p[1], p[2], p[3]
+    return np.stack([a * y[0] - b * y[0] * y[1], c * y[0] * y[1] - d * y[1]])
+
+
+def test_nonlinear_ode_against_finite_differences():
+    p = np.array([1.1, 0.4, 0.1, 0.4])
+    y0 = np.array([2.0, 1.0])
+    t = np.linspace(0, 3, 7)
+
+    def loss(y0, p):
+        return np.sum(ci.odeint(_lotka, y0, t, args=(p,), **TIGHT) ** 2)
+
+    def plain(y0, p):
+        return np.sum(si.odeint(_lotka, y0, t, args=(p,), **TIGHT) ** 2)
+
+    gy0, gp = cr.grad(loss, argnums=(0, 1))(y0, p)
+    np.testing.assert_allclose(gy0, _fd_grad(lambda v: plain(v, p), y0, 1e-5), rtol=1e-6)
+    np.testing.assert_allclose(gp, _fd_grad(lambda v: plain(y0, v), p, 1e-5), rtol=1e-6)
+
+
+def test_solve_ivp_gradients():
+    p = np.array([1.1, 0.4, 0.1, 0.4])
+    y0 = np.array([2.0, 1.0])
+    te = np.linspace(0.5, 2.8, 5)
+
+    def rhs(t, y, p):
+        return _lotka(y, t, p)
+
+    def loss(y0, te, p):
+        sol = ci.solve_ivp(rhs, (0.0, 3.0), y0, method="DOP853", t_eval=te, args=(p,),
+                           **TIGHT)
+        return np.sum(sol.y ** 2)
+
+    def plain(y0, te, p):
+        sol = si.solve_ivp(rhs, (0.0, 3.0), y0, method="DOP853", t_eval=te, args=(p,),
+                           **TIGHT)
+        return np.sum(sol.y ** 2)
+
+    assert abs(loss(y0, te, p) - plain(y0, te, p)) < 1e-9
+    g = cr.grad(loss, argnums=(0, 1, 2))(y0, te, p)
+    for k, x in enumerate((y0, te, p)):
+        args = [y0, te, p]
+
+        def f(v, k=k):
+            args2 = list(args)
+            args2[k] = v
+            return plain(*args2)
+        np.testing.assert_allclose(g[k], _fd_grad(f, x, 1e-5), rtol=1e-6, atol=1e-7)
+
+
+def test_solve_ivp_without_t_eval_uses_the_solver_times():
+    def rhs(t, y, k):
+        return -k * y
+    k = np.array([0.7, 0.3])
+    ref = si.solve_ivp(rhs, (0.0, 2.0), Y0, args=(k,), **TIGHT)
+    sol = ci.solve_ivp(rhs, (0.0, 2.0), Y0, args=(cr.stop_gradient(k),), **TIGHT)
+    out, back = cr.vjp(lambda y0: ci.solve_ivp(rhs, (0.0, 2.0), y0, args=(k,), **TIGHT).y,
+                       Y0)
+    assert out.shape == ref.y.shape and sol.y.shape == ref.y.shape
+    np.testing.assert_allclose(out, ref.y, rtol=1e-9, atol=1e-12)
+    w = RNG.normal(size=ref.y.shape)
+    # y(t) = y0 exp(-k t): the cotangent of y0 is sum_j w[:, j] exp(-k t_j)
+    np.testing.assert_allclose(back(w)[0], np.sum(w * np.exp(-k[:, None] * ref.t), axis=1),
+                               rtol=1e-8)
+
+
+def test_second_order_raises_hvp_not_supported():
+    def loss(y0):
+        return np.sum(ci.odeint(_linear, y0, T, args=(A0,), **TIGHT) ** 2)
+    with pytest.raises(cr.HvpNotSupported, match="odeint: second derivatives"):
+        cr.hvp(loss, Y0, np.ones(2))
+    with pytest.raises(cr.HvpNotSupported, match="odeint: second derivatives"):
+        cr.grad(lambda y: np.sum(cr.grad(loss)(y)))(Y0)
+
+
+def test_quadrature():
+    x = np.sort(RNG.uniform(0, 2, size=7))
+    y = RNG.normal(size=(3, 7))
+    for name in ("trapezoid", "cumulative_trapezoid"):
+        mine, ref = getattr(ci, name), getattr(si, name)
+        np.testing.assert_allclose(cr.stop_gradient(mine(cr.stop_gradient(y), x=x)),
+                                   ref(y, x=x))
+        w = RNG.normal(size=np.shape(ref(y, x=x)))
+        gy, gx = cr.grad(lambda y, x: np.sum(w * mine(y, x=x)), argnums=(0, 1))(y, x)
+        np.testing.assert_allclose(gy, _fd_grad(lambda v: np.sum(w * ref(v, x=x)), y),
+                                   rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(gx, _fd_grad(lambda v: np.sum(w * ref(y, x=v)), x),
+                                   rtol=1e-7, atol=1e-9)
+    out = ci.cumulative_trapezoid(y.T, dx=0.5, axis=0, initial=0)
+    np.testing.assert_allclose(out, si.cumulative_trapezoid(y.T, dx=0.5, axis=0, initial=0))
+    gy = cr.grad(lambda v: np.sum(ci.cumulative_trapezoid(v, dx=.5, axis=0, initial=0)))(y.T)
+    np.testing.assert_allclose(gy, _fd_grad(lambda v: np.sum(si.cumulative_trapezoid(
+        v, dx=.5, axis=0, initial=0)), y.T), rtol=1e-7)
+    for n in (6, 7):   # even and odd numbers of samples
+        w = RNG.normal(size=3)
+        f = lambda v, n=n: np.sum(w * ci.simpson(v, x=x[:n]))  # noqa: E731
+        np.testing.assert_allclose(f(y[:, :n]), np.sum(w * si.simpson(y[:, :n], x=x[:n])))
+        g = cr.grad(f)(y[:, :n])
+        np.testing.assert_allclose(g, _fd_grad(
+            lambda v: np.sum(w * si.simpson(v, x=x[:n])), y[:, :n]), rtol=1e-7)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("odeint", lambda y: si.odeint(_linear, y, T, args=(A0,))),
+    ("solve_ivp", lambda y: si.solve_ivp(lambda t, v: -v, (0, 1), y).y),
+    ("trapezoid", lambda y: si.trapezoid(y)),
+    ("simpson", lambda y: si.simpson(y)),
+    ("cumulative_trapezoid", lambda y: si.cumulative_trapezoid(y)),
+])
+def test_plain_scipy_error_names_the_twin(name, call):
+    with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.integrate.{name} "):
+        cr.grad(lambda y: np.sum(call(y)))(np.ones(2))
+
+
+def test_params_in_args_reach_the_twin_hint():
+    with pytest.raises(cr.UntraceableError, match="chainrules.scipy.integrate.odeint "):
+        cr.grad(lambda a: np.sum(si.odeint(_linear, Y0, T, args=(a,))))(A0)
+
+
+def test_neural_ode_example_quick():
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "neural_ode.py"
+    spec = importlib.util.spec_from_file_location("neural_ode", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    first, last = mod.main(quick=True)
+    assert last < 0.05 * first
