@@ -354,7 +354,7 @@ def _phi_mask(n, dtype):
 # -- verification of derived problems --------------------------------------------
 def plain(x):
     """The value of ``x`` as a plain ndarray (no node is recorded)."""
-    return np.asarray(stop_gradient(x))
+    return np.asarray(untraced(x))
 
 
 def check_tol(dtype):

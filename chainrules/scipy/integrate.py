@@ -77,7 +77,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         raise MissingRuleError("chainrules.scipy.integrate.solve_ivp: dense_output and "
                                "events are not differentiated; pass t_eval")
     if t_eval is None:
-        from chainrules.tracing import stop_gradient
+        from chainrules.tracing import untraced as stop_gradient
 
         plain = _si.solve_ivp(fun, (float(stop_gradient(t0)), float(stop_gradient(t_span[1]))),
                               np.asarray(stop_gradient(y0), float), method=method,
