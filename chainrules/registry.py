@@ -95,6 +95,21 @@ def register(op, *types):
     return deco
 
 
+#: op -> positions of arguments that the op's rule takes as sequences of
+#: arrays (``concatenate``'s list of pieces), or ``ALL`` (closure rules): a
+#: list holding traced values there reaches the rule as a list. Anywhere else
+#: such a list is an array_like, and tracing turns it into one array first
+#: (``chainrules.numpy.array``), as NumPy's own ``asarray`` would.
+SEQUENCE_ARGS = {}
+ALL = "all"
+
+
+def accepts_sequences(op, *positions):
+    """Declare that ``op``'s rule handles lists of arrays at ``positions``
+    (every position when none are given)."""
+    SEQUENCE_ARGS[op] = ALL if not positions else frozenset(positions)
+
+
 def registered_ops():
     """Every operation that has a registered rule."""
     return list(_dispatchers)
@@ -262,6 +277,7 @@ def rrule(op, *types):
             return out, ClosureRule(op, tuple(ids), pb)
 
         register(op, *types)(closure_maker)
+        accepts_sequences(op)  # the closure rule keeps lists of cotangents
         return fn
 
     return deco

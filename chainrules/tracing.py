@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError, UntraceableError
 from .graph import MultiOutput
-from .registry import _single, lookup, op_name
+from .registry import ALL, SEQUENCE_ARGS, _single, lookup, op_name
 
 __all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "untraced",
            "is_traced"]
@@ -43,11 +43,9 @@ def _top_tape(args, kwargs):
             if top is None or t.level > top.level:
                 top = t
         elif ta is list or ta is tuple:
-            for b in a:
-                if type(b) is Traced:
-                    t = b.tape
-                    if top is None or t.level > top.level:
-                        top = t
+            t = _top_tape(a, None)  # nested lists too (np.block, array_likes)
+            if t is not None and (top is None or t.level > top.level):
+                top = t
     if kwargs:
         for a in kwargs.values():
             if type(a) is Traced:
@@ -111,6 +109,8 @@ def dispatch(op, args, kwargs):
             "on it before it leaves the function")
     if kwargs and any(type(v) is Traced and v.tape is top for v in kwargs.values()):
         args, kwargs = _bind_traced_kwargs(op, args, kwargs)
+    if any(type(a) is list or type(a) is tuple for a in args):
+        args = _sequences_as_arrays(op, args, top)
     ids = []
     vals = []
     types = []
@@ -153,6 +153,69 @@ def dispatch(op, args, kwargs):
     if nid is None:
         return out
     return Traced(out, nid, top)
+
+
+def _holds_traced(seq, top):
+    for b in seq:
+        tb = type(b)
+        if tb is Traced:
+            if b.tape is top:
+                return True
+        elif (tb is list or tb is tuple) and _holds_traced(b, top):
+            return True
+    return False
+
+
+def _sequences_as_arrays(op, args, top):
+    """Lists and tuples holding traced values, as the op's rule takes them:
+    at the positions where the rule takes a sequence of arrays
+    (``SEQUENCE_ARGS``), each nested list among the pieces becomes one array;
+    anywhere else the whole list is an array_like and becomes one traced
+    array (what ``np.asarray`` would make of it)."""
+    from .numpy import array
+
+    seq = SEQUENCE_ARGS.get(op)
+    out = list(args)
+    for i, a in enumerate(args):
+        ta = type(a)
+        if (ta is not list and ta is not tuple) or not _holds_traced(a, top):
+            continue
+        if seq is ALL or (seq is not None and i in seq):
+            if any((type(b) is list or type(b) is tuple) and _holds_traced(b, top)
+                   for b in a):
+                out[i] = ta(array(b) if (type(b) is list or type(b) is tuple)
+                            and _holds_traced(b, top) else b for b in a)
+        else:
+            out[i] = array(a)
+    return tuple(out)
+
+
+def _block(arrays):
+    """``np.block`` as the concatenations it stands for (each recorded by
+    the concatenate rule): innermost lists along the last axis, the next
+    level along the one before, pieces promoted to the common rank."""
+    from .arrays import ndim_of, shape_of
+
+    def depth(a):
+        return 1 + depth(a[0]) if type(a) is list and a else 0
+
+    def max_ndim(a):
+        return max(max_ndim(b) for b in a) if type(a) is list else ndim_of(a)
+
+    if type(arrays) is not list:
+        return np.block(untraced(arrays)) if type(arrays) is not Traced else arrays
+    d = depth(arrays)
+    n = max(d, max_ndim(arrays))
+
+    def build(a, level):
+        if type(a) is list:
+            return np.concatenate([build(b, level + 1) for b in a], axis=level - d)
+        if type(a) is tuple:
+            raise TypeError("np.block takes nested lists, not tuples")
+        k = ndim_of(a)
+        return a if k == n else np.reshape(a, (1,) * (n - k) + tuple(shape_of(a)))
+
+    return build(arrays, 0)
 
 
 def _dispatch1(op, x):
@@ -322,6 +385,8 @@ class Traced:
                 raise MissingRuleError(
                     f"{op_name(func)} with where= is not differentiable by chainrules; "
                     "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
+        if func is np.block:
+            return _block(*args, **kwargs)
         return dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
@@ -685,7 +750,7 @@ def _private_copy(v):
         return v.copy()
     if not isinstance(v, np.generic) and hasattr(v, "__array_function__"):
         copy = getattr(v, "copy", None)  # lazy for dask (a new array object)
-    return copy() if copy is not None else np.copy(v)
+        return copy() if copy is not None else np.copy(v)
     return v
 
 

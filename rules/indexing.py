@@ -31,7 +31,7 @@ import numpy as np
 
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
-from chainrules.registry import lookup, op_name, register
+from chainrules.registry import accepts_sequences, lookup, op_name, register
 from chainrules.tangents import ZERO, _Structural
 from chainrules.tracing import getitem, primitive, untraced
 
@@ -137,16 +137,25 @@ def _permuted_index(x, axis, arg):
     return _along_axis_index(arg(v, axis), axis, shape)
 
 
+def _sort_params(a, axis=-1, kind=None, order=None, *, stable=None):
+    return locals()
+
+
+def _partition_params(a, kth, axis=-1, kind="introselect", order=None):
+    return locals()
+
+
 def _sort_maker(op, arg):
-    def sort_maker(ids, x, *args, axis=-1, order=None, **kwargs):
+    params = _partition_params if op is np.partition else _sort_params
+
+    def sort_maker(ids, x, *args, **kwargs):
         _reject_traced(op, ids, 1)
-        if op is np.partition:
-            kth, args = args[0], args[1:]
-        if args:
-            axis = args[0]
-        if order is not None or len(args) > 2 and args[2] is not None:
+        p = params(x, *args, **kwargs)  # positional and keyword forms alike
+        axis = p["axis"]
+        if p["order"] is not None:
             raise AutodiffError(f"{op_name(op)} with order= (structured arrays) has no rule")
         if op is np.partition:
+            kth = p["kth"]
             index = _permuted_index(x, axis, lambda v, a: np.argpartition(v, kth, axis=a))
         else:
             index = _permuted_index(x, axis, arg)
@@ -266,6 +275,9 @@ def _select_maker(ids, condlist, choicelist, default=0):
                               out_shape, whole, tuple(dtypes), _dtype_of(out))
 
 
+accepts_sequences(np.select, 0, 1)
+
+
 @register(np.choose)
 def _choose_maker(ids, a, choices, out=None, mode="raise"):
     if ids[0] is not None:
@@ -288,6 +300,9 @@ def _choose_maker(ids, a, choices, out=None, mode="raise"):
     return res, MaskedSumRule("numpy.choose", tuple(cids),
                               tuple(shape_of(p) for p in pieces), masks, out_shape, whole,
                               dtypes, _dtype_of(res))
+
+
+accepts_sequences(np.choose, 1)
 
 
 # -- index_update, index_add ------------------------------------------------------------

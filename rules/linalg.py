@@ -25,7 +25,7 @@ complex diagonal is ignored) and their cotangents live on that triangle.
 import numpy as np
 
 from chainrules.errors import DomainError, MissingRuleError
-from chainrules.registry import non_differentiable, register
+from chainrules.registry import accepts_sequences, non_differentiable, register
 from chainrules.tangents import ZERO
 from chainrules.tracing import untraced
 
@@ -284,6 +284,7 @@ def _multi_dot_register():
         return y, LinalgRule(d, tuple(sub), tuple(arrays), y, {})
 
     register(np.linalg.multi_dot)(multi_dot_maker)
+    accepts_sequences(np.linalg.multi_dot, 0)
 
 
 _multi_dot_register()

@@ -35,7 +35,7 @@ import numpy as np
 
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.graph import MultiOutput
-from chainrules.registry import register
+from chainrules.registry import accepts_sequences, register
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _phi_mask, _rdt, _tri_mask,
                            _unbroadcast, check_residual, check_tol, conj, defrule,
@@ -312,6 +312,7 @@ def _cho_register():
         return y, LinalgRule(ds, (cid, ids[1]), (c, b), y, kw2)
 
     register(cho_solve)(cho_solve_maker)
+    accepts_sequences(cho_solve, 0)
 
 
 # -- LU factor and solve ---------------------------------------------------------
@@ -428,6 +429,7 @@ def _lu_register():
         return y, LinalgRule(ds, (luid, ids[1]), (lu, b), y, kw2)
 
     register(lu_solve)(lu_solve_maker)
+    accepts_sequences(lu_solve, 0)
 
 
 if sl is not None:

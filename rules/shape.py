@@ -29,7 +29,7 @@ from chainrules.arrays import is_array
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.graph import MultiOutput
-from chainrules.registry import op_name, register
+from chainrules.registry import accepts_sequences, op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, _Structural
 from chainrules.tracing import astype, primitive, untraced
@@ -472,6 +472,7 @@ def _join_maker(op, layout):
                              dtypes, _dtype_of(out))
 
     register(op)(join_maker)
+    accepts_sequences(op, 0)
 
 
 _join_maker(np.concatenate, _concat_layout)

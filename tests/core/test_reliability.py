@@ -263,3 +263,12 @@ def test_zero_d_gradient_type_follows_the_input_whatever_f_computes(f, x, kind):
     g = cr.grad(f)(x)
     assert type(g) is kind
     assert g.dtype == np.result_type(x)
+
+
+def test_stop_gradient_of_every_kind():
+    assert cr.stop_gradient(1.5) == 1.5
+    assert cr.stop_gradient(np.float32(2.0)).dtype == np.float32
+    assert cr.stop_gradient([1.0, np.array([2.0])])[0] == 1.0
+    assert cr.stop_gradient((3, "a")) == (3, "a")
+    out = cr.grad(lambda x: x * cr.stop_gradient([x, 2.0])[0])(3.0)
+    assert out == 3.0
