@@ -29,7 +29,8 @@ import numpy as np
 from .rules.indexing import index_add, index_update
 from .tracing import Traced
 
-__all__ = ["array", "asarray", "index_update", "index_add"]
+__all__ = ["array", "asarray", "full", "full_like", "r_", "c_", "index_update",
+           "index_add"]
 
 
 def _has_traced(obj):
@@ -74,3 +75,59 @@ def asarray(obj, dtype=None):
     if not _has_traced(obj):
         return np.asarray(obj, dtype=dtype)
     return array(obj, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    """``np.full`` whose fill value may be traced (NumPy converts the fill
+    value with ``copyto`` before any protocol sees it)."""
+    if type(fill_value) is not Traced:
+        return np.full(shape, fill_value, dtype=dtype)
+    out = np.zeros(shape, dtype=dtype or fill_value.dtype) + fill_value
+    return out if dtype is None else out.astype(dtype)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """``np.full_like`` whose fill value may be traced."""
+    from .tracing import untraced
+
+    like = untraced(a)
+    shp = np.shape(like) if shape is None else shape
+    dt = dtype or (np.result_type(like) if type(fill_value) is not Traced
+                   else np.result_type(like, fill_value.dtype))
+    if type(fill_value) is not Traced:
+        return np.full_like(like, fill_value, dtype=dtype, shape=shape)
+    return np.zeros(shp, dtype=dt) + fill_value
+
+
+class _Concatenator:
+    """``r_`` and ``c_`` for traced pieces: numbers and arrays (traced or not)
+    and slices (``start:stop:step``, or ``start:stop:num*1j`` for linspace)."""
+
+    def __init__(self, columns):
+        self.columns = columns
+
+    def _piece(self, item):
+        if isinstance(item, slice):
+            start = 0 if item.start is None else item.start
+            step = 1 if item.step is None else item.step
+            if isinstance(step, complex):
+                return np.linspace(start, item.stop, int(abs(step)))
+            return np.arange(start, item.stop, step)
+        if isinstance(item, str):
+            raise TypeError("chainrules.numpy.r_/c_ take no string directives; "
+                            "use np.concatenate / np.stack with an axis")
+        if type(item) is Traced:
+            return item if item.ndim else np.reshape(item, (1,))
+        return np.atleast_1d(np.asarray(item))
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        pieces = [self._piece(i) for i in items]
+        if not self.columns:
+            return np.concatenate(pieces, axis=0)
+        cols = [np.reshape(p, (-1, 1)) if np.ndim(p) == 1 else p for p in pieces]
+        return np.concatenate(cols, axis=-1)
+
+
+r_ = _Concatenator(columns=False)
+c_ = _Concatenator(columns=True)

@@ -110,6 +110,23 @@ def accepts_sequences(op, *positions):
     SEQUENCE_ARGS[op] = ALL if not positions else frozenset(positions)
 
 
+#: op -> a function computing it with NumPy calls that each have a rule: on
+#: traced values the op runs as that composition (every step recorded and
+#: differentiated by its own rule), like NumPy's own Python-level functions.
+DECOMPOSITIONS = {}
+
+
+def decompose(op):
+    """Decorator: on traced arguments, ``op(*args, **kwargs)`` runs the
+    decorated function instead. For operations that are compositions of
+    differentiable ones (``np.linspace``, ``np.cov``, ``np.quantile``): no
+    rule to write, every mode and order comes from the steps' rules."""
+    def deco(fn):
+        DECOMPOSITIONS[op] = fn
+        return fn
+    return deco
+
+
 def registered_ops():
     """Every operation that has a registered rule."""
     return list(_dispatchers)

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError, UntraceableError
 from .graph import MultiOutput
-from .registry import ALL, SEQUENCE_ARGS, _single, lookup, op_name
+from .registry import ALL, DECOMPOSITIONS, SEQUENCE_ARGS, _single, lookup, op_name
 
 __all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "untraced",
            "is_traced"]
@@ -190,7 +190,7 @@ def _sequences_as_arrays(op, args, top):
     return tuple(out)
 
 
-def _block(arrays):
+def _block(arrays, **kwargs):
     """``np.block`` as the concatenations it stands for (each recorded by
     the concatenate rule): innermost lists along the last axis, the next
     level along the one before, pieces promoted to the common rank."""
@@ -216,6 +216,9 @@ def _block(arrays):
         return a if k == n else np.reshape(a, (1,) * (n - k) + tuple(shape_of(a)))
 
     return build(arrays, 0)
+
+
+DECOMPOSITIONS[np.block] = _block
 
 
 def _dispatch1(op, x):
@@ -347,6 +350,9 @@ class Traced:
                     "uninitialised; use np.where(cond, f(x), other) instead")
             if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
                 return _dispatch1(ufunc, inputs[0])
+            d = DECOMPOSITIONS.get(ufunc)
+            if d is not None:
+                return d(*inputs, **kwargs)
             if ufunc is np.divmod:
                 # two recorded operations: the quotient has no derivative
                 # (floor_divide), the remainder is np.remainder's
@@ -385,8 +391,9 @@ class Traced:
                 raise MissingRuleError(
                     f"{op_name(func)} with where= is not differentiable by chainrules; "
                     "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
-        if func is np.block:
-            return _block(*args, **kwargs)
+        d = DECOMPOSITIONS.get(func)
+        if d is not None and _top_tape(args, kwargs) is not None:
+            return d(*args, **kwargs)
         return dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
@@ -410,7 +417,8 @@ class Traced:
         _untraceable("converting to a plain array (np.asarray / np.array)",
                      "keep using NumPy functions on it; to build an array from "
                      "traced pieces use np.stack / np.concatenate or "
-                     "chainrules.numpy.array; use chainrules.stop_gradient(x) for "
+                     "chainrules.numpy.array (np.full with a traced fill value: "
+                     "chainrules.numpy.full); use chainrules.stop_gradient(x) for "
                      "an explicit constant copy")
 
     # -- conversions -------------------------------------------------------------

@@ -17,6 +17,7 @@ from hypothesis import Phase, given, settings, strategies as st
 
 from chainrules.registry import builtin_ops, op_name
 from chainrules.testing import all_specs, check_rule
+from chainrules.testing.specs import FAMILIES, family_specs
 from chainrules.testing.plugin import limit_blas_threads
 
 # the sweep makes thousands of tiny LAPACK calls: BLAS threads only add
@@ -24,7 +25,6 @@ from chainrules.testing.plugin import limit_blas_threads
 limit_blas_threads(1)
 
 SPECS = all_specs()
-CASES = [(spec, np.dtype(d)) for spec in SPECS for d in spec.dtypes]
 
 
 def _id(case):
@@ -32,15 +32,34 @@ def _id(case):
     return f"{spec.label}-{dtype.name}"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
-@settings(phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking:
-@given(data=st.data())                                           # messages show the example
-def test_rule(case, data):
+def _run(case, data):
     spec, dtype = case
     args, kwargs = spec.args(data.draw, dtype)
     check_rule(spec.op, *args, call=spec.call, rtol=spec.rtol, atol=spec.atol,
                modes=spec.modes, hvp_fast=True, wrt=getattr(spec, "wrt", None),
                directions=2, op_kwargs=kwargs)
+
+
+def _family_test(specs):
+    cases = [(spec, np.dtype(d)) for spec in specs for d in spec.dtypes]
+
+    # one test function per family: Hypothesis lengthens a test function's
+    # settings chain by one level per call, so a single function over every
+    # case of the library would reach Python's recursion limit
+    @pytest.mark.parametrize("case", cases, ids=[_id(c) for c in cases])
+    @settings(phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking:
+    @given(data=st.data())                                           # messages show the example
+    def test_rule(case, data):
+        _run(case, data)
+
+    return test_rule
+
+
+for _fam in FAMILIES:
+    _specs = family_specs(_fam)
+    if _specs:
+        globals()[f"test_rule_{_fam}"] = _family_test(_specs)
+del _fam, _specs
 
 
 def test_every_registered_rule_has_a_spec():

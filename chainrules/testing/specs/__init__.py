@@ -18,12 +18,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-__all__ = ["RuleSpec", "all_specs", "FAMILIES"]
+__all__ = ["RuleSpec", "all_specs", "family_specs", "FAMILIES"]
 
 #: spec modules of the built-in rule families (chainrules.testing.specs.<name>)
 FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
             "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg",
-            "scipy_integrate", "scipy_signal")
+            "scipy_integrate", "scipy_signal", "composites")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,15 +72,21 @@ class RuleSpec:
         return tuple(np.dtype(d) for d in self.dtypes)
 
 
+def family_specs(fam):
+    """The specs of one built-in family (empty when its module is absent,
+    e.g. SciPy families without SciPy)."""
+    try:
+        mod = importlib.import_module(f"{__name__}.{fam}")
+    except ModuleNotFoundError as e:
+        if e.name == f"{__name__}.{fam}":
+            return []
+        raise
+    return list(getattr(mod, "SPECS", []))
+
+
 def all_specs():
     """Every built-in spec, from the family modules that exist."""
     out = []
     for fam in FAMILIES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{fam}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{fam}":
-                continue
-            raise
-        out.extend(getattr(mod, "SPECS", []))
+        out.extend(family_specs(fam))
     return out

@@ -1,0 +1,95 @@
+"""Compositions (np.median, np.cov, np.linspace, ...): tie policies, NaN
+handling, errors that name the way out, and values against NumPy; the
+registry sweep checks every derivative against finite differences."""
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+import chainrules.numpy as cnp
+
+
+def test_order_statistics_split_ties_like_max():
+    t = np.array([1.0, 2.0, 2.0, 3.0])
+    np.testing.assert_array_equal(cr.grad(np.median)(t), [0, 0.5, 0.5, 0])
+    np.testing.assert_array_equal(cr.grad(np.max)(np.array([2.0, 2.0, 1.0])), [0.5, 0.5, 0])
+    g = cr.grad(lambda x: np.quantile(x, 0.25))(np.array([1.0, 1.0, 5.0, 7.0, 9.0]))
+    np.testing.assert_array_equal(g, [0.5, 0.5, 0, 0, 0])  # rank 1 is a tie of two
+
+
+def test_nan_order_statistics_skip_nans():
+    x = np.array([[np.nan, 1.0, 4.0], [2.0, np.nan, np.nan]])
+    np.testing.assert_allclose(cr.grad(lambda x: np.sum(np.nanmedian(x, axis=1)))(x),
+                               [[0, 0.5, 0.5], [1.0, 0, 0]])
+    with np.errstate(invalid="ignore"):
+        y = cr.jvp(lambda x: np.nanmedian(x, axis=0), (x,), (np.ones_like(x),))[0]
+    np.testing.assert_allclose(y, np.nanmedian(x, axis=0))
+
+
+def test_nancumprod_hvp_matches_finite_differences():
+    x = np.array([0.5, np.nan, 1.5, -0.7])
+    f = lambda x: np.sum(np.nancumprod(x) ** 2)  # noqa: E731
+    v = np.array([1.0, 0.0, -0.5, 0.25])
+    eps = 1e-6
+    fd = (cr.grad(f)(x + eps * v) - cr.grad(f)(x - eps * v)) / (2 * eps)
+    hv = cr.hvp(f, x, v)
+    np.testing.assert_allclose(hv[[0, 2, 3]], fd[[0, 2, 3]], rtol=1e-6)
+    assert hv[1] == 0
+
+
+def test_unique_values_take_the_first_occurrence():
+    x = np.array([3.0, 1.0, 3.0, 2.0])
+    u, counts = cr.stop_gradient(np.unique(x, return_counts=True))
+    g = cr.grad(lambda x: np.sum(np.unique(x) * np.array([1.0, 10.0, 100.0])))(x)
+    np.testing.assert_array_equal(g, [100.0, 1.0, 0.0, 10.0])
+    vals, idx, cnt = cr.jvp(lambda x: np.unique(x, return_index=True, return_counts=True),
+                            (x,), (np.ones(4),))[0]
+    np.testing.assert_array_equal(cnt, [1, 1, 2])
+
+
+def test_histogram_is_plain():
+    x = np.array([0.1, 0.4, 0.9])
+    counts, edges = cr.jvp(lambda x: np.histogram(x, bins=2), (x,), (np.ones(3),))[0]
+    np.testing.assert_array_equal(counts, [2, 1])
+    assert cr.grad(lambda x: np.sum(x) + np.sum(np.histogram(x, bins=2)[0]))(x).tolist() == [1, 1, 1]
+
+
+def test_fill_values_numpy_converts_early_name_the_replacement():
+    with pytest.raises(cr.UntraceableError, match=r"chainrules\.numpy\.full_like"):
+        cr.grad(lambda v: np.sum(np.full_like(np.ones(3), v)))(2.0)
+    with pytest.raises(cr.UntraceableError, match=r"chainrules\.numpy\.full"):
+        cr.grad(lambda v: np.sum(np.full(3, v)))(2.0)
+    assert cr.grad(lambda v: np.sum(cnp.full((2, 3), v) ** 2))(1.5) == 18.0
+    assert cr.grad(lambda v: np.sum(cnp.full_like(np.ones((2, 2)), v)))(2.0) == 4.0
+
+
+def test_r_and_c_with_traced_pieces():
+    v = np.array([1.0, 2.0])
+    out = cr.jvp(lambda v: cnp.r_[v, 1.0, 2 * v, 0:3], (v,), (v,))[0]
+    np.testing.assert_array_equal(out, np.r_[v, 1.0, 2 * v, 0:3])
+    np.testing.assert_array_equal(cr.grad(lambda v: np.sum(cnp.r_[v, 1.0, v * 2] ** 2))(v),
+                                  2 * v + 8 * v)
+    np.testing.assert_array_equal(cr.jvp(lambda v: cnp.c_[v, 3 * v], (v,), (v,))[0],
+                                  np.c_[v, 3 * v])
+    np.testing.assert_array_equal(cnp.r_[0:1:3j], np.r_[0:1:3j])
+
+
+def test_traced_xp_and_spacing_raise_clear_errors():
+    with pytest.raises(cr.MissingRuleError, match="xp"):
+        cr.grad(lambda xp: np.sum(np.interp(0.5, xp, np.array([0.0, 1.0]))))(np.array([0., 1.]))
+    with pytest.raises(cr.MissingRuleError, match="weights"):
+        cr.grad(lambda x: np.quantile(x, 0.5, weights=np.ones(3), method="inverted_cdf"))(
+            np.ones(3))
+
+
+def test_values_match_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 6))
+    for f in [lambda x: np.linspace(x[0, 0], x[1, 1], 7), lambda x: np.cov(x),
+              lambda x: np.corrcoef(x), lambda x: np.percentile(x, [10, 90], axis=1),
+              lambda x: np.gradient(x, 0.5, axis=1, edge_order=2),
+              lambda x: np.convolve(x[0], x[1], "same"), lambda x: np.trapezoid(x, axis=0),
+              lambda x: np.polyval(x[0], x[1]), lambda x: np.linalg.cond(x[:, :4]),
+              lambda x: np.linalg.vector_norm(x, ord=3, axis=1),
+              lambda x: np.cumulative_sum(x, axis=0, include_initial=True)]:
+        np.testing.assert_allclose(cr.jvp(f, (x,), (x,))[0], f(x), rtol=1e-12)
