@@ -348,11 +348,11 @@ class Traced:
                 raise MissingRuleError(
                     f"{op_name(ufunc)} with where= on traced values leaves entries "
                     "uninitialised; use np.where(cond, f(x), other) instead")
-            if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
-                return _dispatch1(ufunc, inputs[0])
             d = DECOMPOSITIONS.get(ufunc)
             if d is not None:
                 return d(*inputs, **kwargs)
+            if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
+                return _dispatch1(ufunc, inputs[0])
             if ufunc is np.divmod:
                 # two recorded operations: the quotient has no derivative
                 # (floor_divide), the remainder is np.remainder's

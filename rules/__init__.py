@@ -9,4 +9,4 @@ from . import (arithmetic, complex, contractions, decompositions, elementwise, f
                scipy_linalg)
 from . import (scipy_integrate, scipy_linalg_schur, scipy_linalg_solvers,  # noqa: F401
                scipy_signal)
-from . import array_api, composites, composites_stats  # noqa: F401,E402  (compositions of the rules above)
+from . import array_api, composites, composites_more, composites_stats  # noqa: F401,E402  (compositions of the rules above)

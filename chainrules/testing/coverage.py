@@ -201,7 +201,42 @@ def coverage_table(rows=None):
         lines.append(f"| {_cell(r['family'])} | `{_cell(r['name'])}` | "
                      f"{', '.join(r['modes']) or '—'} | {', '.join(r['dtypes']) or '—'} | "
                      f"{r['specs']} |")
+    lines += _compositions_section() + _audit_section()
     return "\n".join(lines) + "\n"
+
+
+def _compositions_section():
+    """The operations that run as compositions of rules, with their specs."""
+    from chainrules.registry import DECOMPOSITIONS, op_name
+
+    from .specs import all_specs
+
+    counts = {}
+    for spec in all_specs():
+        counts[spec.op] = counts.get(spec.op, 0) + 1
+    names = sorted((op_name(op), counts.get(op, 0)) for op in DECOMPOSITIONS)
+    lines = ["", "## Compositions", "",
+             "These run as NumPy calls on the traced values (`chainrules.registry.decompose`),",
+             "each step recorded by its own rule; *specs* > 0 means the registry sweep checks",
+             "the whole composition in every mode.", "",
+             "| op | specs |", "|---|---:|"]
+    lines += [f"| `{_cell(n)}` | {c} |" for n, c in names]
+    return lines
+
+
+def _audit_section():
+    """The NumPy audit: functions with no rule, each with its reason."""
+    from .numpy_audit import JUSTIFIED, audit_rows
+
+    rows = [(m, n) for m, n, s in audit_rows() if s in ("justified", "uncovered")]
+    lines = ["", "## NumPy functions without a rule", "",
+             "Every public function of `numpy`, `numpy.linalg` and `numpy.fft` not covered",
+             "above, with the reason it needs no rule (`chainrules/testing/numpy_audit.py`;",
+             "`tests/testing/test_numpy_audit.py` fails for any function left unexplained).",
+             "", "| function | reason |", "|---|---|"]
+    lines += [f"| `{m}.{n}` | {_cell(JUSTIFIED.get(n, '**not covered**'))} |"
+              for m, n in rows]
+    return lines
 
 
 def main(argv=None):

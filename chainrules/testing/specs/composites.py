@@ -257,3 +257,68 @@ SPECS = [
         np.ravel(a), np.ravel(b)), name="np.linalg.outer"),
     RuleSpec(np.linalg.cross, _cross),
 ]
+
+
+# -- rules/composites_more.py -----------------------------------------------------------
+def _poly2(draw, dtype):
+    return (_arr(draw, dtype, (draw(st.integers(1, 4)),)),
+            _arr(draw, dtype, (draw(st.integers(1, 4)),))), {}
+
+
+def _polydiv(draw, dtype):
+    u = _arr(draw, dtype, (draw(st.integers(3, 5)),))
+    v = _arr(draw, dtype, (draw(st.integers(1, 2)),), "nonzero")
+    return (u, v), {}
+
+
+def _poly1(draw, dtype):
+    return (_arr(draw, dtype, (draw(st.integers(2, 5)),)),), {"m": draw(st.integers(1, 2))}
+
+
+def _vec(domain="real", n=(2, 6)):
+    def sample(draw, dtype):
+        return (_arr(draw, dtype, (draw(st.integers(*n)),), domain),), {}
+    return sample
+
+
+def _insert(draw, dtype):
+    x = _arr(draw, dtype, (3, 4))
+    if draw(st.booleans()):
+        return (x, 2, _arr(draw, dtype, (4,))), {"axis": 0}
+    return (x, [1, 3], _arr(draw, dtype, ())), {"axis": 1}
+
+
+def _meshgrid(draw, dtype):
+    return (_arr(draw, dtype, (draw(st.integers(1, 3)),)),
+            _arr(draw, dtype, (draw(st.integers(1, 3)),))), {
+                "indexing": draw(st.sampled_from(["xy", "ij"]))}
+
+
+SPECS += [
+    RuleSpec(np.polyadd, _poly2), RuleSpec(np.polysub, _poly2),
+    RuleSpec(np.polymul, _poly2, dtypes=C),
+    # float64 only where the composition's dtype does not yet follow NumPy's
+    # float32 promotion (polydiv, poly, meshgrid, sort_complex, bincount)
+    RuleSpec(np.polydiv, _polydiv, dtypes=("float64",)),
+    RuleSpec(np.polyder, _poly1), RuleSpec(np.polyint, _poly1),
+    RuleSpec(np.poly, _vec("distinct", (1, 4)), dtypes=("float64",)),
+    RuleSpec(np.vander, _vec()),
+    RuleSpec(np.insert, _insert, wrt=(0, 2)),
+    RuleSpec(np.piecewise, _vec("nonzero"),
+             call=lambda x: np.piecewise(x, [x < 1.0], [lambda v: v ** 2, lambda v: 2 * v]),
+             name="np.piecewise"),
+    RuleSpec(np.ediff1d, _vec(), call=lambda x: np.ediff1d(x, to_begin=x[:1] * 2),
+             name="np.ediff1d"),
+    RuleSpec(np.compress, _vec(n=(3, 5)),
+             call=lambda x: np.compress([True, False, True], x), name="np.compress"),
+    RuleSpec(np.resize, _vec(), call=lambda x: np.resize(x, (3, 3)), name="np.resize"),
+    RuleSpec(np.meshgrid, _meshgrid, dtypes=("float64",)),
+    RuleSpec(np.unwrap, _vec()),
+    RuleSpec(np.sort_complex, _vec("distinct"), dtypes=("float64",)),
+    RuleSpec(np.bincount, _vec(n=(4, 4)),
+             call=lambda w: np.bincount(np.array([0, 2, 2, 1]), w), name="np.bincount",
+             dtypes=("float64",)),
+    RuleSpec(np.ldexp, _vec(), call=lambda x: np.ldexp(x, 3), name="np.ldexp"),
+    RuleSpec(np.frexp, _vec("nonzero")), RuleSpec(np.modf, _vec("nonint")),
+    RuleSpec(np.fft.hfft, _vec(), dtypes=C), RuleSpec(np.fft.ihfft, _vec()),
+]

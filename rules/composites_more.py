@@ -1,0 +1,396 @@
+"""More NumPy functions as compositions (see ``composites``): polynomial
+arithmetic (``polyadd``, ``polysub``, ``polymul``, ``polydiv``, ``polyder``,
+``polyint``, ``poly``, ``roots``), ``vander``, ``insert``, ``piecewise``,
+``ediff1d``, ``compress``, ``extract``, ``resize``, ``trim_zeros``,
+``meshgrid``, ``unwrap``, ``sort_complex``, ``bincount`` (differentiable in
+``weights``), ``ldexp``/``frexp``/``modf``, ``astype``, the ``unique_*``
+family, ``hfft``/``ihfft``; functions with integer or boolean results
+return plain values; in-place writers (``put``, ``place``, ``putmask``,
+``fill_diagonal``, ``put_along_axis``) raise ``UntraceableError`` naming the
+out-of-place form.
+"""
+
+import numpy as np
+
+from chainrules.arrays import ndim_of, shape_of
+from chainrules.errors import MissingRuleError, UntraceableError
+from chainrules.registry import DECOMPOSITIONS, decompose, is_registered
+from chainrules.tracing import untraced
+
+from ._util import array_value
+
+__all__ = []
+
+
+def _asarray(v):
+    return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)
+
+
+def _traced(v):
+    return type(v).__name__ == "Traced"
+
+
+# -- polynomials ------------------------------------------------------------------------
+def _pad_front(a, n):
+    a = _asarray(a)
+    k = n - shape_of(a)[0]
+    if k <= 0:
+        return a
+    return np.concatenate([np.zeros(k, dtype=np.result_type(untraced(a), 1.0)), a])
+
+
+@decompose(np.polyadd)
+def _polyadd(a1, a2):
+    n = max(shape_of(_asarray(a1))[0], shape_of(_asarray(a2))[0])
+    return _pad_front(a1, n) + _pad_front(a2, n)
+
+
+@decompose(np.polysub)
+def _polysub(a1, a2):
+    n = max(shape_of(_asarray(a1))[0], shape_of(_asarray(a2))[0])
+    return _pad_front(a1, n) - _pad_front(a2, n)
+
+
+@decompose(np.polymul)
+def _polymul(a1, a2):
+    return np.convolve(_asarray(a1), _asarray(a2))
+
+
+@decompose(np.polyder)
+def _polyder(p, m=1):
+    p = _asarray(p)
+    for _ in range(int(m)):
+        n = shape_of(p)[0] - 1
+        if n <= 0:
+            return np.zeros(1, dtype=np.result_type(untraced(p), 1.0)) * p[:1] if n == 0 else p
+        p = p[:-1] * np.arange(n, 0, -1)
+    return p
+
+
+@decompose(np.polyint)
+def _polyint(p, m=1, k=None):
+    p = _asarray(p)
+    m = int(m)
+    ks = np.zeros(m) if k is None else np.atleast_1d(untraced(k)) * np.ones(m)
+    if _traced(k):
+        raise MissingRuleError("numpy.polyint with traced integration constants k has no "
+                               "rule; add them after integrating")
+    for i in range(m):
+        n = shape_of(p)[0]
+        p = np.concatenate([p / np.arange(n, 0, -1), np.full(1, ks[i])])
+    return p
+
+
+@decompose(np.polydiv)
+def _polydiv(u, v):
+    u, v = _asarray(u) * 1.0, _asarray(v) * 1.0
+    m, n = shape_of(u)[0] - 1, shape_of(v)[0] - 1
+    scale = 1.0 / v[0]
+    q = []
+    r = u
+    for k in range(0, m - n + 1):
+        d = scale * r[k]
+        q.append(d)
+        r = np.concatenate([r[:k], r[k:k + n + 1] - d * v, r[k + n + 1:]])
+    q = np.stack(q) if q else np.zeros(1)
+    rv = np.asarray(array_value(r))
+    # NumPy strips the remainder's leading near-zeros (np.allclose(r[0], 0,
+    # rtol=1e-14)); where it does is decided on the plain values
+    start = 0
+    while start < rv.shape[0] - 1 and np.allclose(rv[start], 0, rtol=1e-14):
+        start += 1
+    return q, r[start:]
+
+
+@decompose(np.roots)
+def _roots(p):
+    p = _asarray(np.ravel(p) if ndim_of(p) != 1 else p)
+    pv = np.asarray(array_value(p))
+    nz = np.flatnonzero(pv)
+    if nz.size == 0:
+        return np.array([])
+    trailing = pv.shape[0] - nz[-1] - 1
+    p = p[nz[0]:nz[-1] + 1]
+    n = shape_of(p)[0]
+    if n > 1:
+        # the companion matrix: first row -p[1:]/p[0], ones below the diagonal
+        first = -p[1:] / p[0]
+        rest = np.eye(n - 2, n - 1) if n > 2 else np.zeros((0, n - 1))
+        comp = np.concatenate([np.reshape(first, (1, n - 1)), rest], axis=0)
+        r = np.linalg.eigvals(comp)
+    else:
+        r = np.zeros(0, dtype=np.result_type(pv, 1.0))
+    if trailing:
+        r = np.concatenate([r, np.zeros(trailing, dtype=np.result_type(untraced(r)))])
+    return r
+
+
+@decompose(np.poly)
+def _poly(seq_of_zeros):
+    z = _asarray(seq_of_zeros)
+    if ndim_of(z) == 2 and shape_of(z)[0] == shape_of(z)[1] and shape_of(z)[0] != 0:
+        z = np.linalg.eigvals(z)
+    a = np.ones(1)
+    for k in range(shape_of(z)[0]):
+        a = np.convolve(a, np.stack([np.ones((), dtype=np.result_type(untraced(z))), -z[k]]))
+    zv = np.asarray(array_value(z))
+    if np.iscomplexobj(zv):  # NumPy returns real coefficients for conjugate pairs
+        roots = np.asarray(zv, complex)
+        pos = np.sort(roots[roots.imag > 0])
+        neg = np.sort(np.conjugate(roots[roots.imag < 0]))
+        if len(pos) == len(neg) and np.all(neg == pos):
+            a = np.real(a)
+    return a
+
+
+@decompose(np.vander)
+def _vander(x, N=None, increasing=False):
+    x = _asarray(x)
+    n = shape_of(x)[0] if N is None else N
+    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
+    return x[:, None] ** powers
+
+
+# -- shape and selection ----------------------------------------------------------------
+@decompose(np.insert)
+def _insert(arr, obj, values, axis=None):
+    arr, values = _asarray(arr), _asarray(values)
+    if axis is None:
+        arr, axis = np.ravel(arr), 0
+    axis = axis % ndim_of(arr)
+    n = shape_of(arr)[axis]
+    # where every output position comes from: -1 - j marks the j-th inserted slot
+    plain = np.insert(np.arange(n), obj, -1, axis=0)
+    k = int(np.sum(plain < 0))
+    block_shape = list(shape_of(arr))
+    block_shape[axis] = k
+    vals = values
+    if ndim_of(values) == ndim_of(arr) and shape_of(values)[axis] not in (1, k):
+        vals = np.moveaxis(values, 0, axis)
+    elif np.ndim(obj) == 0 and ndim_of(values) >= 1 and ndim_of(values) < ndim_of(arr):
+        vals = np.expand_dims(values, axis)
+    try:
+        vals = np.broadcast_to(vals, tuple(block_shape))
+    except ValueError:
+        raise MissingRuleError(f"numpy.insert: values of shape {shape_of(values)} for "
+                               f"{k} slots along axis {axis} have no rule") from None
+    order = np.where(plain >= 0, plain, n + np.cumsum(plain < 0) - 1)
+    out = np.take(np.concatenate([arr, vals], axis=axis), order, axis=axis)
+    # the result must be NumPy's own (a different broadcast rule would be wrong)
+    ref = np.insert(np.asarray(array_value(arr)), obj, np.asarray(array_value(values)),
+                    axis=axis)
+    if ref.shape != shape_of(out) or not np.array_equal(
+            ref, np.asarray(array_value(out)), equal_nan=True):
+        raise MissingRuleError("numpy.insert: this combination of obj and values has no "
+                               "rule; build the array with np.concatenate")
+    return out
+
+
+@decompose(np.piecewise)
+def _piecewise(x, condlist, funclist, *args, **kw):
+    x = _asarray(x)
+    xv = np.asarray(array_value(x))
+    if isinstance(condlist, np.ndarray) or not isinstance(condlist, (list, tuple)):
+        condlist = [condlist]
+    conds = [np.asarray(array_value(c), bool) for c in condlist]
+    if len(funclist) == len(conds) + 1:  # the "otherwise" function
+        conds.append(~np.any(conds, axis=0))
+    out = np.zeros(xv.shape, dtype=np.result_type(xv, 1.0) if xv.dtype.kind != "c" else xv.dtype)
+    for c, f in zip(conds, funclist):
+        val = f(x, *args, **kw) if callable(f) else f
+        out = np.where(c, val, out)
+    return out
+
+
+@decompose(np.ediff1d)
+def _ediff1d(ary, to_end=None, to_begin=None):
+    a = np.ravel(_asarray(ary))
+    d = a[1:] - a[:-1]
+    parts = []
+    if to_begin is not None:
+        parts.append(np.ravel(_asarray(to_begin)))
+    parts.append(d)
+    if to_end is not None:
+        parts.append(np.ravel(_asarray(to_end)))
+    return np.concatenate(parts) if len(parts) > 1 else d
+
+
+@decompose(np.compress)
+def _compress(condition, a, axis=None, out=None):
+    a = _asarray(a)
+    idx = np.flatnonzero(np.asarray(array_value(condition), bool))
+    return np.take(np.ravel(a), idx) if axis is None else np.take(a, idx, axis=axis)
+
+
+@decompose(np.extract)
+def _extract(condition, arr):
+    idx = np.flatnonzero(np.asarray(array_value(condition), bool))
+    return np.take(np.ravel(_asarray(arr)), idx)
+
+
+@decompose(np.resize)
+def _resize(a, new_shape):
+    a = np.ravel(_asarray(a))
+    shape = (new_shape,) if np.ndim(new_shape) == 0 else tuple(new_shape)
+    total = int(np.prod(shape, dtype=np.int64))
+    if shape_of(a)[0] == 0 or total == 0:
+        return np.zeros(shape, dtype=np.result_type(untraced(a)))
+    return np.reshape(np.take(a, np.arange(total) % shape_of(a)[0]), shape)
+
+
+@decompose(np.trim_zeros)
+def _trim_zeros(filt, trim="fb", axis=None):
+    f = _asarray(filt)
+    v = np.asarray(array_value(f))
+    nz = np.flatnonzero(v)
+    if nz.size == 0:
+        return f[:0]
+    lo = nz[0] if "f" in trim.lower() else 0
+    hi = nz[-1] + 1 if "b" in trim.lower() else v.shape[0]
+    return f[lo:hi]
+
+
+@decompose(np.meshgrid)
+def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    xs = [_asarray(x) for x in xi]
+    nd = len(xs)
+    out = []
+    for i, x in enumerate(xs):
+        shape = [1] * nd
+        shape[i] = -1
+        out.append(np.reshape(x, shape))
+    if indexing == "xy" and nd > 1:
+        out[0] = np.reshape(out[0], (1, -1) + (1,) * (nd - 2))
+        out[1] = np.reshape(out[1], (-1, 1) + (1,) * (nd - 2))
+    if not sparse:
+        full = np.broadcast_shapes(*[shape_of(o) for o in out])
+        out = [np.broadcast_to(o, full) + np.zeros(full) for o in out]
+    return tuple(out)
+
+
+@decompose(np.unwrap)
+def _unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    p = _asarray(p)
+    pv = np.asarray(array_value(p))
+    # the correction is piecewise constant in p: computed on the plain values
+    return p + (np.unwrap(pv, discont=discont, axis=axis, period=period) - pv)
+
+
+@decompose(np.sort_complex)
+def _sort_complex(a):
+    a = _asarray(a)
+    order = np.argsort(np.asarray(array_value(a)) + 0j, axis=-1)
+    out = np.take_along_axis(a, order, axis=-1)
+    return out if np.iscomplexobj(array_value(a)) else out + 0j
+
+
+@decompose(np.bincount)
+def _bincount(x, weights=None, minlength=0):
+    if _traced(x) or weights is None:
+        return np.bincount(np.asarray(untraced(x)), None if weights is None else
+                           np.asarray(untraced(weights)), minlength)
+    from chainrules.numpy import index_add
+
+    xv = np.asarray(x)
+    n = max(int(xv.max()) + 1 if xv.size else 0, minlength)
+    w = _asarray(weights)
+    return index_add(np.zeros(n, dtype=np.result_type(untraced(w), 1.0)), xv, w)
+
+
+# -- floating-point decomposition -------------------------------------------------------------
+def _ufunc_decompose(op, fn):
+    if not is_registered(op) and op not in DECOMPOSITIONS:
+        DECOMPOSITIONS[op] = fn
+
+
+_ufunc_decompose(np.ldexp, lambda x1, x2, **kw: x1 * np.exp2(
+    np.asarray(untraced(x2), dtype=np.result_type(untraced(x1), 1.0))))
+
+
+def _frexp(x, **kw):
+    m, e = np.frexp(np.asarray(array_value(x)))
+    return x * np.exp2(-e.astype(np.result_type(untraced(x), 1.0))), e
+
+
+def _modf(x, **kw):
+    f, i = np.modf(np.asarray(array_value(x)))
+    return x - i, i  # the integer part is piecewise constant
+
+
+_ufunc_decompose(np.frexp, _frexp)
+_ufunc_decompose(np.modf, _modf)
+
+
+@decompose(np.astype)
+def _astype(x, dtype, /, *, copy=True, device=None):
+    return _asarray(x).astype(dtype)
+
+
+# -- the unique_* family ------------------------------------------------------------------------
+@decompose(np.unique_values)
+def _unique_values(x):
+    return np.unique(x)
+
+
+@decompose(np.unique_counts)
+def _unique_counts(x):
+    v, c = np.unique(x, return_counts=True)
+    return np.lib._arraysetops_impl.UniqueCountsResult(v, c)
+
+
+@decompose(np.unique_inverse)
+def _unique_inverse(x):
+    v, inv = np.unique(x, return_inverse=True)
+    return np.lib._arraysetops_impl.UniqueInverseResult(v, np.reshape(inv, np.shape(
+        untraced(x))))
+
+
+@decompose(np.unique_all)
+def _unique_all(x):
+    v, idx, inv, c = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    return np.lib._arraysetops_impl.UniqueAllResult(v, idx, np.reshape(
+        inv, np.shape(untraced(x))), c)
+
+
+# -- Hermitian FFTs ------------------------------------------------------------------------------
+_SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+@decompose(np.fft.hfft)
+def _hfft(a, n=None, axis=-1, norm=None, out=None):
+    return np.fft.irfft(np.conjugate(_asarray(a)), n, axis, norm=_SWAP[norm])
+
+
+@decompose(np.fft.ihfft)
+def _ihfft(a, n=None, axis=-1, norm=None, out=None):
+    return np.conjugate(np.fft.rfft(_asarray(a), n, axis, norm=_SWAP[norm]))
+
+
+# -- plain results and in-place writers ----------------------------------------------------------
+def _plain(op):
+    def plain(*args, **kwargs):
+        return op(*untraced(list(args)), **untraced(kwargs))
+    return plain
+
+
+for _op in (np.nanargmax, np.nanargmin, np.isin, np.intersect1d, np.union1d, np.setdiff1d,
+            np.setxor1d, np.iscomplex, np.isreal, np.einsum_path, np.lexsort,
+            np.may_share_memory, np.shares_memory, np.heaviside, np.spacing, np.nextafter):
+    if not is_registered(_op) and _op not in DECOMPOSITIONS:
+        DECOMPOSITIONS[_op] = _plain(_op)  # integer, boolean or step results
+
+
+def _writer(name, alternative):
+    def refuse(*args, **kwargs):
+        raise UntraceableError(f"numpy.{name} writes into an array in place, which would "
+                               f"drop the derivative of a traced value; {alternative}")
+    return refuse
+
+
+for _name, _alt in (("put", "use chainrules.numpy.index_update(a, ind, v) on the raveled "
+                            "array"),
+                    ("place", "use np.where(mask, values, a)"),
+                    ("putmask", "use np.where(mask, values, a)"),
+                    ("fill_diagonal", "use a * (1 - np.eye(n)) + v * np.eye(n)"),
+                    ("put_along_axis", "use chainrules.numpy.index_update")):
+    DECOMPOSITIONS[getattr(np, _name)] = _writer(_name, _alt)
