@@ -386,14 +386,15 @@ class Traced:
             if kwargs.get("out") is not None:
                 _untraceable(f"{op_name(func)}(..., out=...)",
                              "assign the result to a new name instead (y = f(x))")
+        d = DECOMPOSITIONS.get(func)
+        if d is not None and _top_tape(args, kwargs) is not None:
+            return d(*args, **kwargs)  # compositions handle their own where=
+        if kwargs:
             where = kwargs.get("where", True)
             if where is not True:
                 raise MissingRuleError(
                     f"{op_name(func)} with where= is not differentiable by chainrules; "
                     "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
-        d = DECOMPOSITIONS.get(func)
-        if d is not None and _top_tape(args, kwargs) is not None:
-            return d(*args, **kwargs)
         return dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):

@@ -327,3 +327,32 @@ def _apply_over_axes(func, a, axes):
         else:
             raise ValueError("function is not returning an array of the correct shape")
     return val
+
+
+# -- max / min with initial= and where= -------------------------------------------------------
+def _extreme(op, fill, combine):
+    def extreme(a, axis=None, out=None, keepdims=False, initial=np._NoValue,
+                where=np._NoValue):
+        from chainrules.tracing import dispatch
+
+        if initial is np._NoValue and where is np._NoValue:
+            kw = {"axis": axis, "keepdims": keepdims}
+            return dispatch(op, (a,), kw if out is None else dict(kw, out=out))
+        if out is not None:
+            raise MissingRuleError(f"numpy.{op.__name__}(..., out=...) on traced values")
+        a = _asarray(a)
+        if where is not np._NoValue:
+            w = np.asarray(array_value(where), bool)
+            if initial is np._NoValue and not np.all(np.any(
+                    np.broadcast_to(w, shape_of(a)), axis=axis)):
+                raise ValueError(f"zero-size reduction in numpy.{op.__name__} with "
+                                 "where= needs an initial value")
+            a = np.where(w, a, fill)
+        y = op(a, axis=axis, keepdims=keepdims)
+        return y if initial is np._NoValue else combine(y, initial)
+    return extreme
+
+
+for _op, _fill, _comb in ((np.max, -np.inf, np.maximum), (np.amax, -np.inf, np.maximum),
+                          (np.min, np.inf, np.minimum), (np.amin, np.inf, np.minimum)):
+    decompose(_op)(_extreme(_op, _fill, _comb))

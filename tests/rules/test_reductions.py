@@ -273,14 +273,22 @@ def test_unsupported_keywords_raise_clearly():
     x = np.array([1.0, 2.0, 3.0])
     mask = np.array([True, False, True])
     for f in (lambda x: np.sum(x, where=mask), lambda x: np.mean(x, where=mask),
-              lambda x: np.prod(x, where=mask), lambda x: np.max(x, where=mask, initial=0),
-              lambda x: np.max(x, initial=5.0), lambda x: np.var(x, mean=np.array(2.0))):
+              lambda x: np.prod(x, where=mask), lambda x: np.var(x, mean=np.array(2.0))):
         with pytest.raises(cr.MissingRuleError, match="np.where|initial|mean|where"):
             cr.grad(f)(x)
     with pytest.raises(cr.UntraceableError):
         cr.grad(lambda x: np.sum(x, out=np.zeros(())))(x)
     with pytest.raises(cr.MissingRuleError, match="must not be traced"):
         cr.grad(lambda x: np.sum(np.diff(x, prepend=x[:1])))(x)
+
+
+def test_max_min_take_initial_and_where():
+    x = np.array([1.0, 3.0, 2.0])
+    mask = np.array([True, False, True])
+    np.testing.assert_array_equal(cr.grad(lambda x: np.max(x, where=mask, initial=0))(x),
+                                  [0, 0, 1])
+    np.testing.assert_array_equal(cr.grad(lambda x: np.max(x, initial=5.0))(x), [0, 0, 0])
+    np.testing.assert_array_equal(cr.grad(lambda x: np.min(x, initial=1.5))(x), [1, 0, 0])
 
 
 # -- cumsum, diff, trace ---------------------------------------------------------------

@@ -322,3 +322,22 @@ SPECS += [
     RuleSpec(np.frexp, _vec("nonzero")), RuleSpec(np.modf, _vec("nonint")),
     RuleSpec(np.fft.hfft, _vec(), dtypes=C), RuleSpec(np.fft.ihfft, _vec()),
 ]
+
+
+def _extreme_kw(draw, dtype):
+    shape = _shape(draw, 1, 2, min_side=2)
+    x = _arr(draw, dtype, shape, "distinct")
+    kw = {"axis": draw(st.sampled_from([None, -1]))}
+    if draw(st.booleans()):
+        kw["initial"] = draw(st.sampled_from([-3.0, 0.0, 3.0]))
+        if draw(st.booleans()):
+            w = np.ones(shape, bool)
+            w.flat[draw(st.integers(0, w.size - 1))] = False
+            kw["where"] = w
+    else:
+        kw["initial"] = 0.5
+    return (x,), kw
+
+
+SPECS += [RuleSpec(np.max, _extreme_kw, name="np.max-initial-where"),
+          RuleSpec(np.min, _extreme_kw, name="np.min-initial-where")]
