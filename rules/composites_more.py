@@ -394,3 +394,68 @@ for _name, _alt in (("put", "use chainrules.numpy.index_update(a, ind, v) on the
                     ("fill_diagonal", "use a * (1 - np.eye(n)) + v * np.eye(n)"),
                     ("put_along_axis", "use chainrules.numpy.index_update")):
     DECOMPOSITIONS[getattr(np, _name)] = _writer(_name, _alt)
+
+
+# -- np.pad: the statistic and ramp modes ------------------------------------------------------
+_STAT = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}
+
+
+def _pad_widths(pad_width, ndim):
+    return np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (ndim, 2))
+
+
+@decompose(np.pad)
+def _pad(array, pad_width, mode="constant", **kwargs):
+    """``linear_ramp`` and the statistic modes as slices, reductions and
+    concatenations axis by axis (as NumPy pads them); every other mode goes
+    to the pad rule."""
+    from chainrules.tracing import dispatch
+
+    if mode not in _STAT and mode != "linear_ramp":
+        return dispatch(np.pad, (array, pad_width), dict(kwargs, mode=mode))
+    x = _asarray(array)
+    nd = ndim_of(x)
+    dt = np.result_type(untraced(x))
+    widths = _pad_widths(pad_width, nd)
+    if mode == "linear_ramp":
+        ends = np.broadcast_to(np.asarray(kwargs.get("end_values", 0), dtype=float),
+                               (nd, 2)) if not _traced(kwargs.get("end_values", 0)) else None
+        if ends is None:
+            raise MissingRuleError("numpy.pad(mode='linear_ramp') with traced end_values "
+                                   "has no rule")
+    else:
+        lengths = kwargs.get("stat_length")
+        stat_len = None if lengths is None else _pad_widths(lengths, nd)
+    for ax in range(nd):
+        before, after = int(widths[ax, 0]), int(widths[ax, 1])
+        if before == 0 and after == 0:
+            continue
+        n = shape_of(x)[ax]
+
+        def sl(a, b):
+            idx = [slice(None)] * nd
+            idx[ax] = slice(a, b)
+            return x[tuple(idx)]
+
+        def block(v, width):
+            shape = list(shape_of(x))
+            shape[ax] = width
+            return np.broadcast_to(v, tuple(shape)) + np.zeros(tuple(shape), dtype=dt)
+
+        if mode == "linear_ramp":
+            def ramp(edge, end, width, reverse):
+                shape = [1] * nd
+                shape[ax] = width
+                t = np.reshape(np.arange(width, dtype=dt) / dt.type(width), shape)
+                r = dt.type(end) + (edge - dt.type(end)) * t
+                return np.flip(r, axis=ax) if reverse else r
+            left = ramp(sl(0, 1), ends[ax, 0], before, False) if before else None
+            right = ramp(sl(n - 1, n), ends[ax, 1], after, True) if after else None
+        else:
+            stat = _STAT[mode]
+            lb = n if stat_len is None else max(1, min(int(stat_len[ax, 0]), n))
+            la = n if stat_len is None else max(1, min(int(stat_len[ax, 1]), n))
+            left = block(stat(sl(0, lb), axis=ax, keepdims=True), before) if before else None
+            right = block(stat(sl(n - la, n), axis=ax, keepdims=True), after) if after else None
+        x = np.concatenate([p for p in (left, x, right) if p is not None], axis=ax)
+    return x

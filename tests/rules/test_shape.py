@@ -114,9 +114,15 @@ def test_pad_constant_values_do_not_enter_the_tangent():
     np.testing.assert_array_equal(t, [0.0, 1.0, 1.0, 0.0])
 
 
-def test_pad_unsupported_mode_raises():
-    with pytest.raises(cr.MissingRuleError, match="mode='maximum'"):
-        cr.grad(lambda x: np.sum(np.pad(x, 1, mode="maximum")))(np.ones(3))
+def test_pad_every_mode_and_unsupported_options():
+    x = np.array([1.0, 3.0, 2.0])
+    # maximum: the edge cells copy the maximum (3.0 at index 1): 1 + 2 pads
+    np.testing.assert_array_equal(cr.grad(lambda x: np.sum(np.pad(x, 1, mode="maximum")))(x),
+                                  [1, 3, 1])
+    np.testing.assert_allclose(cr.grad(lambda x: np.sum(np.pad(x, (2, 0), mode="mean")))(x),
+                               [1 + 2 / 3] * 3)
+    with pytest.raises(cr.MissingRuleError, match="mode='empty'"):
+        cr.grad(lambda x: np.sum(np.pad(x, 1, mode="empty")))(np.ones(3))
     with pytest.raises(cr.MissingRuleError, match="reflect_type"):
         cr.grad(lambda x: np.sum(np.pad(x, 1, mode="reflect", reflect_type="odd")))(
             np.ones(3))

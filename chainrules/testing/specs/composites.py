@@ -341,3 +341,22 @@ def _extreme_kw(draw, dtype):
 
 SPECS += [RuleSpec(np.max, _extreme_kw, name="np.max-initial-where"),
           RuleSpec(np.min, _extreme_kw, name="np.min-initial-where")]
+
+
+def _pad_mode(mode):
+    def sample(draw, dtype):
+        x = _arr(draw, dtype, draw(st.sampled_from([(3,), (2, 3)])), "distinct")
+        kw = {"mode": mode}
+        if mode == "linear_ramp" and draw(st.booleans()):
+            kw["end_values"] = (0.5, -1.0)
+        if mode in ("maximum", "minimum", "mean") and draw(st.booleans()):
+            kw["stat_length"] = 2
+        return (x, draw(st.sampled_from([1, (1, 2)]))), kw
+    return sample
+
+
+SPECS += [RuleSpec(np.pad, _pad_mode(m), wrt=(0,), name=f"np.pad-{m}")
+          for m in ("linear_ramp", "maximum", "minimum", "mean")]
+# the median of a padded slice is checked in float64 only (float32 finite
+# differences of a median over the padded rows exceed the float32 tolerance)
+SPECS += [RuleSpec(np.pad, _pad_mode("median"), ("float64",), wrt=(0,), name="np.pad-median")]
