@@ -25,3 +25,12 @@ def array_value(x):
 
     v = untraced(x)
     return v if is_array(v) else np.asarray(v)
+
+
+def array_like(v):
+    """A traced value or array as it is (never converted: a traced value must
+    not reach np.asarray), anything else (lists, scalars) as an ndarray. The
+    first step of every composition in rules/composites*.py."""
+    import numpy as np
+
+    return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)

@@ -21,13 +21,12 @@ from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
 from chainrules.tracing import untraced
 
+from ._util import array_like
+
 __all__ = []
 
 
-def _asarray(v):
-    """A traced value as it is, anything else as an array (no conversion of
-    a traced value ever happens here)."""
-    return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)
+_asarray = array_like
 
 
 def _result_dtype(*vals):

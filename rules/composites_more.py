@@ -17,13 +17,12 @@ from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import DECOMPOSITIONS, decompose, is_registered
 from chainrules.tracing import untraced
 
-from ._util import array_value
+from ._util import array_like, array_value
 
 __all__ = []
 
 
-def _asarray(v):
-    return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)
+_asarray = array_like
 
 
 def _traced(v):

@@ -18,13 +18,12 @@ from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
 from chainrules.tracing import untraced
 
-from ._util import array_value, normalize_axis
+from ._util import array_like, array_value, normalize_axis
 
 __all__ = []
 
 
-def _asarray(v):
-    return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)
+_asarray = array_like
 
 
 # -- covariance -------------------------------------------------------------------------
