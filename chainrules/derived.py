@@ -325,7 +325,10 @@ def scalar_rule(op, *partials, second=None, types=()):
     second=lambda x, y: -2 * y * (1 - y**2))`` where ``x`` is the input and
     ``y`` the output. Binary: ``scalar_rule(np.arctan2, dx, dy,
     second=(dxx, dxy, dyy))`` with each function of ``(x, y, z)``, ``z`` the
-    output. A partial may be a constant (``1``, ``-1``, ``0``). Arguments a
+    output. Three or more arguments: one partial per argument, each of
+    ``(*args, z)``, and ``second=`` the upper triangle of the second
+    partials row by row (``chainrules.derived_nary``). A partial may be a
+    constant (``1``, ``-1``, ``0``). Arguments a
     partial does not read are not saved, so ``tanh`` keeps only its output.
     Holomorphic complex functions need nothing more: cotangents follow the
     convention in the README.
@@ -341,8 +344,14 @@ def scalar_rule(op, *partials, second=None, types=()):
 
         def unary_maker(ids, x, **kwargs):
             y = op(x, **kwargs) if kwargs else op(x)
-            return y, UnaryScalarRule(ids[0], x if save_x else None,
-                                      y if save_y else None, spec)
+            rule = UnaryScalarRule(ids[0], x if save_x else None, y if save_y else None,
+                                   spec)
+            xdt, ydt = x.dtype, y.dtype
+            if xdt is not ydt and xdt != ydt:
+                # real to complex (scipy.special.wofz), float32 to float64: the
+                # input's cotangent takes its own dtype
+                rule = CastCotangents(rule, {ids[0]: xdt}, ydt)
+            return y, rule
 
         register(op, *types)(unary_maker)
         return op
@@ -382,7 +391,12 @@ def scalar_rule(op, *partials, second=None, types=()):
 
         register(op, *types)(binary_maker)
         return op
-    raise TypeError("scalar_rule takes one partial (unary) or two (binary)")
+    if len(partials) >= 3:
+        from .derived_nary import NarySpec, nary_maker
+
+        register(op, *types)(nary_maker(NarySpec(op, name, partials, second)))
+        return op
+    raise TypeError("scalar_rule takes one partial per argument")
 
 
 class ConstPartialRule(ReverseRule):

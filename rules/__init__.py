@@ -6,7 +6,7 @@ SciPy families register only when SciPy is installed.
 
 from . import (arithmetic, complex, contractions, decompositions, elementwise, fft,  # noqa: F401
                indexing, linalg, nondiff, reductions, shape, special, statistics,
-               scipy_linalg)
+               scipy_linalg, special_bessel, special_incomplete)
 from . import (scipy_integrate, scipy_linalg_schur, scipy_linalg_solvers,  # noqa: F401
                scipy_signal)
 from . import array_api, composites, composites_more, composites_stats  # noqa: F401,E402  (compositions of the rules above)

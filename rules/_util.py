@@ -34,3 +34,17 @@ def array_like(v):
     import numpy as np
 
     return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)
+
+
+def no_derivative(op, what):
+    """A partial for ``chainrules.derived.scalar_rule`` that raises
+    ``MissingRuleError``: ``op`` has no closed-form derivative with respect to
+    ``what`` (an order or shape argument). It runs only when that argument is
+    traced, so holding it constant differentiates the others."""
+    def partial(*args):
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError(f"{op}: no derivative with respect to {what} (no closed "
+                               "form); pass it as a constant (a plain number or array, or "
+                               "chainrules.stop_gradient(value))")
+    return partial

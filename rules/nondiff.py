@@ -13,7 +13,8 @@ traced, so ``np.sum(x[np.argmax(x)] * np.floor(x))`` differentiates through
 * boolean: comparisons, logical_and/or/not/xor, isnan/isinf/isfinite,
   isposinf/isneginf, signbit, isclose/allclose/array_equal/array_equiv,
   any/all;
-* shape queries: np.shape, np.ndim, np.size, np.result_type;
+* shape and type queries: np.shape, np.ndim, np.size, np.result_type,
+  iscomplexobj, isrealobj, common_type, min_scalar_type, can_cast;
 * ``zeros_like``/``ones_like``/``empty_like``/``full_like``: plain arrays
   of the traced value's shape and dtype (a traced ``fill_value`` raises:
   use ``np.zeros_like(x) + v`` or ``np.broadcast_to(v, x.shape)``).
@@ -38,8 +39,9 @@ _NONDIFF = (
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
     np.isnan, np.isinf, np.isfinite, np.isposinf, np.isneginf, np.signbit,
     np.isclose, np.allclose, np.array_equal, np.array_equiv, np.any, np.all,
-    # shape queries
-    np.shape, np.ndim, np.size, np.result_type,
+    # shape and type queries
+    np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj,
+    np.common_type, np.min_scalar_type, np.can_cast,
     # new arrays of the same shape and dtype
     np.zeros_like, np.ones_like, np.empty_like,
 )

@@ -15,16 +15,14 @@ here: ``chainrules.rules.special.logsumexp`` (same signature, ``b`` weights,
 
 import numpy as np
 
-from chainrules.errors import MissingRuleError
-
-from ._util import array_value
+from ._util import array_value, no_derivative
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
 
-__all__ = ["logsumexp", "softmax", "log_softmax", "polygamma"]
+__all__ = ["logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "softplus"]
 
 # Python floats, so that float32 stays float32 (NumPy 2 promotion)
 _SQRT_PI = float(np.sqrt(np.pi))
@@ -32,17 +30,13 @@ _SQRT_2PI = float(np.sqrt(2 * np.pi))
 
 
 def _no_derivative(what):
-    def partial(x, y, z):
-        raise MissingRuleError(f"scipy.special: no derivative with respect to {what}; "
-                               "pass it as a constant")
-    return partial
+    return no_derivative("scipy.special", what)
 
 
 def _register():
     from chainrules.derived import scalar_rule
 
-    def trigamma(x):
-        return sc.zeta(2.0, x)
+    trigamma = _trigamma_real
 
     # logistic
     scalar_rule(sc.expit, lambda x, y: y * (1 - y),
@@ -137,6 +131,92 @@ def _register():
                 second=lambda x, y: _ive_dd(0, x, y))
     scalar_rule(sc.i1e, lambda x, y: _ive_d(1, x, y), second=lambda x, y: _ive_dd(1, x, y))
 
+    # more of the error-function family: erfc(erfcinv(y)) = y; erfcx = exp(x^2) erfc(x);
+    # Dawson's F' = 1 - 2 x F; Faddeeva w' = -2 z w + 2i / sqrt(pi) (holomorphic)
+    scalar_rule(sc.erfcinv, lambda x, y: -_SQRT_PI / 2 * np.exp(y * y),
+                second=lambda x, y: y * (np.pi / 2) * np.exp(2 * y * y))
+    scalar_rule(sc.erfcx, lambda x, y: 2 * x * y - 2 / _SQRT_PI,
+                second=lambda x, y: (2 + 4 * x * x) * y - 4 / _SQRT_PI * x)
+    scalar_rule(sc.dawsn, lambda x, y: 1 - 2 * x * y,
+                second=lambda x, y: (4 * x * x - 2) * y - 2 * x)
+    scalar_rule(sc.wofz, lambda x, y: -2 * x * y + 2j / _SQRT_PI,
+                second=lambda x, y: (4 * x * x - 2) * y - 4j / _SQRT_PI * x)
+    # 1/Gamma is entire: at its zeros x = -n the formula -rgamma psi is 0 * inf,
+    # replaced by the limits (-1)^n n! and -2 (-1)^n n! psi(n + 1)
+    scalar_rule(sc.rgamma, _rgamma_d, second=_rgamma_dd)
+    scalar_rule(sc.loggamma, lambda x, y: sc.digamma(x), second=lambda x, y: _trigamma_real(x))
+    from chainrules.registry import non_differentiable
+
+    non_differentiable(sc.gammasgn)
+    # Huber losses huber(delta, r), pseudo_huber(delta, r)
+    scalar_rule(sc.huber, _huber_dd, _huber_dr,
+                second=(lambda d, r, z: -_outside(d, r),
+                        lambda d, r, z: _outside(d, r) * np.sign(r),
+                        lambda d, r, z: 1 - _outside(d, r)))
+    scalar_rule(sc.pseudo_huber,
+                lambda d, r, z: _hypot(d, r) + d * d / _hypot(d, r) - 2 * d,
+                lambda d, r, z: d * r / _hypot(d, r),
+                second=(lambda d, r, z: 3 * d / _hypot(d, r) - (d / _hypot(d, r)) ** 3 - 2,
+                        lambda d, r, z: (r / _hypot(d, r)) ** 3,
+                        lambda d, r, z: (d / _hypot(d, r)) ** 3))
+
+
+def _hypot(d, r):
+    return np.sqrt(d * d + r * r)
+
+
+def _outside(d, r):
+    """1 where ``|r| > delta`` (the linear zone of the Huber loss), else 0, in
+    the arguments' dtype."""
+    return (np.abs(array_value(r)) > array_value(d)).astype(np.result_type(d, r))
+
+
+def _huber_dr(d, r, z):
+    """d huber / dr: r inside the quadratic zone, delta sign(r) outside."""
+    return np.where(np.abs(r) <= d, r, d * np.sign(r))
+
+
+def _huber_dd(d, r, z):
+    """d huber / d delta: 0 inside, |r| - delta outside."""
+    return np.where(np.abs(r) <= d, 0.0, np.abs(r) - d)
+
+
+def _trigamma_real(x):
+    """psi'(x) = zeta(2, x) for real x; SciPy has no complex trigamma, so the
+    derivative of digamma (and the second of loggamma/gammaln) at a complex
+    argument raises."""
+    if np.iscomplexobj(x):
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError("scipy.special: the derivative of digamma (trigamma, the "
+                               "second derivative of loggamma) at a complex argument is "
+                               "not available in SciPy")
+    return sc.zeta(2.0, x)
+
+
+def _rgamma_poles(x):
+    """Mask of the zeros of 1/Gamma (x = 0, -1, -2, ...) and n = -x there."""
+    xv = array_value(x)
+    pole = (xv <= 0) & (xv == np.round(xv)) if not np.iscomplexobj(xv) else np.zeros(
+        np.shape(xv), bool)
+    n = np.where(pole, -xv, 0).real
+    return pole, n
+
+
+def _rgamma_d(x, y):
+    pole, n = _rgamma_poles(x)
+    safe = np.where(pole, 0.5, x)
+    at_pole = (-1.0) ** n * sc.gamma(n + 1)
+    return np.where(pole, at_pole, -sc.rgamma(safe) * sc.digamma(safe))
+
+
+def _rgamma_dd(x, y):
+    pole, n = _rgamma_poles(x)
+    safe = np.where(pole, 0.5, x)
+    at_pole = -2 * (-1.0) ** n * sc.gamma(n + 1) * sc.digamma(n + 1)
+    psi = sc.digamma(safe)
+    return np.where(pole, at_pole, sc.rgamma(safe) * (psi * psi - _trigamma_real(safe)))
+
 
 if sc is not None:
     _register()
@@ -207,3 +287,27 @@ def polygamma(n, x):
     if n == 0:
         return sc.digamma(x)
     return (-1.0) ** (n + 1) * float(np.prod(np.arange(1, n + 1))) * sc.zeta(n + 1.0, x)
+
+
+def multigammaln(a, d):
+    """``scipy.special.multigammaln(a, d)`` that also accepts traced ``a``:
+    ``log Gamma_d(a) = d (d - 1) / 4 log(pi) + sum_{j=1..d} gammaln(a + (1 - j) / 2)``
+    (integer ``d`` >= 1; differentiable in ``a``, which must exceed
+    ``(d - 1) / 2`` as in SciPy)."""
+    d = int(d)
+    if d < 1:
+        raise ValueError("multigammaln: d must be a positive integer")
+    av = array_value(a)
+    if np.any(av <= (d - 1) / 2):
+        raise ValueError(f"multigammaln: condition a ({np.min(av)}) > (d-1)/2 ({(d - 1) / 2})"
+                         " not met")
+    out = d * (d - 1) / 4 * float(np.log(np.pi))
+    for j in range(1, d + 1):
+        out = out + sc.gammaln(a + (1 - j) / 2)
+    return out
+
+
+def softplus(x, **kwargs):
+    """``scipy.special.softplus``: ``log(1 + exp(x))``, computed as
+    ``np.logaddexp(0, x)`` (differentiable; ufunc keywords pass through)."""
+    return np.logaddexp(0, x, **kwargs)

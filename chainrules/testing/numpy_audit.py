@@ -26,8 +26,8 @@ _CATEGORIES = {
         "bitwise_or bitwise_right_shift bitwise_xor gcd lcm invert left_shift right_shift "
         "packbits unpackbits"),
     "dtype and type utilities, predicates on types (no numeric output)": (
-        "can_cast common_type isdtype issubdtype min_scalar_type mintypecode "
-        "promote_types typename iscomplexobj isrealobj isscalar iterable isfortran isnat"),
+        "isdtype issubdtype mintypecode promote_types typename isscalar iterable isfortran "
+        "isnat"),
     "conversion to a plain array: refused on traced values with UntraceableError, by "
     "design (use np.stack / chainrules.numpy.array or chainrules.stop_gradient)": (
         "array asarray asanyarray asarray_chkfinite ascontiguousarray asfortranarray "

@@ -1,5 +1,6 @@
 """Specs for rules/special.py (scipy.special; empty without SciPy)."""
 
+import numpy as np
 from hypothesis import strategies as st
 
 from chainrules.testing import strategies as crs
@@ -35,8 +36,40 @@ def order_first(orders, domain="positive", shift=0.0):
     return sample
 
 
+def ternary_x(dx="unit", shift=0.5, scale=0.5):
+    """(a, b, x) with positive shapes and x (last) differentiated."""
+    def sample(draw, dtype):
+        sa, sb, sx = draw(crs.broadcastable_shapes(3, 0, 2))
+        x = draw(crs.arrays(dtype, sx, dx))
+        return (draw(crs.arrays(dtype, sa, "positive")), draw(crs.arrays(dtype, sb, "positive")),
+                (x * scale + shift).astype(dtype)), {}
+    return sample
+
+
+def huber_args(draw, dtype):
+    """delta in [0.5, 2] and |r| in [0, 0.4] or [2.2, 3]: both zones of the
+    Huber loss, away from its kink at |r| = delta."""
+    sd, sr = draw(crs.broadcastable_shapes(2, 0, 2))
+    r = draw(crs.arrays(dtype, sr, "real")).astype("float64")
+    small = np.abs(r) < 1
+    r = np.where(small, 0.4 * r, np.sign(r) * (2.2 + 0.8 * (np.abs(r) - 1)))
+    return (draw(crs.arrays(dtype, sd, "positive")), r.astype(dtype)), {}
+
+
+def _complex_unary(draw, dtype):
+    x = draw(crs.arrays(dtype, draw(crs.shapes(0, 2)), "real"))
+    return (x,), {}
+
+
+def _multigammaln(draw, dtype):
+    d = draw(st.integers(1, 4))
+    x = draw(crs.arrays(dtype, draw(crs.shapes(0, 2)), "positive"))
+    return ((x + (d - 1) / 2).astype(dtype), d), {}
+
+
 SPECS = []
 if sc is not None:
+    from chainrules.rules.special import multigammaln, softplus
     SPECS = [
         RuleSpec(sc.expit, unary(), F),
         RuleSpec(sc.logit, unary("unit", 0.5, 0.3), F),
@@ -68,4 +101,46 @@ if sc is not None:
         RuleSpec(sc.i1e, unary("nonzero"), F),
         RuleSpec(sc.iv, order_first([0, 1, 2, 3]), F),
         RuleSpec(sc.ive, order_first([0, 1, 2, 3]), F),
+        # Bessel functions (rules/special_bessel.py); order held constant
+        RuleSpec(sc.jv, order_first([0, 1, 2.5], "positive", 0.5), F, wrt=(1,)),
+        RuleSpec(sc.yv, order_first([0, 1, 2.5], "positive", 0.5), F, wrt=(1,)),
+        RuleSpec(sc.yn, order_first([0, 1, 2], "positive", 0.5), F, wrt=(1,)),
+        RuleSpec(sc.kv, order_first([0, 1, 2.5], "positive", 0.3), F, wrt=(1,)),
+        RuleSpec(sc.kve, order_first([0, 1, 2.5], "positive", 0.3), F, wrt=(1,)),
+        RuleSpec(sc.j0, unary(), F),
+        RuleSpec(sc.j1, unary(), F),
+        RuleSpec(sc.y0, unary("positive", 0.5), F),
+        RuleSpec(sc.y1, unary("positive", 0.5), F),
+        RuleSpec(sc.k0, unary("positive", 0.3), F),
+        RuleSpec(sc.k1, unary("positive", 0.3), F),
+        RuleSpec(sc.k0e, unary("positive", 0.3), F),
+        RuleSpec(sc.k1e, unary("positive", 0.3), F),
+        # incomplete gamma: P(a, x) in both arguments (the shape by its series)
+        RuleSpec(sc.gammainc, binary(), F),
+        RuleSpec(sc.gammaincc, binary(), F),
+        RuleSpec(sc.gammaincinv, binary("positive", "unit"), F, wrt=(1,),
+                 call=lambda a, y: sc.gammaincinv(a, 0.5 + 0.5 * y),
+                 name="scipy.special.gammaincinv"),
+        RuleSpec(sc.gammainccinv, binary("positive", "unit"), F, wrt=(1,),
+                 call=lambda a, y: sc.gammainccinv(a, 0.5 + 0.5 * y),
+                 name="scipy.special.gammainccinv"),
+        RuleSpec(sc.betainc, ternary_x(), F, wrt=(2,)),
+        RuleSpec(sc.betaincc, ternary_x(), F, wrt=(2,)),
+        # the inverses are found by iteration: float32 values carry ~1e-4 error
+        RuleSpec(sc.betaincinv, ternary_x(), ("float64",), wrt=(2,)),
+        RuleSpec(sc.betaincinv, ternary_x(), ("float32",), wrt=(2,), rtol=3e-3),
+        RuleSpec(sc.betainccinv, ternary_x(), ("float64",), wrt=(2,)),
+        RuleSpec(sc.betainccinv, ternary_x(), ("float32",), wrt=(2,), rtol=3e-3),
+        # error-function family, gamma extras, losses
+        RuleSpec(sc.erfcinv, unary("unit", 1.0, 0.9), F),
+        RuleSpec(sc.erfcx, unary(), F),
+        RuleSpec(sc.dawsn, unary(), F),
+        RuleSpec(sc.wofz, _complex_unary, ("complex128", "float64")),
+        RuleSpec(sc.rgamma, unary(), F),
+        RuleSpec(sc.loggamma, unary("positive"), F),
+        RuleSpec(sc.gammasgn, unary("nonzero", 0.0, 3.0), F, modes=frozenset({"nondiff"})),
+        RuleSpec(sc.huber, huber_args, F),
+        RuleSpec(sc.pseudo_huber, huber_args, F),
+        RuleSpec(multigammaln, _multigammaln, F, name="chainrules.scipy.special.multigammaln"),
+        RuleSpec(softplus, unary(), F, name="chainrules.scipy.special.softplus"),
     ]

@@ -1,0 +1,145 @@
+"""Elementwise rules of three or more arguments, from their partials.
+
+``scalar_rule(sc.betainc, da, db, dx, second=(daa, dab, dax, dbb, dbx, dxx))``
+registers ``z = f(a, b, x)`` (broadcasting) from one function per partial
+derivative, each of ``(*args, z)``, and the upper triangle of the matrix of
+second partials in row-major order. The pullback, pushforward and
+``pullback_with_tangents`` are derived here, as for the unary and binary
+rules in ``chainrules.derived``. A partial is evaluated only for the
+arguments that are traced, so a partial that raises (an order or shape
+argument without a closed-form derivative) raises only when that argument is
+differentiated.
+"""
+
+import numpy as np
+
+from .derived import CastCotangents, narrower_inputs, unbroadcast
+from .errors import HvpNotSupported
+from .rule import ReverseRule
+from .tangents import ZERO, _Structural
+
+__all__ = ["NaryScalarRule", "nary_maker"]
+
+
+def _call(d, args):
+    return d(*args) if callable(d) else d
+
+
+def _times(g, d):
+    if isinstance(g, _Structural):
+        return ZERO
+    if type(d) is int or type(d) is float:
+        if d == 0:
+            return ZERO
+        if d == 1:
+            return g
+    return g * d
+
+
+def _plus(a, b):
+    if isinstance(a, _Structural):
+        return b
+    if isinstance(b, _Structural):
+        return a
+    return a + b
+
+
+class NarySpec:
+    """The partials of one n-ary elementwise operation."""
+
+    __slots__ = ("op", "name", "d", "d2")
+
+    def __init__(self, op, name, partials, second):
+        n = len(partials)
+        self.op, self.name, self.d = op, name, tuple(partials)
+        if second is None:
+            self.d2 = None
+        else:
+            want = n * (n + 1) // 2
+            if len(second) != want:
+                raise TypeError(f"scalar_rule({name}): second= needs the {want} entries of "
+                                "the upper triangle of the second partials, row by row")
+            it = iter(second)
+            self.d2 = {}
+            for i in range(n):
+                for j in range(i, n):
+                    self.d2[i, j] = self.d2[j, i] = next(it)
+
+
+class NaryScalarRule(ReverseRule):
+    """``z = f(*args)`` elementwise with broadcasting."""
+
+    __slots__ = ("ids", "args", "shapes", "zshape", "spec", "dv")
+
+    def __init__(self, ids, args, z, spec):
+        self.ids = ids
+        self.args = tuple(args) + (z,)
+        self.shapes = tuple(np.shape(a) for a in args)
+        self.zshape = np.shape(z)
+        self.spec = spec
+        self.dv = {}
+
+    @property
+    def name(self):
+        return self.spec.name
+
+    def inputs(self):
+        return tuple(i for i in self.ids if i is not None)
+
+    def _traced(self):
+        return [k for k, i in enumerate(self.ids) if i is not None]
+
+    def _d(self, k):
+        d = self.dv.get(k)
+        if d is None:
+            d = self.dv[k] = _call(self.spec.d[k], self.args)
+        return d
+
+    def _unbroadcast(self, c, k):
+        return c if isinstance(c, _Structural) else unbroadcast(c, self.shapes[k])
+
+    def pullback(self, g):
+        return [(self.ids[k], self._unbroadcast(_times(g, self._d(k)), k))
+                for k in self._traced()]
+
+    def pushforward(self, tangents):
+        t = ZERO
+        for k, td in zip(self._traced(), tangents):
+            if not isinstance(td, _Structural):
+                t = _plus(t, _times(td, self._d(k)))
+        if isinstance(t, _Structural) or np.shape(t) == self.zshape:
+            return t
+        return np.broadcast_to(t, self.zshape)
+
+    def pullback_with_tangents(self, g, gd, tangents):
+        traced = self._traced()
+        on = [k for k, td in zip(traced, tangents) if not isinstance(td, _Structural)]
+        tan = dict(zip(traced, tangents))
+        has_g = not isinstance(g, _Structural)
+        if has_g and on and self.spec.d2 is None:
+            raise HvpNotSupported(f"{self.spec.name} was registered without second=")
+        out = []
+        for k in traced:
+            d = self._d(k)
+            c = _times(g, d)
+            cd = _times(gd, d)
+            if has_g:
+                for j in on:
+                    cd = _plus(cd, _times(_times(g, _call(self.spec.d2[k, j], self.args)),
+                                          tan[j]))
+            out.append((self.ids[k], self._unbroadcast(c, k), self._unbroadcast(cd, k)))
+        return out
+
+
+def nary_maker(spec):
+    """The registry maker for ``spec``: computes ``z`` and records the rule
+    (cotangents of traced inputs narrower than ``z`` are cast back)."""
+    op = spec.op
+
+    def maker(ids, *args, **kwargs):
+        z = op(*args, **kwargs) if kwargs else op(*args)
+        rule = NaryScalarRule(ids, args, z, spec)
+        narrow = narrower_inputs(ids, args, z)
+        return z, (CastCotangents(rule, narrow, z.dtype) if narrow else rule)
+
+    return maker
