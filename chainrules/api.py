@@ -15,7 +15,7 @@ from .arrays import is_array, ones_like_value, shape_of, zeros_like_value
 from .errors import (ComplexOutputError, HvpNotSupported, NonDifferentiableInputError,
                      NonScalarOutputError, TangentShapeError)
 from .graph import Tape
-from .tangents import NOTANGENT, ZERO, _Structural
+from .tangents import NOTANGENT, ZERO, Structural
 from .tracing import Traced, stop_gradient, untraced
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
@@ -114,7 +114,7 @@ def _leaf_cotangent(c, leaf, scalar):
     """The cotangent of one input leaf in the form the user gets it: the
     input's own kind (a NumPy scalar for a Python or NumPy scalar input, an
     array for an array input, 0-d included) and dtype, whatever ``f`` did."""
-    if isinstance(c, _Structural):
+    if isinstance(c, Structural):
         if not _is_inexact(leaf):
             return NOTANGENT
         c = zeros_like_value(untraced(leaf))
@@ -322,7 +322,7 @@ def vjp(f, *primals, has_aux=False):
         cleaves = _check_tangent(cotangent, out, fname, "cotangent", "output", "vjp")
         nodes, seeds = [], []
         for o, c in zip(leaves, cleaves):
-            if type(o) is Traced and o.tape is tape and not isinstance(c, _Structural):
+            if type(o) is Traced and o.tape is tape and not isinstance(c, Structural):
                 nodes.append(o.node)
                 seeds.append(c)
         grads = tape.backward(nodes, seeds, retain_graph=True) if nodes else _EMPTY
@@ -360,7 +360,7 @@ def _check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp"):
                                 f"match {of} structure {ptd}")
     out = []
     for a, b in zip(pl, tl):
-        if b is None or isinstance(b, _Structural):
+        if b is None or isinstance(b, Structural):
             out.append(ZERO if b is None else b)
             continue
         if shape_of(a) != shape_of(b):
@@ -408,7 +408,7 @@ def jvp(f, primals, tangents):
     for spec, p, t in zip(specs, primals, tangents):
         tl = _check_tangent(t, p, fname)
         for nid, tv in zip(spec.ids, tl):
-            if nid is not None and not isinstance(tv, _Structural):
+            if nid is not None and not isinstance(tv, Structural):
                 seeds[nid] = tv
     tans = tape.forward(seeds)
     leaves, td = pytree.flatten(out)
@@ -461,7 +461,7 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
         return _collect(spec, _EMPTY), _collect(spec, _EMPTY)
     seeds = {}
     for nid, tv in zip(spec.ids, _check_tangent(v, x, fname, entry="hvp")):
-        if nid is not None and not isinstance(tv, _Structural):
+        if nid is not None and not isinstance(tv, Structural):
             seeds[nid] = tv
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
     g, hv = tape.backward_with_tangents([out.node], [ones_like_value(untraced(out), dtype)],

@@ -42,7 +42,7 @@ from . import pytree
 from .errors import AutodiffError, UntraceableError
 from .graph import Tape
 from .rule import ReverseRule
-from .tangents import ZERO, _Structural
+from .tangents import ZERO, Structural
 from .tracing import Traced
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointRule", "dots_saveable"]
@@ -235,7 +235,7 @@ class CheckpointRule(ReverseRule):
     def _split(self, g):
         if not self.multi:
             return (g,)
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return (ZERO,) * self.n_out
         return g
 
@@ -243,7 +243,7 @@ class CheckpointRule(ReverseRule):
         tape, ids, nodes = self._recompute()
         outs, seeds = [], []
         for n, c in zip(nodes, self._split(g)):
-            if n is not None and not isinstance(c, _Structural):
+            if n is not None and not isinstance(c, Structural):
                 outs.append(n)
                 seeds.append(c)
         if not outs:
@@ -254,7 +254,7 @@ class CheckpointRule(ReverseRule):
     def _forward(self, tape, ids, tangents):
         seeds = {}
         for lid, t in zip(ids, tangents):
-            if not isinstance(t, _Structural):
+            if not isinstance(t, Structural):
                 seeds[lid] = t if lid not in seeds else seeds[lid] + t
         return tape.forward(seeds)
 
@@ -269,7 +269,7 @@ class CheckpointRule(ReverseRule):
         tans = self._forward(tape, ids, tangents)
         outs, seeds, dseeds = [], [], []
         for n, c, cd in zip(nodes, self._split(g), self._split(gd)):
-            if n is None or (isinstance(c, _Structural) and isinstance(cd, _Structural)):
+            if n is None or (isinstance(c, Structural) and isinstance(cd, Structural)):
                 continue
             outs.append(n)
             seeds.append(c)

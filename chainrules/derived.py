@@ -13,30 +13,13 @@ import dis
 import numpy as np
 
 from .arrays import shape_of, uniform_array, uniform_value
+from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
 from .errors import HvpNotSupported
 from .registry import op_name, register
 from .rule import ReverseRule
-from .tangents import ZERO, _Structural
+from .tangents import ZERO, Structural
 
 __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
-
-
-def unbroadcast(g, shape):
-    """Sum ``g`` over the axes along which an argument of ``shape`` was
-    broadcast, returning an array of exactly ``shape``."""
-    if isinstance(g, _Structural):
-        return g
-    gshape = shape_of(g)
-    if gshape == shape:
-        return g
-    lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
-    if axes:
-        g = np.sum(g, axis=axes)
-    if g.shape != shape:
-        g = np.reshape(g, shape)
-    return g
 
 
 def _broadcast_tangent(t, shape):
@@ -74,7 +57,7 @@ def _times(g, d):
     """``g * d`` where ``d`` may be a constant partial (1, -1, 0). A uniform
     ``g`` (zero strides: the cotangent of a sum) times a constant stays
     uniform, at no cost."""
-    if isinstance(g, _Structural):
+    if isinstance(g, Structural):
         return ZERO
     if type(d) is int or type(d) is float:
         if d == 1:
@@ -94,9 +77,9 @@ def _scale(g, c):
 
 
 def _plus(a, b):
-    if isinstance(a, _Structural):
+    if isinstance(a, Structural):
         return b
-    if isinstance(b, _Structural):
+    if isinstance(b, Structural):
         return a
     return a + b
 
@@ -190,9 +173,9 @@ class UnaryScalarRule(ReverseRule):
         c = None if skip else self._factored(g)
         if c is None:
             c = ZERO if skip else _times(g, self._d())
-        cd = ZERO if isinstance(gd, _Structural) else _times(gd, self._d())
+        cd = ZERO if isinstance(gd, Structural) else _times(gd, self._d())
         xd = tangents[0]
-        if not isinstance(xd, _Structural) and not isinstance(g, _Structural):
+        if not isinstance(xd, Structural) and not isinstance(g, Structural):
             if spec.d2 is None:
                 raise HvpNotSupported(f"{spec.name} was registered without second=")
             cd = _plus(cd, _times(_times(g, _call(spec.d2, self.x, self.y)), xd))
@@ -271,26 +254,26 @@ class BinaryScalarRule(ReverseRule):
 
     def pushforward(self, tangents):
         xd, yd = self._tangents(tangents)
-        if self.spec.linear and not isinstance(xd, _Structural) and not isinstance(
-                yd, _Structural):
+        if self.spec.linear and not isinstance(xd, Structural) and not isinstance(
+                yd, Structural):
             # x + y, x - y: one pass
             t = _signed_sum(xd, self.spec.dx, yd, self.spec.dy)
             return _broadcast_tangent(t, self.zshape)
         t = ZERO
-        if not isinstance(xd, _Structural):
+        if not isinstance(xd, Structural):
             t = _times(xd, self._dx())
-        if not isinstance(yd, _Structural):
+        if not isinstance(yd, Structural):
             t = _plus(t, _times(yd, self._dy()))
-        if isinstance(t, _Structural):
+        if isinstance(t, Structural):
             return t
         return _broadcast_tangent(t, self.zshape)
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
         spec, x, y, z = self.spec, self.x, self.y, self.z
         xd, yd = self._tangents(tangents)
-        has_g = not isinstance(g, _Structural)
-        xd_on = has_g and not isinstance(xd, _Structural)
-        yd_on = has_g and not isinstance(yd, _Structural)
+        has_g = not isinstance(g, Structural)
+        xd_on = has_g and not isinstance(xd, Structural)
+        yd_on = has_g and not isinstance(yd, Structural)
         if (xd_on or yd_on) and spec.dxx is None:
             raise HvpNotSupported(f"{spec.name} was registered without second=")
         out = []
@@ -304,7 +287,7 @@ class BinaryScalarRule(ReverseRule):
             if yd_on:
                 cd = _plus(cd, _times(_times(g, dxy), yd))
             out.append((self.x_id, unbroadcast(c, self.xshape),
-                        cd if isinstance(cd, _Structural) else unbroadcast(cd, self.xshape)))
+                        cd if isinstance(cd, Structural) else unbroadcast(cd, self.xshape)))
         if self.y_id is not None:
             d = self._dy()
             c = ZERO if self.y_id in skip else _times(g, d)
@@ -314,7 +297,7 @@ class BinaryScalarRule(ReverseRule):
             if yd_on:
                 cd = _plus(cd, _times(_times(g, _call(spec.dyy, x, y, z)), yd))
             out.append((self.y_id, unbroadcast(c, self.yshape),
-                        cd if isinstance(cd, _Structural) else unbroadcast(cd, self.yshape)))
+                        cd if isinstance(cd, Structural) else unbroadcast(cd, self.yshape)))
         return out
 
 
@@ -444,74 +427,14 @@ class ScaleRule(ReverseRule):
 
     def pushforward(self, tangents):
         t = tangents[0]
-        return t if isinstance(t, _Structural) else t * self.c
+        return t if isinstance(t, Structural) else t * self.c
 
     cot_skippable = True
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
         c = self.c
-        return [(self.x_id, ZERO if skip or isinstance(g, _Structural) else _scale(g, c),
-                 gd if isinstance(gd, _Structural) else _scale(gd, c))]
-
-
-# -- mixed dtypes ----------------------------------------------------------------
-class CastCotangents(ReverseRule):
-    """Wrap a rule whose output has a wider dtype than some traced input
-    (``float_power`` always computes in float64; ``float32 ** int64``):
-    cotangents are cast back to each input's dtype, so float32 inputs get
-    float32 cotangents from the rule itself, and tangents to the output's."""
-
-    __slots__ = ("rule", "dtypes", "zdtype")
-
-    def __init__(self, rule, dtypes, zdtype):
-        self.rule = rule
-        self.dtypes = dtypes
-        self.zdtype = zdtype
-
-    @property
-    def name(self):
-        return self.rule.name
-
-    @property
-    def linear(self):
-        return self.rule.linear
-
-    def inputs(self):
-        return self.rule.inputs()
-
-    def _cast(self, nid, c):
-        dt = self.dtypes.get(nid)
-        if dt is None or c is None or isinstance(c, _Structural):
-            return c
-        cdt = getattr(c, "dtype", None)
-        if cdt is None or cdt == dt:
-            return c
-        if cdt.kind == "c" and dt.kind != "c":
-            c = np.real(c)
-        return c.astype(dt)
-
-    def pullback(self, g):
-        return [(nid, self._cast(nid, c)) for nid, c in self.rule.pullback(g)]
-
-    def pushforward(self, tangents):
-        t = self.rule.pushforward(tangents)
-        if t is None or isinstance(t, _Structural) or getattr(t, "dtype", None) == self.zdtype:
-            return t
-        return t.astype(self.zdtype)
-
-    def pullback_with_tangents(self, g, gd, tangents):
-        return [(nid, self._cast(nid, c), self._cast(nid, cd))
-                for nid, c, cd in self.rule.pullback_with_tangents(g, gd, tangents)]
-
-
-def narrower_inputs(ids, args, z):
-    """{NodeId: dtype} of the traced inputs whose dtype differs from z's."""
-    out = {}
-    zdt = z.dtype
-    for nid, a in zip(ids, args):
-        if nid is not None and type(nid) is not tuple and a.dtype != zdt:
-            out[nid] = a.dtype
-    return out
+        return [(self.x_id, ZERO if skip or isinstance(g, Structural) else _scale(g, c),
+                 gd if isinstance(gd, Structural) else _scale(gd, c))]
 
 
 def _cast_mixed(xi, x, yi, y, z, rule):
@@ -551,7 +474,7 @@ class LinearRule(ReverseRule):
         return (self.x_id,)
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         return [(self.x_id, self.transpose(g, self.shape, *self.args, **self.kwargs))]
 
@@ -639,9 +562,9 @@ class BilinearRule(ReverseRule):
     def pushforward(self, tangents):
         xd, yd = self._split(tangents)
         t = ZERO
-        if not isinstance(xd, _Structural):
+        if not isinstance(xd, Structural):
             t = self.op(xd, self.y, *self.args, **self.kwargs)
-        if not isinstance(yd, _Structural):
+        if not isinstance(yd, Structural):
             t = _plus(t, self.op(self.x, yd, *self.args, **self.kwargs))
         return t
 
@@ -651,19 +574,19 @@ class BilinearRule(ReverseRule):
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
         xd, yd = self._split(tangents)
-        has_g = not isinstance(g, _Structural)
-        has_gd = not isinstance(gd, _Structural)
+        has_g = not isinstance(g, Structural)
+        has_gd = not isinstance(gd, Structural)
         out = []
         if self.x_id is not None:
             c = self._gx(g, self.y) if has_g and self.x_id not in skip else ZERO
             cd = self._gx(gd, self.y) if has_gd else ZERO
-            if has_g and not isinstance(yd, _Structural):
+            if has_g and not isinstance(yd, Structural):
                 cd = _plus(cd, self._gx(g, yd))
             out.append((self.x_id, c, cd))
         if self.y_id is not None:
             c = self._gy(g, self.x) if has_g and self.y_id not in skip else ZERO
             cd = self._gy(gd, self.x) if has_gd else ZERO
-            if has_g and not isinstance(xd, _Structural):
+            if has_g and not isinstance(xd, Structural):
                 cd = _plus(cd, self._gy(g, xd))
             out.append((self.y_id, c, cd))
         return out

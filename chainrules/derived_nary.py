@@ -13,10 +13,10 @@ differentiated.
 
 import numpy as np
 
-from .derived import CastCotangents, narrower_inputs, unbroadcast
+from .broadcast import CastCotangents, narrower_inputs, unbroadcast
 from .errors import HvpNotSupported
 from .rule import ReverseRule
-from .tangents import ZERO, _Structural
+from .tangents import ZERO, Structural
 
 __all__ = ["NaryScalarRule", "nary_maker"]
 
@@ -26,7 +26,7 @@ def _call(d, args):
 
 
 def _times(g, d):
-    if isinstance(g, _Structural):
+    if isinstance(g, Structural):
         return ZERO
     if type(d) is int or type(d) is float:
         if d == 0:
@@ -37,9 +37,9 @@ def _times(g, d):
 
 
 def _plus(a, b):
-    if isinstance(a, _Structural):
+    if isinstance(a, Structural):
         return b
-    if isinstance(b, _Structural):
+    if isinstance(b, Structural):
         return a
     return a + b
 
@@ -96,7 +96,7 @@ class NaryScalarRule(ReverseRule):
         return d
 
     def _unbroadcast(self, c, k):
-        return c if isinstance(c, _Structural) else unbroadcast(c, self.shapes[k])
+        return c if isinstance(c, Structural) else unbroadcast(c, self.shapes[k])
 
     def pullback(self, g):
         return [(self.ids[k], self._unbroadcast(_times(g, self._d(k)), k))
@@ -105,17 +105,17 @@ class NaryScalarRule(ReverseRule):
     def pushforward(self, tangents):
         t = ZERO
         for k, td in zip(self._traced(), tangents):
-            if not isinstance(td, _Structural):
+            if not isinstance(td, Structural):
                 t = _plus(t, _times(td, self._d(k)))
-        if isinstance(t, _Structural) or np.shape(t) == self.zshape:
+        if isinstance(t, Structural) or np.shape(t) == self.zshape:
             return t
         return np.broadcast_to(t, self.zshape)
 
     def pullback_with_tangents(self, g, gd, tangents):
         traced = self._traced()
-        on = [k for k, td in zip(traced, tangents) if not isinstance(td, _Structural)]
+        on = [k for k, td in zip(traced, tangents) if not isinstance(td, Structural)]
         tan = dict(zip(traced, tangents))
-        has_g = not isinstance(g, _Structural)
+        has_g = not isinstance(g, Structural)
         if has_g and on and self.spec.d2 is None:
             raise HvpNotSupported(f"{self.spec.name} was registered without second=")
         out = []

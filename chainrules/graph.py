@@ -25,16 +25,42 @@ import numpy as np
 
 from .arrays import is_array
 from .errors import GraphFreedError, TangentShapeError
-from .rule import NodeId, ReverseRule, rule_name
-from .tangents import ZERO, NoTangent, ZeroTangent, _Structural
+from .rule import MultiOutput, NodeId, ReverseRule, rule_name  # noqa: F401  (MultiOutput re-exported)
+from .tangents import ZERO, NoTangent, ZeroTangent, Structural
 
-__all__ = ["Tape", "Gradients", "MultiOutput"]
+__all__ = ["Tape", "Gradients", "MultiOutput", "HOOKS", "EngineHooks", "MULTI"]
 
 _ndarray = np.ndarray
 _F64 = np.dtype(np.float64)
-from .anomaly import anomaly_mode as _anomaly_mode  # noqa: E402  (read in Tape())
 _levels = itertools.count(1)
-_MULTI = object()  # shape marker of a node with several outputs
+#: the shape recorded for a node with several outputs
+MULTI = object()
+
+
+class EngineHooks:
+    """What the layers above the engine plug into it. The engine imports
+    neither tracing nor anomaly detection; they install themselves here when
+    imported (``import chainrules`` imports both).
+
+    anomaly:   None, or an object with ``anomaly_mode`` (a ContextVar: is the
+               mode on in this context?), ``on_leaf(tape, value)``,
+               ``on_record(tape, rule, value, nid)``, ``user_frame()``,
+               ``check_pullback(tape, i, g, results)`` and
+               ``check_pushforward(tape, i, tangent)``
+               (``chainrules.anomaly``).
+    transpose: ``transpose(rule, tangents, out_shape, out_dtype, project)``,
+               the pushforward of a rule that defines only a pullback
+               (``chainrules.transpose.transpose_pullback``).
+    """
+
+    __slots__ = ("anomaly", "transpose")
+
+    def __init__(self):
+        self.anomaly = None
+        self.transpose = None
+
+
+HOOKS = EngineHooks()
 _STRUCT = (ZeroTangent, NoTangent, type(None))
 
 
@@ -78,15 +104,6 @@ class Gradients:
         return f"Gradients({sorted(int(k) for k in self._store)})"
 
 
-class MultiOutput:
-    """Wrap the output of a rule with several outputs (a tuple or list)."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values):
-        self.values = values
-
-
 class Select(ReverseRule):
     """Output ``k`` of a multi-output node."""
 
@@ -105,7 +122,7 @@ class Select(ReverseRule):
 
     def pushforward(self, tangents):
         t = tangents[0]
-        if isinstance(t, _Structural):
+        if isinstance(t, Structural):
             return ZERO
         return t[self.k]
 
@@ -142,7 +159,8 @@ class Tape:
         # why the rules were dropped (a message), or None while they are there
         self.freed = None
         # anomaly detection: per-node user source lines, None when off
-        self.sources = [] if _anomaly_mode.get() else None
+        anomaly = HOOKS.anomaly
+        self.sources = [] if anomaly is not None and anomaly.anomaly_mode.get() else None
 
     def __len__(self):
         return len(self.rules)
@@ -159,9 +177,7 @@ class Tape:
         self.shapes.append(shape)
         self.dtypes.append(dtype)
         if self.sources is not None:  # anomaly mode
-            from .anomaly import on_leaf
-
-            on_leaf(self, value)
+            HOOKS.anomaly.on_leaf(self, value)
         return nid
 
     def record(self, rule, value):
@@ -183,9 +199,7 @@ class Tape:
         self.shapes.append(shape)
         self.dtypes.append(dtype)
         if self.sources is not None:  # anomaly mode
-            from .anomaly import on_record
-
-            on_record(self, rule, value, nid)
+            HOOKS.anomaly.on_record(self, rule, value, nid)
         return nid
 
     def record_multi(self, rule, values):
@@ -194,12 +208,10 @@ class Tape:
         rules = self.rules
         parent = NodeId(len(rules))
         rules.append(rule)
-        self.shapes.append(_MULTI)
+        self.shapes.append(MULTI)
         self.dtypes.append(len(values))
         if self.sources is not None:
-            from .anomaly import user_frame
-
-            self.sources.append(user_frame())
+            self.sources.append(HOOKS.anomaly.user_frame())
         return [self.record(Select(parent, k), v) for k, v in enumerate(values)]
 
     def free(self):
@@ -230,7 +242,7 @@ class Tape:
         node's, the imaginary part dropped for a real node. The one
         validation of every sweep (reverse, forward, forward-over-reverse)."""
         shape = self.shapes[nid]
-        if shape is _MULTI:
+        if shape is MULTI:
             return c
         dtype = self.dtypes[nid]
         try:
@@ -281,13 +293,13 @@ class Tape:
         n = len(rules)
         # anomaly checks and partial backward (outside the loop)
         if check is None and self.sources is not None:
-            from .anomaly import check_pullback as check
+            check = HOOKS.anomaly.check_pullback
         if wrt is not None:
             rules = self._prune(wrt, outputs, retain_graph)
         cots = [None] * n
         owned = bytearray(n)
         for o, s in zip(outputs, seeds):
-            if o is None or isinstance(s, _Structural):
+            if o is None or isinstance(s, Structural):
                 continue
             s = self._project(s, o, "seed")
             cots[o] = s if cots[o] is None else cots[o] + s
@@ -308,7 +320,7 @@ class Tape:
                 cots[i] = None
                 continue
             cots[i] = None
-            if shapes[i] is _MULTI:
+            if shapes[i] is MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
             index = getattr(rule, "gather_index", None)
             if index is not None and check is None:
@@ -334,7 +346,7 @@ class Tape:
                         c = self._project(c, nid, rule)
                 elif tc in _STRUCT:
                     continue
-                elif shapes[nid] is _MULTI:
+                elif shapes[nid] is MULTI:
                     _accumulate_slot(cots, nid, dtypes[nid], c)
                     continue
                 else:
@@ -440,11 +452,11 @@ class Tape:
         n = len(rules)
         tans = [None] * n
         for nid, t in leaf_tangents.items():
-            if not isinstance(t, _Structural):
+            if not isinstance(t, Structural):
                 tans[nid] = t
         check = None
         if self.sources is not None:
-            from .anomaly import check_pushforward as check
+            check = HOOKS.anomaly.check_pushforward
         for i in range(start, n):
             rule = rules[i]
             if rule is None or (needed is not None and not needed[i]):
@@ -459,10 +471,10 @@ class Tape:
             except Exception as e:
                 _note(e, rule, i, "pushforward")
                 raise
-            if t is None or isinstance(t, _Structural):
+            if t is None or isinstance(t, Structural):
                 continue
             shape = self.shapes[i]
-            if shape is not _MULTI and (type(t) is not _ndarray or t.shape != shape or (
+            if shape is not MULTI and (type(t) is not _ndarray or t.shape != shape or (
                     t.dtype is not self.dtypes[i] and t.dtype != self.dtypes[i])):
                 t = self._project(t, i, rule, "tangent")
             if check is not None:
@@ -472,8 +484,8 @@ class Tape:
 
     def _pushforward(self, rule, ts, i):
         if type(rule).pushforward is ReverseRule.pushforward:
-            return transpose_pullback(rule, ts, self.shapes[i], self.dtypes[i],
-                                      project=lambda c, nid: self._project(c, nid, rule))
+            return HOOKS.transpose(rule, ts, self.shapes[i], self.dtypes[i],
+                                   project=lambda c, nid: self._project(c, nid, rule))
         return rule.pushforward(ts)
 
     # -- reverse sweep carrying tangents ----------------------------------------
@@ -500,7 +512,7 @@ class Tape:
         n = len(rules)
         # anomaly checks and partial backward (outside the loop)
         if check is None and self.sources is not None:
-            from .anomaly import check_pullback as check
+            check = HOOKS.anomaly.check_pullback
         if wrt is not None:
             rules = self._prune(wrt, outputs, retain_graph)
         cots = [None] * n
@@ -509,10 +521,10 @@ class Tape:
         for o, s, sd in zip(outputs, seeds, seed_tangents):
             if o is None:
                 continue
-            if not isinstance(s, _Structural):
+            if not isinstance(s, Structural):
                 s = self._project(s, o, "seed")
                 cots[o] = s if cots[o] is None else cots[o] + s
-            if not isinstance(sd, _Structural) and sd is not None:
+            if not isinstance(sd, Structural) and sd is not None:
                 sd = self._project(sd, o, "seed")
                 dots[o] = sd if dots[o] is None else dots[o] + sd
         keep = None if wrt is None else set(wrt)
@@ -532,7 +544,7 @@ class Tape:
             cots[i] = dots[i] = None
             if rule is None:
                 continue
-            if shapes[i] is _MULTI:
+            if shapes[i] is MULTI:
                 g = ZERO if g is None else tuple(ZERO if t is None else t for t in g)
                 gd = ZERO if gd is None else tuple(ZERO if t is None else t for t in gd)
             else:
@@ -543,10 +555,10 @@ class Tape:
             if index is not None and check is None:
                 x = ins[0]
                 shape, dtype = shapes[x], dtypes[x]
-                if (isinstance(g, _Structural) or (need is not None and not need[x])
+                if (isinstance(g, Structural) or (need is not None and not need[x])
                         or _add_at(cots, owned, 1, x, index, g, shape, dtype)):
                     g = ZERO  # done (or not wanted)
-                if isinstance(gd, _Structural) or _add_at(dots, owned, 2, x, index, gd,
+                if isinstance(gd, Structural) or _add_at(dots, owned, 2, x, index, gd,
                                                           shape, dtype):
                     gd = ZERO
                 if g is ZERO and gd is ZERO:
@@ -578,9 +590,9 @@ class Tape:
             for nid, c, cd in triples:
                 if need is not None and not need[nid]:
                     c = None  # nothing reads it (a rule without skip= computed it)
-                if shapes[nid] is _MULTI:
+                if shapes[nid] is MULTI:
                     for buf, val in ((cots, c), (dots, cd)):
-                        if type(val) not in _STRUCT and not isinstance(val[1], _Structural):
+                        if type(val) not in _STRUCT and not isinstance(val[1], Structural):
                             _accumulate_slot(buf, nid, dtypes[nid], val)
                     continue
                 for buf, bit, val in ((cots, 1, c), (dots, 2, cd)):
@@ -659,47 +671,3 @@ def _note(exc, rule, i, method):
         exc._chainrules_noted = True
     except AttributeError:  # pragma: no cover - exceptions with __slots__
         pass
-
-
-def transpose_pullback(rule, tangents, out_shape, out_dtype, project=None):
-    """Derive a pushforward from a pullback.
-
-    A pullback is linear in its cotangent, so ``J u`` is the gradient with
-    respect to ``g`` of ``<pullback(g), u>``: record the pullback on a small
-    tape with ``g`` traced and sweep it backwards.
-    """
-    from .tracing import Traced
-
-    if out_shape is _MULTI:
-        from .errors import MissingRuleError
-
-        raise MissingRuleError(
-            f"rule {rule_name(rule)} has several outputs and no pushforward; "
-            "define pushforward(tangents) on it")
-    local = Tape()
-    g0 = np.zeros(out_shape, out_dtype)
-    gid = local.leaf(g0)
-    g = Traced(g0, gid, local)
-    try:
-        pairs = rule.pullback(g)
-        by_node = dict(zip(rule.inputs(), tangents))
-        total = None
-        for nid, c in pairs:
-            u = by_node.get(nid, ZERO)
-            if c is None or isinstance(c, _Structural):
-                continue
-            if project is not None:
-                c = project(c, nid)
-            if isinstance(u, _Structural):
-                continue
-            prod = c * u
-            if getattr(prod, "dtype", np.dtype(float)).kind == "c":
-                prod = np.real(prod)
-            term = np.sum(prod)
-            total = term if total is None else total + term
-    finally:
-        local.active = False
-    if total is None or not isinstance(total, Traced) or total.tape is not local:
-        return ZERO
-    grads = local.backward([total.node], [np.ones((), total.dtype)])
-    return grads.get(gid)

@@ -37,7 +37,7 @@ from .api import hvp as _api_hvp
 from .errors import (GraphFreedError, HvpNotSupported, MissingRuleError,
                      NonDifferentiableInputError, TangentShapeError)
 from .graph import Tape
-from .tangents import NOTANGENT, ZERO, _Structural, to_vector
+from .tangents import NOTANGENT, ZERO, Structural, to_vector
 from .tracing import Traced, untraced
 
 __all__ = ["jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator",
@@ -270,11 +270,11 @@ def _jac_reverse(rec, ins, blocks):
                     continue
                 ishape, idt = shape_of(leaf), _dtype(leaf)
                 r = g.get(nid)
-                if isinstance(r, _Structural):
+                if isinstance(r, Structural):
                     r = np.zeros(ishape, np.result_type(odt, idt))
                 if g_im is not None and not _is_complex(leaf):
                     ri = g_im.get(nid)
-                    if not isinstance(ri, _Structural):
+                    if not isinstance(ri, Structural):
                         r = r + 1j * ri
                     elif type(r) is np.ndarray:
                         r = r.astype(np.result_type(r.dtype, np.complex64))
@@ -357,7 +357,7 @@ def _hessian(rec, fname, single):
                                                 need=need_g)
             for sa, ka, leafa, nida in live:
                 h = hv.get(nida)
-                if isinstance(h, _Structural):
+                if isinstance(h, Structural):
                     h = np.zeros(shape_of(leafa), _dtype(leafa))
                 cols[(sa, ka, sb, kb)].append(h)
     # the Hessian of f(args[argnums]) as jacobian(grad): output tree = grad tree
@@ -407,7 +407,7 @@ def linearize(f, *primals):
         seeds = {}
         for spec, p, t in zip(rec.specs, primals, tangents):
             for nid, tv in zip(spec.ids, _check_tangent(t, p, fname, entry="linearize")):
-                if nid is not None and not isinstance(tv, _Structural):
+                if nid is not None and not isinstance(tv, Structural):
                     seeds[nid] = tv
         tans = tape.forward(seeds)
         res = []
@@ -473,7 +473,7 @@ class _HvpRecording:
             return _api_hvp(self.f, self.x, v)
         seeds = {}
         for nid, tv in zip(self.spec.ids, tl):
-            if nid is not None and not isinstance(tv, _Structural):
+            if nid is not None and not isinstance(tv, Structural):
                 seeds[nid] = tv
         tape = self.tape
         if self._demand is None:  # the recording is fixed: what a sweep reads is too

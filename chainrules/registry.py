@@ -23,57 +23,15 @@ from multipledispatch import Dispatcher
 from multipledispatch.variadic import Variadic
 
 from .errors import HvpNotSupported, MissingRuleError
-from .graph import MultiOutput
-from .rule import ReverseRule
+from .rule import MultiOutput, ReverseRule, op_name  # noqa: F401  (re-exported)
 
-__all__ = ["register", "rrule", "non_differentiable", "lookup", "op_name",
+__all__ = ["register", "rrule", "non_differentiable", "lookup", "op_name", "DISPATCHERS",
+           "GENERIC_MAKERS",
            "registered_ops", "is_registered"]
 
-_dispatchers = {}
+DISPATCHERS = {}
 _cache = {}
-_single = {}  # op -> maker, for ops registered only for (object, ...)
-
-
-def op_name(op):
-    """A qualified, readable name of an operation, for messages: the public
-    path (``numpy.sum``, ``numpy.linalg.solve``, ``scipy.special.erf``)
-    rather than the private module that defines it."""
-    name = getattr(op, "__name__", None)
-    if name is not None:
-        for prefix, mod in _PUBLIC_NAMESPACES():
-            if getattr(mod, name, None) is op:
-                return f"{prefix}.{name}"
-    if isinstance(op, np.ufunc):
-        return name
-    mod = getattr(op, "__module__", None) or ""
-    qual = getattr(op, "__qualname__", None) or name or repr(op)
-    parts = mod.split(".")
-    public = []
-    for p in parts:
-        if p.startswith("_"):
-            break
-        public.append(p)
-    if mod.startswith(("numpy", "scipy")) and public:
-        mod = ".".join(public)
-    return f"{mod}.{qual}" if mod else qual
-
-
-_namespaces = None
-
-
-def _PUBLIC_NAMESPACES():
-    global _namespaces
-    if _namespaces is None:
-        spaces = [("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)]
-        try:
-            import scipy.linalg
-            import scipy.special
-
-            spaces += [("scipy.special", scipy.special), ("scipy.linalg", scipy.linalg)]
-        except ImportError:
-            pass
-        _namespaces = spaces
-    return _namespaces
+GENERIC_MAKERS = {}  # op -> maker, for ops registered only for (object, ...)
 
 
 def _signature(types):
@@ -84,12 +42,12 @@ def register(op, *types):
     """Decorator: register a maker for ``op`` on leading argument ``types``."""
 
     def deco(maker):
-        d = _dispatchers.get(op)
+        d = DISPATCHERS.get(op)
         if d is None:
-            d = _dispatchers[op] = Dispatcher(op_name(op))
+            d = DISPATCHERS[op] = Dispatcher(op_name(op))
         d.add(_signature(types), maker)
         _cache.clear()
-        _single.clear()
+        GENERIC_MAKERS.clear()
         return maker
 
     return deco
@@ -129,7 +87,7 @@ def decompose(op):
 
 def registered_ops():
     """Every operation that has a registered rule."""
-    return list(_dispatchers)
+    return list(DISPATCHERS)
 
 
 _builtin = None
@@ -138,16 +96,16 @@ _builtin = None
 def mark_builtins():
     """Remember the operations registered so far as the built-in library."""
     global _builtin
-    _builtin = frozenset(_dispatchers)
+    _builtin = frozenset(DISPATCHERS)
 
 
 def builtin_ops():
     """The operations registered by ``chainrules.rules`` (not by users)."""
-    return list(_builtin if _builtin is not None else _dispatchers)
+    return list(_builtin if _builtin is not None else DISPATCHERS)
 
 
 def is_registered(op):
-    return op in _dispatchers
+    return op in DISPATCHERS
 
 
 def _generic_only(d):
@@ -156,19 +114,19 @@ def _generic_only(d):
 
 def lookup(op, types):
     """The maker for ``op`` applied to arguments of ``types`` (cached)."""
-    m = _single.get(op)
+    m = GENERIC_MAKERS.get(op)
     if m is not None:
         return m
     key = (op, types)
     m = _cache.get(key)
     if m is not None:
         return m
-    d = _dispatchers.get(op)
+    d = DISPATCHERS.get(op)
     m = None if d is None else d.dispatch(*types)
     if m is None:
         raise MissingRuleError(_missing_message(op, types))
     if _generic_only(d):
-        _single[op] = m
+        GENERIC_MAKERS[op] = m
     _cache[key] = m
     return m
 

@@ -29,7 +29,11 @@ hand-written ``pullback_with_tangents`` raises ``HvpNotSupported``;
 ``chainrules.hvp`` then falls back to nested differentiation of the pullback.
 """
 
+import numpy as np
+
 from .errors import HvpNotSupported
+
+__all__ = ["NodeId", "ReverseRule", "MultiOutput", "rule_name", "op_name"]
 
 
 class NodeId(int):
@@ -39,6 +43,15 @@ class NodeId(int):
 
     def __repr__(self):
         return f"NodeId({int(self)})"
+
+
+class MultiOutput:
+    """Wrap the output of a rule with several outputs (a tuple or list)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
 
 
 class ReverseRule:
@@ -62,8 +75,6 @@ class ReverseRule:
         rule has one, else the class name. Subclasses may override it."""
         op = getattr(self, "op", None)
         if op is not None:
-            from .registry import op_name
-
             return op_name(op)
         return type(self).__name__
 
@@ -79,7 +90,7 @@ class ReverseRule:
         # not). Calling this directly on such a rule is a usage error.
         raise NotImplementedError(
             f"{rule_name(self)} defines no pushforward; the engine derives one from "
-            "its pullback during Tape.forward (call chainrules.graph."
+            "its pullback during Tape.forward (call chainrules.transpose."
             "transpose_pullback(rule, tangents, out_shape, out_dtype) to do it by hand)")
 
     def pullback_with_tangents(self, cotangent, cotangent_tangent, tangents):
@@ -101,3 +112,46 @@ class ReverseRule:
 def rule_name(rule):
     """A readable name for a rule, for error messages."""
     return getattr(rule, "name", None) or type(rule).__name__
+
+
+# -- names of operations, for messages ------------------------------------------
+def op_name(op):
+    """A qualified, readable name of an operation, for messages: the public
+    path (``numpy.sum``, ``numpy.linalg.solve``, ``scipy.special.erf``)
+    rather than the private module that defines it."""
+    name = getattr(op, "__name__", None)
+    if name is not None:
+        for prefix, mod in _PUBLIC_NAMESPACES():
+            if getattr(mod, name, None) is op:
+                return f"{prefix}.{name}"
+    if isinstance(op, np.ufunc):
+        return name
+    mod = getattr(op, "__module__", None) or ""
+    qual = getattr(op, "__qualname__", None) or name or repr(op)
+    parts = mod.split(".")
+    public = []
+    for p in parts:
+        if p.startswith("_"):
+            break
+        public.append(p)
+    if mod.startswith(("numpy", "scipy")) and public:
+        mod = ".".join(public)
+    return f"{mod}.{qual}" if mod else qual
+
+
+_namespaces = None
+
+
+def _PUBLIC_NAMESPACES():
+    global _namespaces
+    if _namespaces is None:
+        spaces = [("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)]
+        try:
+            import scipy.linalg
+            import scipy.special
+
+            spaces += [("scipy.special", scipy.special), ("scipy.linalg", scipy.linalg)]
+        except ImportError:
+            pass
+        _namespaces = spaces
+    return _namespaces

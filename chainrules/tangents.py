@@ -25,11 +25,11 @@ from multipledispatch import Dispatcher
 
 from . import pytree
 
-__all__ = ["ZeroTangent", "NoTangent", "add", "scale", "inner", "zeros_like",
+__all__ = ["Structural", "ZeroTangent", "NoTangent", "add", "scale", "inner", "zeros_like",
            "random_like", "to_vector", "from_vector", "is_zero"]
 
 
-class _Structural:
+class Structural:
     __slots__ = ()
     __array_ufunc__ = None  # make ndarray binary operators defer to us
     _instance = None
@@ -51,7 +51,7 @@ class _Structural:
         return False
 
 
-class ZeroTangent(_Structural):
+class ZeroTangent(Structural):
     """A tangent that is structurally zero. Arithmetic with it is free."""
 
     __slots__ = ()
@@ -62,7 +62,7 @@ class ZeroTangent(_Structural):
     __radd__ = __add__
 
     def __sub__(self, other):
-        return -other if not isinstance(other, _Structural) else self
+        return -other if not isinstance(other, Structural) else self
 
     def __rsub__(self, other):
         return other
@@ -82,7 +82,7 @@ class ZeroTangent(_Structural):
         return self
 
 
-class NoTangent(_Structural):
+class NoTangent(Structural):
     """The value has no derivative (integers, booleans, indices)."""
 
     __slots__ = ()
@@ -104,7 +104,7 @@ NOTANGENT = NoTangent()
 
 def is_zero(t):
     """True for ``ZeroTangent()``, ``NoTangent()`` and ``None``."""
-    return t is None or isinstance(t, _Structural)
+    return t is None or isinstance(t, Structural)
 
 
 def _is_tree(x):
@@ -150,7 +150,7 @@ def _add_default(a, b):
 scale = Dispatcher("scale")
 
 
-@scale.register(_Structural, object)
+@scale.register(Structural, object)
 def _scale_structural(t, s):
     return t
 
@@ -166,9 +166,9 @@ def _scale_default(t, s):
 inner = Dispatcher("inner")
 
 
-@inner.register(_Structural, _Structural)
-@inner.register(_Structural, object)
-@inner.register(object, _Structural)
+@inner.register(Structural, Structural)
+@inner.register(Structural, object)
+@inner.register(object, Structural)
 def _inner_structural(a, b):
     return 0.0
 
@@ -248,7 +248,7 @@ def to_vector(t):
     leaves, td = pytree.flatten(t)
     parts, specs = [], []
     for leaf in leaves:
-        if isinstance(leaf, _Structural) or leaf is None:
+        if isinstance(leaf, Structural) or leaf is None:
             specs.append((None, leaf))
             continue
         a = np.asarray(leaf)

@@ -19,8 +19,8 @@ Uses that would silently drop a derivative raise ``UntraceableError``:
 import numpy as np
 
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError, UntraceableError
-from .graph import MultiOutput
-from .registry import ALL, DECOMPOSITIONS, SEQUENCE_ARGS, _single, lookup, op_name
+from .rule import MultiOutput
+from .registry import ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS, lookup, op_name
 
 __all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "untraced",
            "is_traced"]
@@ -228,7 +228,7 @@ def _dispatch1(op, x):
         return dispatch(op, (x,), None)
     v = x.value
     tv = type(v)
-    maker = _single.get(op) or lookup(op, (tv if tv is not Traced else _primal_type(v),))
+    maker = GENERIC_MAKERS.get(op) or lookup(op, (tv if tv is not Traced else _primal_type(v),))
     out, rule = maker([x.node], v)
     if rule is None:
         return out
@@ -250,7 +250,7 @@ def _binop(op, a, b):
         if tape.active:
             v = a.value
             tv = type(v)
-            maker = _single.get(op) or lookup(
+            maker = GENERIC_MAKERS.get(op) or lookup(
                 op, (tv if tv is not Traced else _primal_type(v), tb))
             out, rule = maker([a.node, None], v, b)
             if rule is None:
@@ -264,7 +264,7 @@ def _binop(op, a, b):
         if tape.active:
             v = b.value
             tv = type(v)
-            maker = _single.get(op) or lookup(
+            maker = GENERIC_MAKERS.get(op) or lookup(
                 op, (ta, tv if tv is not Traced else _primal_type(v)))
             out, rule = maker([None, b.node], a, v)
             if rule is None:
@@ -275,7 +275,7 @@ def _binop(op, a, b):
         tape = a.tape
         va, vb = a.value, b.value
         tva, tvb = type(va), type(vb)
-        maker = _single.get(op) or lookup(op, (tva if tva is not Traced else _primal_type(va),
+        maker = GENERIC_MAKERS.get(op) or lookup(op, (tva if tva is not Traced else _primal_type(va),
                             tvb if tvb is not Traced else _primal_type(vb)))
         out, rule = maker([a.node, b.node], va, vb)
         if rule is None:

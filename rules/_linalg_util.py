@@ -30,7 +30,8 @@ from chainrules.arrays import real_dtype
 from chainrules.tangents import is_zero
 
 from chainrules.errors import MissingRuleError
-from chainrules.graph import MultiOutput, Tape
+from chainrules.graph import Tape
+from chainrules.rule import MultiOutput
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO

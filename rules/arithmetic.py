@@ -61,7 +61,7 @@ from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule, 
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import Traced, untraced
 
 from ._util import shape_of
@@ -98,7 +98,7 @@ class PiecewiseLinearRule(ReverseRule):
         return self.ids
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         return [(nid, unbroadcast(g if w is None else g * w, s))
                 for nid, w, s in zip(self.ids, self.weights, self.shapes)]
@@ -106,7 +106,7 @@ class PiecewiseLinearRule(ReverseRule):
     def pushforward(self, tangents):
         t = ZERO
         for w, ti in zip(self.weights, tangents):
-            if isinstance(ti, _Structural):
+            if isinstance(ti, Structural):
                 continue
             term = ti if w is None else ti * w
             t = term if t is ZERO else t + term

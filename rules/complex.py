@@ -27,7 +27,7 @@ import numpy as np
 from chainrules.derived import linear_rule
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO, Structural
 
 from ._util import shape_of
 from .arithmetic import PiecewiseLinearRule, _plain, make_piecewise
@@ -58,7 +58,7 @@ class ComplexPartRule(ReverseRule):
         return (self.x_id,)
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         if self.op is np.real:
             return [(self.x_id, g + 0j if self.complex_in else g)]
@@ -66,7 +66,7 @@ class ComplexPartRule(ReverseRule):
 
     def pushforward(self, tangents):
         t = tangents[0]
-        if isinstance(t, _Structural) or (self.op is np.imag and not self.complex_in):
+        if isinstance(t, Structural) or (self.op is np.imag and not self.complex_in):
             return ZERO
         return self.op(t)
 
@@ -106,22 +106,22 @@ class RealOfComplexRule(ReverseRule):
         return v if self.scale is None else self.scale * v
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         return [(self.x_id, g * self._scaled(self.d()))]
 
     def pushforward(self, tangents):
         t = tangents[0]
-        if isinstance(t, _Structural):
+        if isinstance(t, Structural):
             return ZERO
         return self._scaled(np.real(self.d() * t))
 
     def pullback_with_tangents(self, g, gd, tangents):
         t = tangents[0]
         d = self._scaled(self.d())
-        c = ZERO if isinstance(g, _Structural) else g * d
-        cd = ZERO if isinstance(gd, _Structural) else gd * d
-        if not isinstance(g, _Structural) and not isinstance(t, _Structural):
+        c = ZERO if isinstance(g, Structural) else g * d
+        cd = ZERO if isinstance(gd, Structural) else gd * d
+        if not isinstance(g, Structural) and not isinstance(t, Structural):
             term = g * self._scaled(self.dd(t))
             cd = term if cd is ZERO else cd + term
         return [(self.x_id, c, cd)]

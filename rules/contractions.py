@@ -27,7 +27,7 @@ from chainrules.derived import BilinearRule, bilinear_rule, unbroadcast
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO, Structural
 
 from ._util import ndim_of, shape_of
 
@@ -233,7 +233,7 @@ class EinsumRule(ReverseRule):
         return z
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         return [(nid, self._transpose(g, k, self.operands))
                 for nid, k in zip(self.ids, self.pos)]
@@ -241,29 +241,29 @@ class EinsumRule(ReverseRule):
     def pushforward(self, tangents):
         t_out = ZERO
         for k, t in zip(self.pos, tangents):
-            if isinstance(t, _Structural):
+            if isinstance(t, Structural):
                 continue
             ops = list(self.operands)
             ops[k] = t
             z = self._apply(ops)
-            t_out = z if isinstance(t_out, _Structural) else t_out + z
+            t_out = z if isinstance(t_out, Structural) else t_out + z
         return t_out
 
     def pullback_with_tangents(self, g, gd, tangents):
-        has_g = not isinstance(g, _Structural)
-        has_gd = not isinstance(gd, _Structural)
+        has_g = not isinstance(g, Structural)
+        has_gd = not isinstance(gd, Structural)
         out = []
         for nid, k in zip(self.ids, self.pos):
             c = self._transpose(g, k, self.operands) if has_g else ZERO
             cd = self._transpose(gd, k, self.operands) if has_gd else ZERO
             if has_g:
                 for m, t in zip(self.pos, tangents):
-                    if m == k or isinstance(t, _Structural):
+                    if m == k or isinstance(t, Structural):
                         continue
                     ops = list(self.operands)
                     ops[m] = t
                     term = self._transpose(g, k, ops)
-                    cd = term if isinstance(cd, _Structural) else cd + term
+                    cd = term if isinstance(cd, Structural) else cd + term
             out.append((nid, c, cd))
         return out
 

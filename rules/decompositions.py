@@ -38,7 +38,7 @@ coincide; test gauge-invariant functions of them.
 import numpy as np
 
 from chainrules.errors import DomainError, MissingRuleError
-from chainrules.graph import MultiOutput
+from chainrules.rule import MultiOutput
 from chainrules.registry import register
 from chainrules.tracing import untraced
 

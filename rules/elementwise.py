@@ -18,7 +18,7 @@ from chainrules.derived import scalar_rule
 from chainrules.errors import MissingRuleError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import _Structural
+from chainrules.tangents import Structural
 from chainrules.tracing import untraced
 
 from .arithmetic import make_piecewise
@@ -118,13 +118,13 @@ class PartsMaskRule(ReverseRule):
         return self.a * np.real(v) + 1j * (self.b * np.imag(v))
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         return [(self.x_id, self._apply(g))]
 
     def pushforward(self, tangents):
         t = tangents[0]
-        return t if isinstance(t, _Structural) else self._apply(t)
+        return t if isinstance(t, Structural) else self._apply(t)
 
 
 @register(np.nan_to_num)

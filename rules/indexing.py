@@ -32,7 +32,7 @@ import numpy as np
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
 from chainrules.registry import accepts_sequences, lookup, op_name, register
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import getitem, primitive, untraced
 
 from ._util import shape_of
@@ -208,7 +208,7 @@ class MaskedSumRule(PiecesRule):
         self.out_shape = out_shape
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         if self.whole is not None:  # only the traced rows' shapes matter
             return self._cotangents(unbroadcast(g * m, s)
@@ -220,7 +220,7 @@ class MaskedSumRule(PiecesRule):
         ts = self._tangents(tangents)
         total = None
         for t, m in zip(ts, self.masks):
-            if isinstance(t, _Structural):
+            if isinstance(t, Structural):
                 continue
             term = t * m
             total = term if total is None else total + term
@@ -368,7 +368,7 @@ class IndexUpdateRule(ZipLinearRule):
         return _traced_only((self.x_id, self.v_id))
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         out = []
         if self.x_id is not None:
@@ -383,11 +383,11 @@ class IndexUpdateRule(ZipLinearRule):
         it = iter(tangents)
         tx = next(it) if self.x_id is not None else ZERO
         tv = next(it) if self.v_id is not None else ZERO
-        if isinstance(tv, _Structural):
-            if isinstance(tx, _Structural):
+        if isinstance(tv, Structural):
+            if isinstance(tx, Structural):
                 return ZERO
             return to_dtype(tx if self.keep is None else tx * self.keep, self.out_dtype)
-        if isinstance(tx, _Structural):
+        if isinstance(tx, Structural):
             tx = np.zeros(self.x_shape, self.out_dtype)
         op = index_add if self.keep is None else index_update
         return to_dtype(op(tx, self.index, tv), self.out_dtype)

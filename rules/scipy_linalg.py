@@ -34,7 +34,7 @@
 import numpy as np
 
 from chainrules.errors import DomainError, MissingRuleError
-from chainrules.graph import MultiOutput
+from chainrules.rule import MultiOutput
 from chainrules.registry import accepts_sequences, register
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _phi_mask, _rdt, _tri_mask,

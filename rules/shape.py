@@ -28,10 +28,10 @@ import numpy as np
 from chainrules.arrays import is_array
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import MissingRuleError
-from chainrules.graph import MultiOutput
+from chainrules.rule import MultiOutput
 from chainrules.registry import accepts_sequences, op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import astype, primitive, untraced
 
 from ._util import ndim_of, shape_of
@@ -190,7 +190,7 @@ def _axis_slice(axis, start, stop):
 def to_dtype(c, dtype):
     """Cast cotangent ``c`` to its primal's ``dtype`` (real part for a real
     primal); pieces of a mixed-dtype join get cotangents of the output dtype."""
-    if isinstance(c, _Structural) or dtype is None or c.dtype == dtype:
+    if isinstance(c, Structural) or dtype is None or c.dtype == dtype:
         return c
     if c.dtype.kind == "c" and dtype.kind != "c":
         c = np.real(c)
@@ -204,7 +204,7 @@ def _dtype_of(v):
 
 def _first_dtype(values):
     for v in values:
-        if not isinstance(v, _Structural):
+        if not isinstance(v, Structural):
             return v.dtype
     return None
 
@@ -325,13 +325,13 @@ class MapRule(ZipLinearRule):
         return _traced_only(self.ids)
 
     def pullback(self, gs):
-        if isinstance(gs, _Structural) or all(isinstance(g, _Structural) for g in gs):
+        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
             return []
         out = []
         for nid, g, shape in zip(self.ids, gs, self.shapes):
             if nid is None:
                 continue
-            if isinstance(g, _Structural):
+            if isinstance(g, Structural):
                 out.append((nid, ZERO))
             elif self.broadcast:
                 out.append((nid, unbroadcast(g, shape)))
@@ -344,7 +344,7 @@ class MapRule(ZipLinearRule):
         out = []
         for nid, shape in zip(self.ids, self.out_shapes):
             t = ZERO if nid is None else next(ts)
-            if isinstance(t, _Structural):
+            if isinstance(t, Structural):
                 out.append(ZERO)
             elif self.broadcast:
                 out.append(np.broadcast_to(t, shape))
@@ -391,7 +391,7 @@ class JoinRule(PiecesRule):
             yield p if rshape == shape else np.reshape(p, shape)
 
     def pullback(self, g):
-        if isinstance(g, _Structural):
+        if isinstance(g, Structural):
             return []
         return self._cotangents(self._pieces(g))
 
@@ -400,7 +400,7 @@ class JoinRule(PiecesRule):
         dtype = self.out_dtype
         parts = []
         for t, shape, rshape in zip(ts, self.shapes, self.rshapes):
-            if isinstance(t, _Structural):
+            if isinstance(t, Structural):
                 parts.append(np.zeros(rshape, dtype))
             else:
                 parts.append(to_dtype(t if rshape == shape else np.reshape(t, rshape), dtype))
@@ -515,10 +515,10 @@ class SplitRule(ZipLinearRule):
         return (self.x_id,)
 
     def pullback(self, gs):
-        if isinstance(gs, _Structural) or all(isinstance(g, _Structural) for g in gs):
+        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
             return []
         dtype = _first_dtype(gs)
-        parts = [np.zeros(s, dtype) if isinstance(g, _Structural) else g
+        parts = [np.zeros(s, dtype) if isinstance(g, Structural) else g
                  for g, s in zip(gs, self.out_shapes)]
         return [(self.x_id, np.concatenate(parts, axis=self.axis))]
 

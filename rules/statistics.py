@@ -34,7 +34,7 @@ from chainrules.derived import unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO, _Structural
+from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import untraced
 
 from ._util import array_value, normalize_axis, shape_of
@@ -97,7 +97,7 @@ class ComposedRule(ReverseRule):
                 return self._cots(g, full)
 
             _, dd = jvp(pullback_at, tuple(vals[k] for k in which), tuple(tangents))
-            dd = [ZERO if isinstance(d, _Structural) else d for d in dd]
+            dd = [ZERO if isinstance(d, Structural) else d for d in dd]
             cd = dd if cd is None else [_add(a, b) for a, b in zip(cd, dd)]
         out = []
         for i, nid in enumerate(self.ids):
@@ -434,7 +434,7 @@ def _average_maker(ids, *args, **kwargs):
         rids = tuple(i for i in (ids[0], w_id) if i is not None)
         rule = ComposedRule(rids, which, (a, w), avg_pullback, avg_pushforward, np.average)
     if returned:
-        from chainrules.graph import MultiOutput
+        from chainrules.rule import MultiOutput
 
         return MultiOutput(tuple(out)), rule
     return out, rule

@@ -47,10 +47,10 @@ import numpy as np
 import chainrules as cr
 from chainrules import pytree
 from chainrules.errors import AutodiffError, HvpNotSupported
-from chainrules.graph import _MULTI, Select, Tape
+from chainrules.graph import MULTI, Select, Tape
 from chainrules.registry import ClosureRule, op_name
 from chainrules.rule import ReverseRule, rule_name
-from chainrules.tangents import NOTANGENT, ZERO, NoTangent, _Structural
+from chainrules.tangents import NOTANGENT, ZERO, NoTangent, Structural
 from chainrules.tracing import Traced, untraced
 
 from .fd import fd_jvp, upcast
@@ -90,7 +90,7 @@ def adjoint_rtol(dtype):
 
 # -- small helpers ------------------------------------------------------------------
 def _inexact(x):
-    if x is None or isinstance(x, (bool, np.bool_, _Structural)):
+    if x is None or isinstance(x, (bool, np.bool_, Structural)):
         return False
     if isinstance(x, Traced):
         return True
@@ -410,7 +410,7 @@ class _Recording:
         """(shape, dtype) per output of node ``i`` (None for outputs without a
         derivative of a multi-output node)."""
         tape = self.tape
-        if tape.shapes[i] is not _MULTI:
+        if tape.shapes[i] is not MULTI:
             return None
         outs = [None] * tape.dtypes[i]
         for j, r in enumerate(tape.rules):
@@ -421,7 +421,7 @@ class _Recording:
     # raw kind check
     def check_tangent(self, c, nid, rule, where, role="cotangent"):
         shape, dtype = self.tape.shapes[nid], self.tape.dtypes[nid]
-        if shape is _MULTI:
+        if shape is MULTI:
             return
         name = rule_name(rule)
         what = "an input" if role == "cotangent" else "its output"
@@ -487,23 +487,23 @@ class _Recording:
         n = len(self.tape.rules)
         cots = [None] * n
         for nid, w in zip(self.out_nodes, w_leaves):
-            if nid is None or w is None or isinstance(w, _Structural):
+            if nid is None or w is None or isinstance(w, Structural):
                 continue
             cots[nid] = w if cots[nid] is None else cots[nid] + w
         return cots
 
     def _accumulate(self, buf, nid, c, rule, where, role="cotangent"):
         tape = self.tape
-        if tape.shapes[nid] is _MULTI:
+        if tape.shapes[nid] is MULTI:
             k, ck = c
-            if ck is None or isinstance(ck, _Structural):
+            if ck is None or isinstance(ck, Structural):
                 return
             slots = buf[nid]
             if slots is None:
                 slots = buf[nid] = [None] * tape.dtypes[nid]
             slots[k] = ck if slots[k] is None else slots[k] + ck
             return
-        if c is None or isinstance(c, _Structural):
+        if c is None or isinstance(c, Structural):
             return
         self.check_tangent(c, nid, rule, where, role)
         c = tape._project(c, nid, rule)
@@ -518,7 +518,7 @@ class _Recording:
             if g is None or rule is None:
                 continue
             cots[i] = None
-            if tape.shapes[i] is _MULTI:
+            if tape.shapes[i] is MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
             snap = _copy_arrays(g)
             pairs = rule.pullback(g)
@@ -537,7 +537,7 @@ class _Recording:
         tape = self.tape
         tans = [None] * len(tape.rules)
         for nid, u in zip(self.leaf_ids, u_leaves):
-            if nid is not None and not isinstance(u, _Structural):
+            if nid is not None and not isinstance(u, Structural):
                 tans[nid] = u
         for i, rule in enumerate(tape.rules):
             if rule is None:
@@ -547,9 +547,9 @@ class _Recording:
                 continue
             ts = tuple(ZERO if t is None else t for t in ts)
             t = tape._pushforward(rule, ts, i)
-            if t is None or isinstance(t, _Structural):
+            if t is None or isinstance(t, Structural):
                 continue
-            if tape.shapes[i] is not _MULTI and not isinstance(rule, Select):
+            if tape.shapes[i] is not MULTI and not isinstance(rule, Select):
                 self.check_tangent(t, i, rule, "the pushforward", "tangent")
             tans[i] = t
         outs = []
@@ -574,7 +574,7 @@ class _Recording:
             if (g is None and gd is None) or rule is None:
                 continue
             cots[i] = dots[i] = None
-            if tape.shapes[i] is _MULTI:
+            if tape.shapes[i] is MULTI:
                 g = ZERO if g is None else tuple(ZERO if t is None else t for t in g)
                 gd = ZERO if gd is None else tuple(ZERO if t is None else t for t in gd)
             else:
@@ -599,11 +599,11 @@ def _by_node(pairs, k=1):
     out = {}
     for item in pairs:
         nid, v = item[0], item[k]
-        if v is None or isinstance(v, _Structural):
+        if v is None or isinstance(v, Structural):
             out.setdefault(nid, ZERO)
             continue
         prev = out.get(nid)
-        out[nid] = v if prev is None or isinstance(prev, _Structural) else prev + v
+        out[nid] = v if prev is None or isinstance(prev, Structural) else prev + v
     return out
 
 
@@ -796,9 +796,9 @@ class _RuleCheck:
                              "Rules must accept structural zeros (return ZeroTangent() "
                              "or zeros)")
                 for nid, c in pairs:
-                    if rec.tape.shapes[nid] is _MULTI:
+                    if rec.tape.shapes[nid] is MULTI:
                         c = c[1]
-                    if c is None or isinstance(c, _Structural):
+                    if c is None or isinstance(c, Structural):
                         continue
                     rec.check_tangent(c, nid, rule, f"the pullback (of {label})")
                     a = np.asarray(untraced(c))
@@ -913,7 +913,7 @@ class _RuleCheck:
 
             ins = rule.inputs()
             ts = tuple(_random_leaf(np.zeros(tape.shapes[j], tape.dtypes[j]), self.rng)
-                       if tape.shapes[j] is not _MULTI else ZERO for j in ins)
+                       if tape.shapes[j] is not MULTI else ZERO for j in ins)
             g, gd = rand_out(), rand_out()
             pb_g, pb_gd = _by_node(rule.pullback(g)), _by_node(rule.pullback(gd))
             name = rule_name(rule)
@@ -928,14 +928,14 @@ class _RuleCheck:
             for what, triples, pos, ref in cases:
                 got = _by_node(triples, pos)
                 for nid in set(got) | set(ref):
-                    if tape.shapes[nid] is _MULTI:
+                    if tape.shapes[nid] is MULTI:
                         continue
                     ctx.vector(what, [got.get(nid, ZERO)], [ref.get(nid, ZERO)], 0.0,
                                f"rule {name}, input node {int(nid)}",
                                ("pullback_with_tangents", "pullback"), rtol=ctx.adj)
             zc = _by_node(rule.pullback_with_tangents(ZERO, gd, ts), 1)
             for nid, c in zc.items():
-                if not isinstance(c, _Structural) and np.any(
+                if not isinstance(c, Structural) and np.any(
                         np.asarray(untraced(c)) != 0):
                     ctx.fail(f"pullback_with_tangents of rule {name} returned a nonzero "
                              "cotangent for the cotangent ZeroTangent()")

@@ -51,14 +51,14 @@ def _snapshot():
     from chainrules import registry
 
     return {op: {sig: id(fn) for sig, fn in d.funcs.items()}
-            for op, d in registry._dispatchers.items()}
+            for op, d in registry.DISPATCHERS.items()}
 
 
 def _registered_by(before):
     from chainrules import registry
 
     out = []
-    for op, d in registry._dispatchers.items():
+    for op, d in registry.DISPATCHERS.items():
         now = {sig: id(fn) for sig, fn in d.funcs.items()}
         if op not in before or now != before[op]:
             out.append(op)
@@ -81,7 +81,7 @@ def _arity(op):
 def _is_nondiff(op):
     from chainrules import registry
 
-    d = registry._dispatchers.get(op)
+    d = registry.DISPATCHERS.get(op)
     return d is not None and all(getattr(fn, "_nondiff", False) for fn in d.funcs.values())
 
 

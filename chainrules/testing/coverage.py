@@ -122,7 +122,7 @@ def _ordered(items, order):
 def coverage_rows():
     """One dict per built-in operation (op, name, family, modes, dtypes,
     specs), sorted by family then name."""
-    from chainrules.registry import _dispatchers, builtin_ops, op_name
+    from chainrules.registry import DISPATCHERS, builtin_ops, op_name
     from chainrules.testing.specs import all_specs
 
     sites = _registration_sites()
@@ -131,7 +131,7 @@ def coverage_rows():
     for op in builtin_ops():
         name = op_name(op)
         families = set()
-        for sig, maker in _dispatchers[op].funcs.items():
+        for sig, maker in DISPATCHERS[op].funcs.items():
             module = sites.get((name, tuple(_type_key(sig[:-1]))))
             families.add(_short_family(module or getattr(maker, "__module__", None)))
         mine = [s for s in specs if s.op is op]

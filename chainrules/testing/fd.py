@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from chainrules import pytree
-from chainrules.tangents import _Structural
+from chainrules.tangents import Structural
 
 __all__ = ["fd_jvp", "fd_jacobian", "FDResult", "upcast", "STENCILS"]
 
@@ -63,7 +63,7 @@ class FDResult(NamedTuple):
 
 
 def _inexact(x):
-    if isinstance(x, (bool, np.bool_)) or isinstance(x, _Structural) or x is None:
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, Structural) or x is None:
         return False
     if isinstance(x, (np.ndarray, np.generic)):
         return x.dtype.kind in "fc"
@@ -148,7 +148,7 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
             raise ValueError("fd_jvp: tangents do not have the structure of primals")
         row = []
         for x, u in zip(p, tl):
-            if _inexact(x) and not isinstance(u, _Structural) and u is not None:
+            if _inexact(x) and not isinstance(u, Structural) and u is not None:
                 ua = np.asarray(u)
                 ua = ua.astype(np.complex128 if ua.dtype.kind == "c" else np.float64)
                 row.append(np.broadcast_to(ua, np.shape(x)))

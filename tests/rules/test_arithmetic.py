@@ -8,7 +8,7 @@ import chainrules as cr
 from chainrules.registry import lookup
 from chainrules.rule import NodeId
 from chainrules.rules.arithmetic import DomainError
-from chainrules.tangents import _Structural
+from chainrules.tangents import Structural
 
 
 def grad_sum(f, *args, argnums=0):
@@ -293,7 +293,7 @@ def test_float32_rules_do_not_upcast(op, kind):
     assert rule.pushforward(t).dtype == np.float32
     for nid, c, cd in rule.pullback_with_tangents(g, g, t):
         assert c.dtype == np.float32
-        assert isinstance(cd, _Structural) or cd.dtype == np.float32
+        assert isinstance(cd, Structural) or cd.dtype == np.float32
 
 
 # -- second order --------------------------------------------------------------------

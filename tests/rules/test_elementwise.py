@@ -9,7 +9,7 @@ import pytest
 import chainrules as cr
 from chainrules.registry import lookup
 from chainrules.rule import NodeId
-from chainrules.tangents import _Structural
+from chainrules.tangents import Structural
 
 PI = math.pi
 LN2, LN10 = math.log(2), math.log(10)
@@ -132,4 +132,4 @@ def test_float32_rules_do_not_upcast(op):
     assert rule.pushforward((g,)).dtype == np.float32
     (_, c, cd), = rule.pullback_with_tangents(g, g, (g,))
     assert c.dtype == np.float32
-    assert isinstance(cd, _Structural) or cd.dtype == np.float32
+    assert isinstance(cd, Structural) or cd.dtype == np.float32

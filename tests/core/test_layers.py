@@ -1,0 +1,109 @@
+"""The core's layers import one way only.
+
+Every import in a core module, at module level or inside a function, is an
+edge of the import graph; the graph must have no cycle, and each module may
+import only modules of its own layer or below (DESIGN.md draws the layers):
+
+errors, arrays, pytree -> tangents -> rule -> registry -> graph (the engine)
+-> tracing -> derived rules, transpose -> api and the rest.
+
+The engine knows rules and tangents, never traced values or anomaly
+internals (anomaly detection and the pullback transposition plug in through
+``chainrules.graph.HOOKS``), and no core module imports the rule library.
+"""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import chainrules
+
+PKG = pathlib.Path(chainrules.__file__).parent
+
+LAYERS = [
+    {"errors", "arrays", "pytree"},
+    {"tangents"},
+    {"rule"},
+    {"registry"},
+    {"graph"},
+    {"tracing"},
+    {"broadcast", "derived", "derived_nary", "transpose"},
+    {"anomaly", "api", "jacobians", "checkpoint"},
+]
+LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
+
+
+def _imports(mod):
+    """The chainrules modules imported anywhere in ``chainrules/<mod>.py``."""
+    tree = ast.parse((PKG / f"{mod}.py").read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1:
+                base = node.module
+                if base is None:  # from . import x
+                    out.update(a.name for a in node.names)
+                else:
+                    out.add(base.split(".")[0])
+            elif node.module and node.module.startswith("chainrules."):
+                out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("chainrules."):
+                    out.add(a.name.split(".")[1])
+    return out - {mod}
+
+
+def test_core_modules_import_only_lower_layers():
+    bad = []
+    for mod, k in LAYER.items():
+        for dep in _imports(mod):
+            if dep == "rules":
+                bad.append(f"{mod} imports the rule library")
+            elif dep in LAYER and LAYER[dep] > k:
+                bad.append(f"{mod} (layer {k}) imports {dep} (layer {LAYER[dep]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_core_import_graph_has_no_cycle():
+    graph = {m: {d for d in _imports(m) if d in LAYER} for m in LAYER}
+    state = {}
+
+    def visit(m, path):
+        if state.get(m) == "done":
+            return
+        assert state.get(m) != "open", "import cycle: " + " -> ".join(path + [m])
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            visit(d, path + [m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        visit(m, [])
+
+
+def test_every_core_module_is_in_a_layer():
+    core = {p.stem for p in PKG.glob("*.py")} - {"__init__", "numpy"}
+    assert core <= set(LAYER), f"modules without a layer: {sorted(core - set(LAYER))}"
+
+
+@pytest.mark.parametrize("upto", range(1, len(LAYERS) - 2))
+def test_each_layer_imports_alone(upto):
+    """Importing the modules of the lowest ``upto`` layers, with the package's
+    __init__ bypassed, loads no module of a higher layer."""
+    mods = sorted(m for m in LAYER if LAYER[m] < upto)
+    code = f"""
+import importlib.util, sys, types
+pkg = types.ModuleType("chainrules"); pkg.__path__ = [{str(PKG)!r}]
+sys.modules["chainrules"] = pkg
+for m in {mods!r}:
+    importlib.import_module("chainrules." + m)
+print(sorted(k.split(".")[1] for k in sys.modules if k.startswith("chainrules.")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    loaded = set(eval(out))
+    assert loaded == set(mods), f"importing {mods} also loaded {sorted(loaded - set(mods))}"
