@@ -46,3 +46,23 @@ __all__ = [
     "checkpoint", "checkpoint_sequential",
     "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",
 ]
+
+#: submodules that are part of the public surface (``chainrules.numpy.array``,
+#: ``chainrules.pytree``); ``chainrules.scipy`` and ``chainrules.testing`` are
+#: imported on demand. Internal modules (graph, tracing, registry, ...) stay
+#: importable by their full path but are not listed by ``dir(chainrules)``.
+_PUBLIC_MODULES = ["numpy", "pytree", "scipy", "testing"]
+
+
+def __dir__():
+    return sorted(__all__ + _PUBLIC_MODULES + ["__version__"])
+
+
+def __getattr__(name):
+    # chainrules.scipy and chainrules.testing on first use (they import SciPy,
+    # Hypothesis)
+    if name in ("scipy", "testing"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
