@@ -48,7 +48,15 @@ anomaly_mode = contextvars.ContextVar("chainrules_anomaly_mode", default=False)
 
 
 def is_anomaly_enabled():
-    """True while anomaly detection is on in the current thread or task."""
+    """True while anomaly detection is on in the current thread or task.
+
+    Examples
+    --------
+    >>> import chainrules as cr
+    >>> with cr.detect_anomaly():
+    ...     cr.is_anomaly_enabled()
+    True
+    """
     return anomaly_mode.get()
 
 
@@ -57,7 +65,16 @@ def set_anomaly_mode(enabled):
     returns the previous setting.
 
     Only tapes created while the mode is on are checked (a ``grad`` call
-    creates its tape when it starts)."""
+    creates its tape when it starts).
+
+    Examples
+    --------
+    >>> import chainrules as cr
+    >>> previous = cr.set_anomaly_mode(True)
+    >>> cr.is_anomaly_enabled()
+    True
+    >>> _ = cr.set_anomaly_mode(previous)
+    """
     prev = anomaly_mode.get()
     anomaly_mode.set(bool(enabled))
     return prev

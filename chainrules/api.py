@@ -221,6 +221,13 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
     With ``holomorphic=True``, ``f`` maps complex inputs to a complex scalar
     and the result is the complex derivative ``f'(z)``; the inputs must be
     complex.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> v, g = cr.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+    >>> float(v), g
+    (5.0, array([2., 4.]))
     """
     nums, single = _normalize_argnums(argnums)
     fname = _fname(f)
@@ -298,7 +305,15 @@ def _out_leaves(out, tape):
 
 def vjp(f, *primals, has_aux=False):
     """``out, f_vjp = vjp(f, *primals)``; ``f_vjp(cotangent)`` returns a tuple
-    with one cotangent per primal. ``f_vjp`` may be called many times."""
+    with one cotangent per primal. ``f_vjp`` may be called many times.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> out, f_vjp = cr.vjp(np.sin, np.array([0.0, np.pi]))
+    >>> np.round(f_vjp(np.ones(2))[0], 6)
+    array([ 1., -1.])
+    """
     fname = _fname(f)
     tape = Tape()
     try:
@@ -392,7 +407,15 @@ def _check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp"):
 
 
 def jvp(f, primals, tangents):
-    """Forward mode: ``(f(*primals), J @ tangents)``."""
+    """Forward mode: ``(f(*primals), J @ tangents)``.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> out, t = cr.jvp(np.exp, (np.array([0.0, 1.0]),), (np.array([1.0, 0.5]),))
+    >>> np.round(t, 6)
+    array([1.      , 1.359141])
+    """
     fname = _fname(f)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -474,7 +497,15 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
 
 def grad_and_hvp(f, x, v, _want_grad=True):
     """``(gradient of f at x, Hessian of f at x times v)`` from one
-    forward-over-reverse sweep."""
+    forward-over-reverse sweep.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> g, hv = cr.grad_and_hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.ones(2))
+    >>> g, hv
+    (array([ 3., 12.]), array([ 6., 12.]))
+    """
     fname = _fname(f)
     try:
         return _hvp_fast(f, x, v, fname, _want_grad)
@@ -487,5 +518,12 @@ def grad_and_hvp(f, x, v, _want_grad=True):
 
 def hvp(f, x, v):
     """The Hessian of scalar ``f`` at ``x`` applied to ``v``
-    (forward-over-reverse)."""
+    (forward-over-reverse).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> cr.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
+    """
     return grad_and_hvp(f, x, v, _want_grad=False)[1]

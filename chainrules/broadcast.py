@@ -17,7 +17,14 @@ __all__ = ["unbroadcast", "CastCotangents", "narrower_inputs"]
 
 def unbroadcast(g, shape):
     """Sum ``g`` over the axes along which an argument of ``shape`` was
-    broadcast, returning an array of exactly ``shape``."""
+    broadcast, returning an array of exactly ``shape``.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> cr.unbroadcast(np.ones((2, 3)), (1, 3))
+    array([[2., 2., 2.]])
+    """
     if isinstance(g, Structural):
         return g
     gshape = shape_of(g)

@@ -314,7 +314,18 @@ def scalar_rule(op, *partials, second=None, types=()):
     constant (``1``, ``-1``, ``0``). Arguments a
     partial does not read are not saved, so ``tanh`` keeps only its output.
     Holomorphic complex functions need nothing more: cotangents follow the
-    convention in the README.
+    convention of the manual's complex-numbers guide (docs/guide/complex.md).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> def softsign(x):
+    ...     return x / (1 + np.abs(x))
+    >>> softsign = cr.primitive(softsign)
+    >>> _ = cr.scalar_rule(softsign, lambda x, y: 1 / (1 + np.abs(x)) ** 2,
+    ...                    second=lambda x, y: -2 * np.sign(x) / (1 + np.abs(x)) ** 3)
+    >>> cr.grad(lambda x: np.sum(softsign(x)))(np.array([0.0, 1.0]))
+    array([1.  , 0.25])
     """
     name = op_name(op)
     if len(partials) == 1:
@@ -495,6 +506,14 @@ def linear_rule(op, transpose, types=()):
 
     ``transpose(g, x_shape, *static, **kw)`` returns the cotangent of ``x``.
     The other arguments must not be traced (they are static: axes, shapes).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> double = cr.primitive(lambda x: 2 * x)
+    >>> _ = cr.linear_rule(double, lambda g, x_shape: 2 * g)
+    >>> cr.grad(lambda x: np.sum(double(x)))(np.ones(2))
+    array([2., 2.])
     """
 
     def linear_maker(ids, x, *args, **kwargs):
@@ -603,6 +622,15 @@ def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
     pushforward and the second-order terms follow from bilinearity.
     ``elementwise=True`` (for ``multiply``) records ``x * c`` with a constant
     real scalar ``c`` as a cheaper scaling rule.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> outer = cr.primitive(lambda x, y: np.multiply.outer(x, y))
+    >>> _ = cr.bilinear_rule(outer, lambda g, y, x_shape: g @ y,
+    ...                      lambda g, x, y_shape: x @ g)
+    >>> cr.grad(lambda x: np.sum(outer(x, np.array([1.0, 2.0]))))(np.ones(3))
+    array([3., 3., 3.])
     """
 
     def bilinear_maker(ids, x, y, *args, **kwargs):

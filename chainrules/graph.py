@@ -70,6 +70,13 @@ class Gradients:
     ``get(node)`` returns the cotangent (``ZeroTangent()`` when the output
     does not depend on the node), ``remove(node)`` pops it without copying,
     ``replace(node, value)`` swaps in a new value and returns the old one.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> g = cr.Gradients({cr.NodeId(0): np.ones(2)})
+    >>> g.get(cr.NodeId(0)), g.get(cr.NodeId(1))
+    (array([1., 1.]), ZeroTangent())
     """
 
     __slots__ = ("_store",)
@@ -145,6 +152,14 @@ class Tape:
         y = tape.record(MyRule(x, ...), y_val)  # rule.inputs() == (x,)
         grads = tape.backward([y], [seed])
         grads.get(x)
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> tape = cr.Tape()
+    >>> x = tape.leaf(np.ones(2))
+    >>> x
+    NodeId(0)
     """
 
     __slots__ = ("rules", "shapes", "dtypes", "level", "active", "sources", "freed",

@@ -392,6 +392,13 @@ def linearize(f, *primals):
     ``J @ tangents`` (structured like ``out``) by running only the tangent
     sweep over the recording, as many times as needed. Call
     ``f_jvp.free()`` to drop the recording early.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> out, f_jvp = cr.linearize(np.square, np.array([1.0, 3.0]))
+    >>> f_jvp(np.array([1.0, 1.0]))
+    array([2., 6.])
     """
     fname = _fname(f)
     rec = _Recording(f, primals, range(len(primals)), fname, private=True)
@@ -647,5 +654,13 @@ class Hessp:
 
 def hessp(f):
     """``hessp(f)`` returns a ``Hessp``: ``h(x, p) = H(x) @ p`` recording
-    ``f`` once per distinct ``x``; ``h.value_and_grad`` shares it."""
+    ``f`` once per distinct ``x``; ``h.value_and_grad`` shares it.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> h = cr.hessp(lambda x: np.sum(x ** 4))
+    >>> h(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([12.,  0.])
+    """
     return Hessp(f)

@@ -39,7 +39,25 @@ def _signature(types):
 
 
 def register(op, *types):
-    """Decorator: register a maker for ``op`` on leading argument ``types``."""
+    """Decorator: register a maker for ``op`` on leading argument ``types``.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> cube = cr.primitive(lambda x: x ** 3)
+    >>> class CubeRule(cr.ReverseRule):
+    ...     def __init__(self, x_id, x):
+    ...         self.x_id, self.x = x_id, x
+    ...     def inputs(self):
+    ...         return (self.x_id,)
+    ...     def pullback(self, g):
+    ...         return [(self.x_id, g * 3 * self.x ** 2)]
+    >>> @cr.register(cube)
+    ... def _(ids, x):
+    ...     return x ** 3, CubeRule(ids[0], x)
+    >>> cr.grad(lambda x: np.sum(cube(x)))(np.array([1.0, 2.0]))
+    array([ 3., 12.])
+    """
 
     def deco(maker):
         d = DISPATCHERS.get(op)
@@ -164,7 +182,16 @@ def _check_dispatchable(op):
 
 def non_differentiable(op, *types):
     """Mark ``op`` as having no derivative: it returns plain values and its
-    arguments get ``NoTangent``. Returns ``op``."""
+    arguments get ``NoTangent``. Returns ``op``.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> bucket = cr.primitive(lambda x: np.floor(x * 4))
+    >>> _ = cr.non_differentiable(bucket)
+    >>> cr.grad(lambda x: np.sum(bucket(x) * x))(np.array([0.3, 0.6]))
+    array([1., 2.])
+    """
     _check_dispatchable(op)
 
     def nondiff_maker(ids, *args, **kwargs):
@@ -240,6 +267,17 @@ def rrule(op, *types):
 
     Write the pullback with NumPy calls so that it can be differentiated
     again (``grad`` of ``grad``, and ``hvp``).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> logcosh = cr.primitive(lambda x: np.log(np.cosh(x)))
+    >>> @cr.rrule(logcosh)
+    ... def _(x):
+    ...     y = np.log(np.cosh(x))
+    ...     return y, lambda g: (g * np.tanh(x),)
+    >>> np.round(cr.grad(lambda x: np.sum(logcosh(x)))(np.array([0.0, 1.0])), 6)
+    array([0.      , 0.761594])
     """
     _check_dispatchable(op)
 

@@ -37,7 +37,14 @@ __all__ = ["NodeId", "ReverseRule", "MultiOutput", "rule_name", "op_name"]
 
 
 class NodeId(int):
-    """Identifier of a node on a tape (its position in recording order)."""
+    """Identifier of a node on a tape (its position in recording order).
+
+    Examples
+    --------
+    >>> import chainrules as cr
+    >>> cr.NodeId(3), int(cr.NodeId(3))
+    (NodeId(3), 3)
+    """
 
     __slots__ = ()
 
@@ -46,7 +53,14 @@ class NodeId(int):
 
 
 class MultiOutput:
-    """Wrap the output of a rule with several outputs (a tuple or list)."""
+    """Wrap the output of a rule with several outputs (a tuple or list).
+
+    Examples
+    --------
+    >>> import chainrules as cr
+    >>> cr.MultiOutput((1.0, 2.0)).values
+    (1.0, 2.0)
+    """
 
     __slots__ = ("values",)
 
@@ -55,7 +69,21 @@ class MultiOutput:
 
 
 class ReverseRule:
-    """Base class of rules. Subclasses define ``inputs`` and ``pullback``."""
+    """Base class of rules. Subclasses define ``inputs`` and ``pullback``.
+
+    Examples
+    --------
+    >>> import chainrules as cr
+    >>> class Identity(cr.ReverseRule):
+    ...     def __init__(self, x_id):
+    ...         self.x_id = x_id
+    ...     def inputs(self):
+    ...         return (self.x_id,)
+    ...     def pullback(self, g):
+    ...         return [(self.x_id, g)]
+    >>> Identity(cr.NodeId(0)).pullback(1.0)
+    [(NodeId(0), 1.0)]
+    """
 
     __slots__ = ()
 

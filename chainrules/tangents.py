@@ -15,7 +15,7 @@ The algebra (``add``, ``scale``, ``inner``, ``zeros_like``, ``random_like``,
 multipledispatch: ndarrays, Python and NumPy scalars (real and complex), and
 pytrees (tuple, list, dict, dataclass). ``inner`` is the real dual pairing
 ``Re(sum(a * b))`` used throughout (see the complex convention in the
-README): ``<J^T w, u> == <w, J u>``.
+docs/guide/complex.md): ``<J^T w, u> == <w, J u>``.
 """
 
 import numbers
@@ -52,7 +52,15 @@ class Structural:
 
 
 class ZeroTangent(Structural):
-    """A tangent that is structurally zero. Arithmetic with it is free."""
+    """A tangent that is structurally zero. Arithmetic with it is free.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> z = cr.ZeroTangent()
+    >>> z + np.ones(2), z is cr.ZeroTangent()
+    (array([1., 1.]), True)
+    """
 
     __slots__ = ()
 
@@ -83,7 +91,14 @@ class ZeroTangent(Structural):
 
 
 class NoTangent(Structural):
-    """The value has no derivative (integers, booleans, indices)."""
+    """The value has no derivative (integers, booleans, indices).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> cr.grad(lambda p: np.sum(p["x"]))({"x": np.ones(2), "n": np.arange(2)})
+    {'x': array([1., 1.]), 'n': NoTangent()}
+    """
 
     __slots__ = ()
 

@@ -328,7 +328,17 @@ def _foreign_caller():
 
 
 class Traced:
-    """An array being differentiated. Use it as you would an ndarray."""
+    """An array being differentiated. Use it as you would an ndarray.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> def f(x):
+    ...     print(type(x).__name__)
+    ...     return np.sum(x)
+    >>> _ = cr.grad(f)(np.ones(2))
+    Traced
+    """
 
     __slots__ = ("value", "node", "tape")
     __array_priority__ = 1000.0
@@ -811,7 +821,16 @@ class Primitive:
 def primitive(fn):
     """Make ``fn`` one operation: calls on traced values go to its registered
     rule (register one with ``chainrules.rrule(fn)``) instead of tracing
-    through its body. Usable as a decorator."""
+    through its body. Usable as a decorator.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> f = cr.primitive(lambda x: np.sqrt(x))
+    >>> _ = cr.scalar_rule(f, lambda x, y: 0.5 / y)
+    >>> cr.grad(lambda x: np.sum(f(x)))(np.array([4.0]))
+    array([0.25])
+    """
     if isinstance(fn, Primitive):
         return fn
     return Primitive(fn)
