@@ -26,8 +26,8 @@ keep float32 (SciPy returns float64). The cdfs written with ``gammainc``,
 nbinom) are differentiable as far as those ufuncs have rules.
 """
 
-from ._continuous import (beta, cauchy, chi2, expon, gamma, invgamma, laplace,  # noqa: F401
-                          logistic, lognorm, norm, t, uniform)
+from ._continuous import cauchy, expon, laplace, logistic, lognorm, norm, t, uniform  # noqa: F401
+from ._gamma_beta import beta, chi2, gamma, invgamma  # noqa: F401
 from ._discrete import bernoulli, binom, geom, nbinom, poisson  # noqa: F401
 from ._multivariate import dirichlet, multivariate_normal  # noqa: F401
 

@@ -1,13 +1,14 @@
 """Discrete distributions of ``chainrules.scipy.stats``: the count ``k`` is a
 constant (the pmf is defined on the integers only), as is binom's ``n``;
-``mu``, ``p`` and nbinom's (real) ``n`` are differentiated. See _base.py for
+``mu``, ``p`` and nbinom's (real) ``n`` are differentiated. See _rv.py for
 the masking. The cdfs of poisson, binom and nbinom go through
 ``gammaincc``/``betainc``; geom's and bernoulli's are closed forms.
 """
 
 import numpy as np
 
-from ._base import INF, DiscreteDistribution, apply_where, plain
+from ._base import INF, apply_where, plain
+from ._rv import DiscreteDistribution
 
 try:
     import scipy.special as sc
