@@ -90,6 +90,10 @@ class bernoulli_gen(DiscreteDistribution):
     def _support(self, p):
         return 0, 1
 
+    def _pmf(self, k, p):
+        # exactly p or 1 - p (linear in p)
+        return np.where(k == 1, p, 1.0 - p)
+
     def _logpmf(self, k, p):
         return sc.xlogy(k, p) + sc.xlog1py(1 - k, -p)
 

@@ -199,7 +199,8 @@ class DiscreteDistribution(Base):
         cont = [s for n, s in zip(self.shapes, shapes) if n not in self.integer_shapes]
         c.dtype = target_dtype(*cont) if cont else np.dtype(np.float64)
         c.shape = broadcast_shape(plain(k), plain(loc), *shapes)
-        c.shapes = tuple(safe(s, ok, 1.0) for s, ok in zip(shapes, oks))
+        # 0.5: inside every domain here (a probability, a mean, a count)
+        c.shapes = tuple(safe(s, ok, 0.5) for s, ok in zip(shapes, oks))
         c.k = (plain(arg(k)) - plain(loc)) + 0.0   # a float constant
         c.good = good
         c.bad = np.logical_not(good) | np.isnan(c.k)
