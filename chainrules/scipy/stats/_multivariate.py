@@ -13,10 +13,11 @@ a scalar, as in SciPy):
   The eigenvalues are computed (on the plain values) only when Cholesky fails
   or its smallest pivot is within 1e4 of that bound (the pivots bound the
   smallest eigenvalue from above), so the check costs nothing otherwise.
-* ``allow_singular=True``: an eigendecomposition cov = U diag(s) U^T; the
-  eigenvalues above eps give the pseudo-determinant and pseudo-inverse, and
-  points off the support (``|(x - mean) @ U_null| >= 1e3 eps``) get -inf
-  (pdf 0), as in SciPy.
+* ``allow_singular=True``: the eigenvalues above eps give the
+  pseudo-determinant, the pseudo-inverse is applied by a Cholesky solve with
+  the null space filled in (see ``_pseudo_terms``), and points off the
+  support (``|(x - mean) @ U_null| >= 1e3 eps``) get -inf (pdf 0), as in
+  SciPy. No eigenvector is differentiated, so repeated eigenvalues are fine.
 * a diagonal or scalar ``cov``: the same maths on the variances directly.
 
 dirichlet (x on the first axis, one entry fewer allowed):
@@ -136,10 +137,17 @@ def _raise_like_scipy(cov):
     raise np.linalg.LinAlgError(_SPD_MSG)
 
 
-def _cholesky_terms(cov, dev, dim):
-    """log det and Mahalanobis term by Cholesky (allow_singular=False)."""
+def _mahalanobis(L, dev, dim):
+    """|L^-1 (x - mean)|^2 over the last axis, by a triangular solve."""
     from chainrules.scipy.linalg import solve_triangular
 
+    batch = np.shape(plain(dev))[:-1]
+    z = solve_triangular(L, np.transpose(np.reshape(dev, (-1, dim))), lower=True)
+    return np.reshape(np.sum(z ** 2, axis=0), batch)
+
+
+def _cholesky_terms(cov, dev, dim):
+    """log det and Mahalanobis term by Cholesky (allow_singular=False)."""
     try:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
@@ -149,26 +157,29 @@ def _cholesky_terms(cov, dev, dim):
     bound = _COND * float(np.trace(np.abs(_float64(cov))))
     if piv.size and float(np.min(piv)) <= 1e4 * bound:
         _spectrum_checks(np.linalg.eigvalsh(_float64(cov)), False)
-    batch = np.shape(plain(dev))[:-1]
-    z = solve_triangular(L, np.transpose(np.reshape(dev, (-1, dim))), lower=True)
-    maha = np.reshape(np.sum(z ** 2, axis=0), batch)
-    return 2.0 * np.sum(np.log(d)), maha, dim, None
+    return 2.0 * np.sum(np.log(d)), _mahalanobis(L, dev, dim), dim, None
 
 
-def _eigen_terms(cov, dev):
-    """Pseudo-determinant, pseudo-inverse and support (allow_singular=True)."""
-    s, u = np.linalg.eigh(cov)
-    sv = _float64(s)
+def _pseudo_terms(cov, dev, dim):
+    """Pseudo-determinant, Mahalanobis term and support (allow_singular=True).
+
+    The eigenvalues s above SciPy's cut-off give log pdet = sum log s (a
+    function of the eigenvalues alone, so its derivative holds at repeated
+    eigenvalues too). With N the projector on the null space (constant, from
+    the plain eigenvectors) and c = max s, (cov + c N)^-1 = cov^+ + N / c, and
+    N (x - mean) = 0 on the support: the Mahalanobis term is a Cholesky solve
+    with cov + c N, a matrix function whose derivative needs no eigenvectors."""
+    sv, uv = np.linalg.eigh(_float64(cov))
     pos, eps = _spectrum_checks(sv, True)
-    s_safe = safe(s, pos, 1.0)
-    inv = safe(1.0 / s_safe, pos, 0.0)
-    logdet = np.sum(safe(np.log(s_safe), pos, 0.0))
-    maha = np.sum((dev @ u) ** 2 * inv, axis=-1)
-    oob = None
-    if not pos.all():
-        resid = np.linalg.norm(_float64(dev) @ _float64(u)[:, ~pos], axis=-1)
-        oob = ~(resid < 1e3 * eps)
-    return logdet, maha, int(pos.sum()), oob
+    s = np.linalg.eigvalsh(cov)
+    logpdet = np.sum(safe(np.log(safe(s, pos, 1.0)), pos, 0.0))
+    if pos.all():
+        return logpdet, _mahalanobis(np.linalg.cholesky(cov), dev, dim), dim, None
+    null = uv[:, ~pos]
+    shift = (float(np.max(sv)) * (null @ null.T)).astype(plain(cov).dtype)
+    maha = _mahalanobis(np.linalg.cholesky(cov + shift), dev, dim)
+    resid = np.linalg.norm(_float64(dev) @ null, axis=-1)
+    return logpdet, maha, int(pos.sum()), ~(resid < 1e3 * eps)
 
 
 def _diag_terms(var, dev, allow_singular):
@@ -198,7 +209,7 @@ class multivariate_normal_gen:
         if p.var is not None:
             return _diag_terms(p.var, dev, allow_singular)
         if allow_singular:
-            return _eigen_terms(p.cov, dev)
+            return _pseudo_terms(p.cov, dev, p.dim)
         return _cholesky_terms(p.cov, dev, p.dim)
 
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
