@@ -31,6 +31,13 @@ except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
 
 
+def _like(d, z):
+    """``d`` in the dtype of the output ``z``: SciPy's ufuncs compute a Python
+    float with a float32 scalar in float64, and float32 must stay float32."""
+    zdt = np.result_type(z)
+    return d if np.result_type(d) == zdt else d.astype(zdt)
+
+
 def _gamma_density(a, x):
     """``x^(a-1) e^-x / Gamma(a)``, with its limits at ``x = 0``."""
     return np.exp(sc.xlogy(a - 1, x) - x - sc.gammaln(a))
@@ -80,30 +87,30 @@ def _register():
 
     # -- incomplete gamma ---------------------------------------------------------
     def p_x(a, x, z):
-        return _gamma_density(a, x)
+        return _like(_gamma_density(a, x), z)
 
     def p_xx(a, x, z):
-        return _gamma_density(a, x) * _gamma_dlog(a, x)
+        return _like(_gamma_density(a, x) * _gamma_dlog(a, x), z)
 
     def p_ax(a, x, z):
-        return _gamma_density(a, x) * (np.log(x) - sc.digamma(a))
+        return _like(_gamma_density(a, x) * (np.log(x) - sc.digamma(a)), z)
 
-    scalar_rule(sc.gammainc, lambda a, x, z: _gammainc_da(a, x, 1), p_x,
-                second=(lambda a, x, z: _gammainc_da(a, x, 2), p_ax, p_xx))
-    scalar_rule(sc.gammaincc, lambda a, x, z: -_gammainc_da(a, x, 1),
+    scalar_rule(sc.gammainc, lambda a, x, z: _like(_gammainc_da(a, x, 1), z), p_x,
+                second=(lambda a, x, z: _like(_gammainc_da(a, x, 2), z), p_ax, p_xx))
+    scalar_rule(sc.gammaincc, lambda a, x, z: -_like(_gammainc_da(a, x, 1), z),
                 lambda a, x, z: -p_x(a, x, z),
-                second=(lambda a, x, z: -_gammainc_da(a, x, 2),
+                second=(lambda a, x, z: -_like(_gammainc_da(a, x, 2), z),
                         lambda a, x, z: -p_ax(a, x, z), lambda a, x, z: -p_xx(a, x, z)))
 
     noa = no_derivative("scipy.special inverse incomplete gamma", "the shape a")
 
     def inv_d(sign):
         def d(a, y, x):
-            return sign / _gamma_density(a, x)
+            return _like(sign / _gamma_density(a, x), x)
 
         def dd(a, y, x):
             dx = 1 / _gamma_density(a, x)
-            return -_gamma_dlog(a, x) * dx * dx
+            return _like(-_gamma_dlog(a, x) * dx * dx, x)
         return d, dd
 
     for f, sign in ((sc.gammaincinv, 1), (sc.gammainccinv, -1)):
@@ -120,21 +127,21 @@ def _register():
     def beta_rule(f, sign, name):
         na = no_derivative(f"scipy.special.{name}", "the shape a")
         nb = no_derivative(f"scipy.special.{name}", "the shape b")
-        scalar_rule(f, na, nb, lambda a, b, x, z: sign * beta_density(a, b, x),
+        scalar_rule(f, na, nb, lambda a, b, x, z: _like(sign * beta_density(a, b, x), z),
                     second=(na, 0, 0, nb, 0,
-                            lambda a, b, x, z: sign * beta_density(a, b, x)
-                            * beta_dlog(a, b, x)))
+                            lambda a, b, x, z: _like(sign * beta_density(a, b, x)
+                                                     * beta_dlog(a, b, x), z)))
 
     def beta_inv_rule(f, sign, name):
         na = no_derivative(f"scipy.special.{name}", "the shape a")
         nb = no_derivative(f"scipy.special.{name}", "the shape b")
 
         def d(a, b, y, x):
-            return sign / beta_density(a, b, x)
+            return _like(sign / beta_density(a, b, x), x)
 
         def dd(a, b, y, x):
             dx = 1 / beta_density(a, b, x)
-            return -beta_dlog(a, b, x) * dx * dx
+            return _like(-beta_dlog(a, b, x) * dx * dx, x)
         scalar_rule(f, na, nb, d, second=(na, 0, 0, nb, 0, dd))
 
     beta_rule(sc.betainc, 1, "betainc")

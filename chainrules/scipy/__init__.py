@@ -6,10 +6,11 @@ Python-level SciPy functions such as ``scipy.special.logsumexp`` or
 ``scipy.linalg.expm`` convert their inputs with ``np.asarray``, which no
 protocol can intercept; call the versions here instead::
 
-    from chainrules.scipy import special, linalg
+    from chainrules.scipy import special, linalg, stats
     special.logsumexp(x, axis=0)
     linalg.expm(a)
+    stats.norm.logpdf(x, loc=mu, scale=sigma)
 """
 
 from . import linalg, special  # noqa: F401
-from . import integrate, signal  # noqa: F401
+from . import integrate, signal, stats  # noqa: F401

@@ -35,6 +35,27 @@ def _resolve(path):
     return obj
 
 
+_FREEZE = ("__call__", "freeze", "__init__")
+
+
+def _distribution_name(owner):
+    """``norm`` for ``scipy.stats.norm`` (``rv_continuous`` objects carry a
+    ``name``), its frozen form (``.dist.name``) and the multivariate objects
+    (``multivariate_normal_gen``, ``multivariate_normal_frozen``: the class
+    name without its suffix)."""
+    if owner is None:
+        return None
+    for obj in (owner, getattr(owner, "dist", None)):
+        name = getattr(obj, "name", None)
+        if isinstance(name, str):
+            return name
+    cls = type(owner).__name__
+    for suffix in ("_gen", "_frozen"):
+        if cls.endswith(suffix):
+            return cls[:-len(suffix)]
+    return None
+
+
 def twin_for_frame(frame):
     """The dotted name of the differentiable twin of the SciPy function
     running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None."""
@@ -49,10 +70,12 @@ def twin_for_frame(frame):
     if sub is None:
         return None
     candidates = []
-    owner = frame.f_locals.get("self")
-    dist = getattr(owner, "name", None)
-    if isinstance(dist, str):
-        # a method of a distribution object: scipy.stats.norm.logpdf
+    dist = _distribution_name(frame.f_locals.get("self"))
+    if dist is not None:
+        # a method of a distribution object: scipy.stats.norm.logpdf; freezing
+        # (scipy.stats.norm(loc, scale)) names the distribution itself
+        if func in _FREEZE:
+            candidates.append(f"{sub}.{dist}")
         candidates.append(f"{sub}.{dist}.{func}")
     candidates.append(f"{sub}.{func}")
     for path in candidates:

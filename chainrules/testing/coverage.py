@@ -201,7 +201,7 @@ def coverage_table(rows=None):
         lines.append(f"| {_cell(r['family'])} | `{_cell(r['name'])}` | "
                      f"{', '.join(r['modes']) or '—'} | {', '.join(r['dtypes']) or '—'} | "
                      f"{r['specs']} |")
-    lines += _compositions_section() + _audit_section()
+    lines += _compositions_section() + _twins_section() + _audit_section()
     return "\n".join(lines) + "\n"
 
 
@@ -221,6 +221,31 @@ def _compositions_section():
              "the whole composition in every mode.", "",
              "| op | specs |", "|---|---:|"]
     lines += [f"| `{_cell(n)}` | {c} |" for n, c in names]
+    return lines
+
+
+def _twins_section():
+    """Specs of functions that are neither rules nor NumPy compositions: the
+    differentiable SciPy twins (``chainrules.scipy.stats``, ...), written as
+    NumPy code on traced values and checked as a whole."""
+    from chainrules.registry import DECOMPOSITIONS, builtin_ops
+
+    from .specs import FAMILIES, family_specs
+
+    known = set(builtin_ops()) | set(DECOMPOSITIONS)
+    rows = []
+    for fam in FAMILIES:
+        for spec in family_specs(fam):
+            if spec.op not in known:
+                rows.append((fam, spec.label, ", ".join(_ordered(spec.modes, MODE_ORDER)),
+                             ", ".join(spec.dtypes)))
+    if not rows:
+        return []
+    lines = ["", "## SciPy twins", "",
+             "Python-level SciPy functions rewritten as NumPy code on traced values",
+             "(`chainrules.scipy.*`); the registry sweep checks each as a whole.", "",
+             "| family | function | modes | dtypes |", "|---|---|---|---|"]
+    lines += [f"| {_cell(f)} | `{_cell(n)}` | {m} | {d} |" for f, n, m, d in rows]
     return lines
 
 
