@@ -142,7 +142,8 @@ def test_multivariate_normal_values_match_scipy():
         for m in ("logpdf", "pdf"):
             mine, ref = getattr(stats.multivariate_normal, m), getattr(ss.multivariate_normal, m)
             _same(mine(x, mean, full), ref(x, mean, full))
-            _same(mine(x, mean, full, allow_singular=True), ref(x, mean, full, allow_singular=True))
+            _same(mine(x, mean, full, allow_singular=True),
+                  ref(x, mean, full, allow_singular=True))
             _same(mine(x, mean, [1.0, 2.0, 3.0]), ref(x, mean, [1.0, 2.0, 3.0]))
             _same(mine(x, mean, 2.5), ref(x, mean, 2.5))
             _same(mine(x, cov=full), ref(x, cov=full))
@@ -408,7 +409,8 @@ def test_out_of_domain_elements_leave_the_other_gradients_finite(name):
                                        ("bernoulli", (np.array([0.3, -0.5, 0.6]),)),
                                        ("nbinom", (np.array([2.0, 0.0, 3.0]),
                                                    np.array([0.4, 0.4, 1.2]))),
-                                       ("binom", (np.array([5, 5, 5]), np.array([0.3, 1.5, 0.6])))])
+                                       ("binom", (np.array([5, 5, 5]),
+                                                  np.array([0.3, 1.5, 0.6])))])
 def test_discrete_out_of_domain_parameters(name, bad):
     d, ref = getattr(stats, name), getattr(ss, name)
     k = np.array([1, 1, 2])
