@@ -142,7 +142,8 @@ def test_multivariate_normal_values_match_scipy():
         for m in ("logpdf", "pdf"):
             mine, ref = getattr(stats.multivariate_normal, m), getattr(ss.multivariate_normal, m)
             _same(mine(x, mean, full), ref(x, mean, full))
-            _same(mine(x, mean, full, allow_singular=True), ref(x, mean, full, allow_singular=True))
+            _same(mine(x, mean, full, allow_singular=True),
+                  ref(x, mean, full, allow_singular=True))
             _same(mine(x, mean, [1.0, 2.0, 3.0]), ref(x, mean, [1.0, 2.0, 3.0]))
             _same(mine(x, mean, 2.5), ref(x, mean, 2.5))
             _same(mine(x, cov=full), ref(x, cov=full))
@@ -397,6 +398,12 @@ def test_out_of_domain_elements_leave_the_other_gradients_finite(name):
                                                    valid), argnums=(0, 1))(x, scale)
         assert np.all(np.isfinite(gx)) and np.all(np.isfinite(gs)), (m, gx, gs)
         assert np.all(gx[~valid] == 0) and np.all(gs[~valid] == 0)
+        # and the valid elements' gradients are those computed without the others
+        vx, vs = cr.grad(lambda x, s: np.sum(getattr(d, m)(
+            x, *[a[valid] for a in shapes], loc=0.0, scale=s)), argnums=(0, 1))(
+                x[valid], scale[valid])
+        np.testing.assert_allclose(gx[valid], vx, rtol=1e-14)
+        np.testing.assert_allclose(gs[valid], vs, rtol=1e-14)
         if nshapes:
             ga = cr.grad(lambda a: _masked_loss(getattr(d, m)(x, a, *shapes[1:], loc=0.0,
                                                               scale=scale), valid))(shapes[0])
@@ -408,7 +415,8 @@ def test_out_of_domain_elements_leave_the_other_gradients_finite(name):
                                        ("bernoulli", (np.array([0.3, -0.5, 0.6]),)),
                                        ("nbinom", (np.array([2.0, 0.0, 3.0]),
                                                    np.array([0.4, 0.4, 1.2]))),
-                                       ("binom", (np.array([5, 5, 5]), np.array([0.3, 1.5, 0.6])))])
+                                       ("binom", (np.array([5, 5, 5]),
+                                                  np.array([0.3, 1.5, 0.6])))])
 def test_discrete_out_of_domain_parameters(name, bad):
     d, ref = getattr(stats, name), getattr(ss, name)
     k = np.array([1, 1, 2])
@@ -419,6 +427,33 @@ def test_discrete_out_of_domain_parameters(name, bad):
         i = len(bad) - 1                                  # the last parameter is continuous
         g = cr.grad(lambda v: _masked_loss(getattr(d, m)(k, *bad[:i], v), valid))(bad[i])
         assert np.all(np.isfinite(g)) and np.all(g[~valid] == 0)
+
+
+@pytest.mark.parametrize("spec", __import__(
+    "chainrules.testing.specs.scipy_stats", fromlist=["PENDING_SPECS"]).PENDING_SPECS,
+    ids=lambda s: s.label)
+def test_pending_specs_sample_inside_the_support(spec):
+    """The cdfs waiting for gammainc/gammaincc/betainc rules: their samples give
+    finite values, and differentiating either works (then it is checked) or
+    names the missing ufunc rule."""
+    from hypothesis import given, settings, strategies as st
+
+    from chainrules.testing import check_rule
+
+    @settings(max_examples=3, deadline=None, database=None, derandomize=True)
+    @given(st.data())
+    def run(data):
+        args, kw = spec.args(data.draw, np.dtype("float64"))
+        out = spec.function()(*args, **kw)
+        assert np.all(np.isfinite(out))
+        try:
+            check_rule(spec.op, *args, call=spec.call, wrt=spec.wrt, op_kwargs=kw,
+                       modes=("rrule",), directions=1)
+        except cr.MissingRuleError as e:
+            assert any(f"scipy.special.{u} " in str(e)
+                       for u in ("gammainc", "gammaincc", "betainc")), str(e)
+
+    run()
 
 
 # -- input kinds ----------------------------------------------------------------------------

@@ -12,6 +12,13 @@ from ._base import (INF, NAN, Base, apply_where, arg, assemble, broadcast_shape,
 __all__ = ["ContinuousDistribution", "DiscreteDistribution"]
 
 
+def _quiet():
+    """As SciPy: no warnings for the infinities and nans of legitimate values
+    (log of a cdf that underflows, inf - inf at x = inf); the masks keep them
+    out of every derivative."""
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
 # -- continuous ----------------------------------------------------------------------------
 class ContinuousDistribution(Base):
     """A twin of ``scipy.stats.rv_continuous``: subclasses give the standard
@@ -106,20 +113,23 @@ class ContinuousDistribution(Base):
         """Probability density at ``x``: ``_pdf((x - loc) / scale) / scale``."""
         c = self._setup(x, args, kwds, "pdf")
         inside = self._pdf_inside(c)
-        val = self._pdf(self._at(c, inside), *c.shapes) / c.scale
+        with _quiet():
+            val = self._pdf(self._at(c, inside), *c.shapes) / c.scale
         return finish(assemble(inside, val, np.where(c.bad, NAN, 0.0)), c.dtype, c.shape)
 
     def logpdf(self, x, *args, **kwds):
         """Log of the density: ``_logpdf((x - loc) / scale) - log(scale)``."""
         c = self._setup(x, args, kwds, "logpdf")
         inside = self._pdf_inside(c)
-        val = self._logpdf(self._at(c, inside), *c.shapes) - log_of(c.scale)
+        with _quiet():
+            val = self._logpdf(self._at(c, inside), *c.shapes) - log_of(c.scale)
         return finish(assemble(inside, val, np.where(c.bad, NAN, -INF)), c.dtype, c.shape)
 
     def _tail(self, x, args, kwds, method, f, edge_lo, edge_hi):
         c = self._setup(x, args, kwds, method)
         inside, above = self._cdf_masks(c)
-        val = f(self._at(c, inside), *c.shapes)
+        with _quiet():
+            val = f(self._at(c, inside), *c.shapes)
         fill = np.where(c.bad, NAN, np.where(above, edge_hi, edge_lo))
         return finish(assemble(inside, val, fill), c.dtype, c.shape)
 
@@ -150,7 +160,8 @@ class ContinuousDistribution(Base):
         for ok in oks:
             good = good & ok
         safe_shapes = [safe(s, ok, 1.0) for s, ok in zip(shapes, oks)]
-        val = self._entropy(*safe_shapes) + log_of(safe(scale, scale_ok, 1.0))
+        with _quiet():
+            val = self._entropy(*safe_shapes) + log_of(safe(scale, scale_ok, 1.0))
         shape = broadcast_shape(loc, scale, *shapes)
         return finish(assemble(good, val, np.full(shape, NAN)),
                       target_dtype(loc, scale, *shapes), shape)
@@ -216,7 +227,8 @@ class DiscreteDistribution(Base):
         a, b = c.zv
         with np.errstate(invalid="ignore"):
             inside = c.good & (c.k >= a) & (c.k <= b) & (np.floor(c.k) == c.k)
-        val = np.clip(self._pmf(self._kat(c, inside), *c.shapes), 0.0, 1.0)
+        with _quiet():
+            val = np.clip(self._pmf(self._kat(c, inside), *c.shapes), 0.0, 1.0)
         return finish(assemble(inside, val, np.where(c.bad, NAN, 0.0)), c.dtype, c.shape)
 
     def logpmf(self, k, *args, **kwds):
@@ -225,7 +237,8 @@ class DiscreteDistribution(Base):
         a, b = c.zv
         with np.errstate(invalid="ignore"):
             inside = c.good & (c.k >= a) & (c.k <= b) & (np.floor(c.k) == c.k)
-        val = self._logpmf(self._kat(c, inside), *c.shapes)
+        with _quiet():
+            val = self._logpmf(self._kat(c, inside), *c.shapes)
         return finish(assemble(inside, val, np.where(c.bad, NAN, -INF)), c.dtype, c.shape)
 
     def _masks(self, c):
@@ -239,7 +252,8 @@ class DiscreteDistribution(Base):
         c = self._setup(k, args, kwds, "cdf")
         inside, above, _ = self._masks(c)
         inside = inside & np.isfinite(c.k)
-        val = np.clip(self._cdf(self._kat(c, inside), *c.shapes), 0.0, 1.0)
+        with _quiet():
+            val = np.clip(self._cdf(self._kat(c, inside), *c.shapes), 0.0, 1.0)
         fill = np.where(c.bad, NAN, np.where(above & ~np.isneginf(c.k), 1.0, 0.0))
         return finish(assemble(inside, val, fill), c.dtype, c.shape)
 
@@ -247,7 +261,8 @@ class DiscreteDistribution(Base):
         """log P(K <= k)."""
         c = self._setup(k, args, kwds, "logcdf")
         inside, above, _ = self._masks(c)
-        val = self._logcdf(self._kat(c, inside), *c.shapes)
+        with _quiet():
+            val = self._logcdf(self._kat(c, inside), *c.shapes)
         # as SciPy: k at or above the support's end gives 0 even for bad parameters
         fill = np.where(above, 0.0, np.where(c.bad, NAN, -INF))
         return finish(assemble(inside, val, fill), c.dtype, c.shape)
@@ -257,7 +272,8 @@ class DiscreteDistribution(Base):
         c = self._setup(k, args, kwds, "sf")
         inside, _, below = self._masks(c)
         inside = inside & np.isfinite(c.k)
-        val = np.clip(self._sf(self._kat(c, inside), *c.shapes), 0.0, 1.0)
+        with _quiet():
+            val = np.clip(self._sf(self._kat(c, inside), *c.shapes), 0.0, 1.0)
         fill = np.where(c.bad, NAN, np.where(c.good & (below | np.isneginf(c.k)), 1.0, 0.0))
         return finish(assemble(inside, val, fill), c.dtype, c.shape)
 
@@ -265,7 +281,8 @@ class DiscreteDistribution(Base):
         """log P(K > k)."""
         c = self._setup(k, args, kwds, "logsf")
         inside, _, below = self._masks(c)
-        val = self._logsf(self._kat(c, inside), *c.shapes)
+        with _quiet():
+            val = self._logsf(self._kat(c, inside), *c.shapes)
         fill = np.where(c.bad, NAN, np.where(c.good & below, 0.0, -INF))
         return finish(assemble(inside, val, fill), c.dtype, c.shape)
 
@@ -278,6 +295,7 @@ class DiscreteDistribution(Base):
         good = ploc == ploc
         for ok in oks:
             good = good & ok
-        val = self._entropy(*[safe(s, ok, 0.5) for s, ok in zip(shapes, oks)])
+        with _quiet():
+            val = self._entropy(*[safe(s, ok, 0.5) for s, ok in zip(shapes, oks)])
         shape = broadcast_shape(loc, *shapes)
         return finish(assemble(good, val, np.full(shape, NAN)), target_dtype(*shapes), shape)
