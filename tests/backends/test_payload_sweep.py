@@ -91,12 +91,25 @@ def _cases():
     return out
 
 
-@pytest.mark.parametrize("spec, kind", _cases())
-@settings(max_examples=2, phases=[Phase.explicit, Phase.generate], deadline=None,
-          suppress_health_check=list(HealthCheck), derandomize=True, database=None)
-@given(data=st.data())
-def test_payload(spec, kind, data):
-    _sweep_case(spec, kind, data)
+def _payload_test(cases):
+    # several test functions of at most _CHUNK cases: Hypothesis lengthens a
+    # test function's settings chain by one level per call, so one function
+    # over every case would reach Python's recursion limit
+    @pytest.mark.parametrize("spec, kind", cases)
+    @settings(max_examples=2, phases=[Phase.explicit, Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+    @given(data=st.data())
+    def test_payload(spec, kind, data):
+        _sweep_case(spec, kind, data)
+
+    return test_payload
+
+
+_CHUNK = 300
+_ALL = _cases()
+for _k in range(0, len(_ALL), _CHUNK):
+    globals()[f"test_payload_{_k // _CHUNK}"] = _payload_test(_ALL[_k:_k + _CHUNK])
+del _k
 
 
 def _sweep_case(spec, kind, data):
