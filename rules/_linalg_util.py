@@ -120,6 +120,31 @@ def _imag_diag(c):
     return diag_embed((d - np.conjugate(d)) * 0.5)
 
 
+@functools.cache
+def _scipy_solve_triangular():
+    try:
+        from .scipy_linalg import solve_triangular
+    except ImportError:  # pragma: no cover - SciPy is an optional extra
+        return None
+    return solve_triangular
+
+
+def tri_solve(low, b, trans=0):
+    """``op(low)^-1 b`` for a lower-triangular ``low`` (``trans``: 0 for
+    ``low``, 1 for its transpose), by a triangular solve (BLAS trsm, a third
+    of the work of an inverse and a product, and more accurate).
+
+    Traceable: on NumPy data with SciPy installed it is the differentiable
+    ``scipy.linalg.solve_triangular``; otherwise ``np.linalg.solve`` (which
+    dask and other NEP-18 arrays implement lazily, where SciPy would convert
+    them to NumPy)."""
+    solve = _scipy_solve_triangular()
+    if (solve is not None and type(untraced(low)) is np.ndarray
+            and type(untraced(b)) is np.ndarray):
+        return solve(low, b, trans=trans, lower=True)
+    return np.linalg.solve(mT(low) if trans else low, b)
+
+
 def herm_tangent(xd, lower=True):
     """The tangent of the Hermitian matrix LAPACK reads from one triangle."""
     n = xd.shape[-1]

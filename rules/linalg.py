@@ -33,7 +33,7 @@ from ._util import array_value
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
                            _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
-                           diag_part, herm_cotangent, herm_tangent, mH, mT)
+                           diag_part, herm_cotangent, herm_tangent, mH, mT, tri_solve)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
@@ -147,8 +147,8 @@ def _chol_parts(r):
 def _cholesky_pf(r, xds):
     upper, low = _chol_parts(r)
     ad = herm_tangent(xds[0], lower=not upper)
-    li = np.linalg.inv(low)
-    s = li @ ad @ mH(li)
+    # s = L^-1 dA L^-H, by two triangular solves
+    s = mH(tri_solve(low, mH(tri_solve(low, ad))))
     ld = low @ (s * _phi_mask(low.shape[-1], low.dtype))
     return mH(ld) if upper else ld
 
@@ -156,9 +156,9 @@ def _cholesky_pf(r, xds):
 def _cholesky_pb(r, g):
     upper, low = _chol_parts(r)
     gl = mH(g) if upper else g
-    li = np.linalg.inv(low)
     c = (mT(low) @ gl) * _phi_mask(low.shape[-1], low.dtype)
-    ga = mT(li) @ c @ conj(li)
+    # ga = L^-T c conj(L)^-1, by two triangular solves
+    ga = mT(tri_solve(conj(low), mT(tri_solve(low, c, 1)), 1))
     return [herm_cotangent(ga, lower=not upper)]
 
 
