@@ -35,6 +35,10 @@ CHAIN_N = 16
 MLP_SIZES = (784, 256, 256, 10)
 MLP_BATCH = 128
 ROSEN_N = 100_000
+LSTM_HIDDEN, LSTM_SEQ, LSTM_BATCH, LSTM_VOCAB = 128, 64, 32, 64
+GP_N, GP_DIM = 500, 3
+TV_N = 1024
+TV_EPS, TV_LAM = 1e-3, 0.5
 
 # ---------------------------------------------------- the allocator, threads
 # glibc returns freed memory to the kernel (trim, and mmap for large blocks);
@@ -69,29 +73,59 @@ def worker_env(threads):
 
 
 # ------------------------------------------------------------------ workloads
+# ``goals``: chainrules' figure (``metric``) divided by that of the named
+# framework in the same run must not exceed the number ("numpy" is the
+# forward, so its goal is a plain ratio); on top of these, every workload
+# has the goal of being ahead of autograd and of PyTorch eager (GOAL_PEERS).
+# ``line``: a ratio drawn as a dashed line in the plot.
+GOAL_PEERS = ("autograd", "torch")
 WORKLOADS = {
     "chain": dict(
         title=f"{CHAIN_OPS - 1}-op elementwise chain, value_and_grad "
               f"({CHAIN_N} float64)",
         short="per-op overhead",
         metric="us_per_op",
-        target=4.0, design_target=4.0),
+        goals=[("torch", 0.5)], line=None),
     "mlp_grad": dict(
         title="MLP {}-{}-{}-{}, batch {}, log-softmax loss, value_and_grad "
               "w.r.t. all weights".format(*MLP_SIZES, MLP_BATCH),
         short="MLP value_and_grad",
         metric="ratio",
-        target=2.2, design_target=2.3),
+        goals=[("numpy.hand", 1.15)], line=None),
     "rosen_hvp": dict(
         title=f"Rosenbrock, n = {ROSEN_N:.0e}, Hessian-vector product",
         short="Rosenbrock HVP",
         metric="ratio",
-        target=6.0, design_target=8.0),
+        goals=[("numpy", 3.0)], line=3.0),
     "mlp_hvp": dict(
         title="MLP loss, Hessian-vector product w.r.t. the first weight matrix",
         short="MLP HVP (W1)",
         metric="ratio",
-        target=4.0, design_target=5.0),
+        goals=[("numpy.hand", 1.15)], line=None),
+    "lstm_grad": dict(
+        title=f"LSTM language-model step, hidden {LSTM_HIDDEN}, sequence {LSTM_SEQ}, "
+              f"batch {LSTM_BATCH}, vocabulary {LSTM_VOCAB}, value_and_grad",
+        short="LSTM value_and_grad",
+        metric="ratio",
+        goals=[("torch", 1.0)], line=None),
+    "gp_grad": dict(
+        title=f"Gaussian-process negative log marginal likelihood, n = {GP_N}, "
+              "Cholesky, value_and_grad w.r.t. 3 log-hyperparameters",
+        short="GP value_and_grad",
+        metric="ratio",
+        goals=[("numpy.hand", 1.2)], line=None),
+    "gp_hvp": dict(
+        title=f"the GP negative log marginal likelihood, n = {GP_N}, HVP w.r.t. the "
+              "3 log-hyperparameters",
+        short="GP HVP",
+        metric="ratio",
+        goals=[], line=None),
+    "tv_grad": dict(
+        title=f"total-variation image denoising loss on {TV_N}x{TV_N} "
+              "(shifted slices), value_and_grad",
+        short="TV value_and_grad",
+        metric="ratio",
+        goals=[], line=None),
 }
 
 
@@ -128,6 +162,61 @@ def rosen(xp, x):
     return xp.sum(100.0 * (x[1:] - a ** 2) ** 2 + (1.0 - a) ** 2)
 
 
+def _sigmoid(xp, z):
+    return 0.5 * xp.tanh(0.5 * z) + 0.5
+
+
+def lstm_loss(xp, params, X, T, shift=True):
+    """Mean next-token cross-entropy of a one-layer LSTM language model.
+
+    ``X`` and ``T`` are one-hot, (sequence, batch, vocabulary): the input
+    token and the token to predict at each step. The gates are one product
+    of the input and one of the state, sliced into input, forget and output
+    gates (sigmoids) and the candidate (tanh); the state starts at zero.
+    """
+    Wx, Wh, b, Wo, bo = params
+    H = Wh.shape[0]
+    h = c = None
+    total = 0.0
+    for t in range(X.shape[0]):
+        z = X[t] @ Wx + b
+        if h is not None:
+            z = z + h @ Wh
+        s = _sigmoid(xp, z[:, :3 * H])
+        g = xp.tanh(z[:, 3 * H:])
+        c = s[:, :H] * g if c is None else s[:, H:2 * H] * c + s[:, :H] * g
+        h = s[:, 2 * H:] * xp.tanh(c)
+        y = h @ Wo + bo
+        if shift:
+            y = y - xp.max(y, axis=1, keepdims=True)
+        logp = y - xp.log(xp.sum(xp.exp(y), axis=1, keepdims=True))
+        total = total + xp.sum(T[t] * logp)
+    return -total * (1.0 / (X.shape[0] * X.shape[1]))
+
+
+def gp_nlml(xp, sla, theta, D, y, I):
+    """Negative log marginal likelihood of a GP with a squared-exponential
+    kernel; ``theta`` = (log length scale, log signal std, log noise std),
+    ``D`` the squared distances of the inputs, ``I`` the identity."""
+    ell2 = xp.exp(2.0 * theta[0])
+    sf2 = xp.exp(2.0 * theta[1])
+    sn2 = xp.exp(2.0 * theta[2])
+    K = sf2 * xp.exp(D * (-0.5 / ell2)) + sn2 * I
+    L = xp.linalg.cholesky(K)
+    a = sla.solve_triangular(L, y, lower=True)
+    return (0.5 * xp.sum(a * a) + xp.sum(xp.log(xp.diagonal(L, 0, -1, -2)))
+            + 0.5 * y.shape[0] * np.log(2 * np.pi))
+
+
+def tv_loss(xp, x, f):
+    """Smoothed total variation of the image ``x`` plus a quadratic fit to
+    the noisy image ``f`` (forward differences as shifted slices)."""
+    dx = x[1:, :-1] - x[:-1, :-1]
+    dy = x[:-1, 1:] - x[:-1, :-1]
+    r = x - f
+    return xp.sum(xp.sqrt(dx * dx + dy * dy + TV_EPS)) + (0.5 * TV_LAM) * xp.sum(r * r)
+
+
 def make_data(path, seed=0):
     """Seeded inputs shared by every framework, saved to ``path`` (.npz)."""
     rng = np.random.default_rng(seed)
@@ -142,6 +231,25 @@ def make_data(path, seed=0):
     d["V1"] = rng.standard_normal((sizes[0], sizes[1]))
     d["rosen_x"] = 1.0 + 0.3 * rng.standard_normal(ROSEN_N)
     d["rosen_v"] = rng.standard_normal(ROSEN_N)
+    H, V = LSTM_HIDDEN, LSTM_VOCAB
+    d["lstm_Wx"] = rng.standard_normal((V, 4 * H)) / np.sqrt(V)
+    d["lstm_Wh"] = rng.standard_normal((H, 4 * H)) / np.sqrt(H)
+    d["lstm_b"] = 0.1 * rng.standard_normal(4 * H)
+    d["lstm_Wo"] = rng.standard_normal((H, V)) / np.sqrt(H)
+    d["lstm_bo"] = 0.1 * rng.standard_normal(V)
+    tokens = rng.integers(0, V, (LSTM_SEQ + 1, LSTM_BATCH))
+    onehot = np.eye(V)[tokens]
+    d["lstm_X"], d["lstm_T"] = onehot[:-1], onehot[1:]
+    P = rng.uniform(0.0, 5.0, (GP_N, GP_DIM))
+    d["gp_D"] = np.sum((P[:, None, :] - P[None, :, :]) ** 2, axis=-1)
+    d["gp_y"] = np.sin(P @ np.array([1.0, -0.7, 0.4])) + 0.1 * rng.standard_normal(GP_N)
+    d["gp_I"] = np.eye(GP_N)
+    d["gp_theta"] = np.array([0.2, 0.1, np.log(0.1)])
+    d["gp_v"] = rng.standard_normal(3)
+    u = np.linspace(0.0, 1.0, TV_N)
+    clean = (np.sin(6 * u)[:, None] * np.cos(4 * u)[None, :] > 0).astype(float)
+    d["tv_f"] = clean + 0.2 * rng.standard_normal((TV_N, TV_N))
+    d["tv_x"] = d["tv_f"] + 0.05 * rng.standard_normal((TV_N, TV_N))
     np.savez(path, **d)
     return d
 
@@ -151,6 +259,11 @@ def mlp_params(d):
 
 
 PARAM_NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
+LSTM_NAMES = ("Wx", "Wh", "b", "Wo", "bo")
+
+
+def lstm_params(d):
+    return tuple(d["lstm_" + k] for k in LSTM_NAMES)
 
 
 # --------------------------------------------------------------------- timing
@@ -169,11 +282,13 @@ class Bench:
         self.method = method
 
 
-def functional_bench(workload, d, cfg, xp, value_and_grad, make_hvp, hvp_method):
-    """The four workloads for a framework with a functional API: ``xp`` is
-    its NumPy-like namespace, ``value_and_grad(f)`` its gradient transform
-    (with respect to the first argument: the parameter tuple for the MLP),
-    ``make_hvp(f)`` returns ``hvp(x, v)``."""
+def functional_bench(workload, d, cfg, xp, value_and_grad, make_hvp, hvp_method,
+                     sla=None):
+    """The workloads for a framework with a functional API: ``xp`` is its
+    NumPy-like namespace, ``sla`` its ``scipy.linalg``-like one,
+    ``value_and_grad(f)`` its gradient transform (with respect to the first
+    argument: the parameter tuple for the MLP and the LSTM), ``make_hvp(f)``
+    returns ``hvp(x, v)``."""
     shift = cfg["shift"]
     if workload == "chain":
         x = d["chain_x"]
@@ -196,6 +311,32 @@ def functional_bench(workload, d, cfg, xp, value_and_grad, make_hvp, hvp_method)
         W1, V1, X, Y = d["W1"], d["V1"], d["X"], d["Y"]
         hvp = make_hvp(lambda W1: mlp_loss(xp, (W1, b1, W2, b2, W3, b3), X, Y, shift))
         return Bench(lambda: hvp(W1, V1), lambda r: {"hvp": r}, hvp_method)
+    if workload == "lstm_grad":
+        p, X, T = lstm_params(d), d["lstm_X"], d["lstm_T"]
+        vg = value_and_grad(lambda p, X, T: lstm_loss(xp, p, X, T, shift))
+
+        def outputs(r):
+            return {"value": r[0], **dict(zip(LSTM_NAMES, r[1]))}
+        return Bench(lambda: vg(p, X, T), outputs, "value_and_grad")
+    if workload in ("gp_grad", "gp_hvp"):
+        if sla is None:
+            raise NotImplementedError("no scipy.linalg-like namespace")
+        D, y, I = d["gp_D"], d["gp_y"], d["gp_I"]
+        theta = d["gp_theta"]
+
+        def f(theta):
+            return gp_nlml(xp, sla, theta, D, y, I)
+        if workload == "gp_grad":
+            vg = value_and_grad(f)
+            return Bench(lambda: vg(theta), lambda r: {"value": r[0], "grad": r[1]},
+                         "value_and_grad")
+        hvp, v = make_hvp(f), d["gp_v"]
+        return Bench(lambda: hvp(theta, v), lambda r: {"hvp": r}, hvp_method)
+    if workload == "tv_grad":
+        x, fimg = d["tv_x"], d["tv_f"]
+        vg = value_and_grad(lambda x: tv_loss(xp, x, fimg))
+        return Bench(lambda: vg(x), lambda r: {"value": r[0], "grad": r[1]},
+                     "value_and_grad")
     raise NotImplementedError(workload)
 
 

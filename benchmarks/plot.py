@@ -2,9 +2,10 @@
 
     python benchmarks/plot.py [benchmarks/results/results.json] [out.png]
 
-One panel per workload: per-op overhead in microseconds for the chain,
-time ÷ NumPy forward for the others (log scale), with the target as a
-dashed line. Failed or mismatching cells are marked.
+One row per thread count, one panel per workload: per-op overhead in
+microseconds for the chain, time ÷ NumPy forward for the others (log
+scale), with a plain-ratio goal as a dashed line. Mismatching cells are
+marked.
 """
 
 import json
@@ -21,50 +22,60 @@ COLORS = {"chainrules": "#d62728", "autograd": "#7f7f7f", "torch": "#ff7f0e",
 
 
 def plot(results, path):
+    """One row of panels per thread count of the run, one panel per workload."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    wls = [w for w in WORKLOADS if w in results["workloads"]]
+    runs = results["runs"] if "runs" in results else [results]
+    wls = [w for w in WORKLOADS if any(w in r["workloads"] for r in runs)]
     fws = [f for f in FRAMEWORKS if f != "numpy"]
-    fig, axes = plt.subplots(1, len(wls), figsize=(3.6 * len(wls), 4.2), squeeze=False)
-    for ax, w in zip(axes[0], wls):
-        spec = WORKLOADS[w]
-        key = spec["metric"]
-        names, vals, raw, cols, notes = [], [], [], [], []
-        for fw in fws:
-            r = results["workloads"][w].get(fw)
-            if not r or r.get("status") != "ok" or key not in r:
-                continue
-            names.append(fw)
-            raw.append(r[key])
-            vals.append(max(r[key], 1e-2))
-            cols.append(COLORS.get(fw, "#333333"))
-            chk = r.get("check")
-            notes.append("mismatch" if chk and not chk.get("ok", True) else "")
-        bars = ax.bar(range(len(vals)), vals, color=cols)
-        ax.set_xticks(range(len(vals)))
-        ax.set_xticklabels(names, rotation=35, ha="right", fontsize=9)
-        ax.set_yscale("log")
-        for b, v, rv, n in zip(bars, vals, raw, notes):
-            label = f"{rv:.1f}" + (" mismatch!" if n else "")
-            ax.annotate(label, (b.get_x() + b.get_width() / 2, v), ha="center",
-                        va="bottom", fontsize=8)
-        ax.axhline(spec["target"], ls="--", color="black", lw=1)
-        if key == "us_per_op":
-            ax.set_ylabel("µs per op beyond NumPy")
-        else:
-            ax.set_ylabel("time ÷ NumPy forward")
-            ax.axhline(1.0, color="#2ca02c", lw=1)
-        ax.set_title(f"{spec['short']} (target ≤ {spec['target']:g}, dashed)", fontsize=9)
-    m = results["meta"]
-    fig.suptitle(f"chainrules vs peers, threads: {m['threads']}, float64 "
-                 f"({'quick' if m['quick'] else 'full'} run {m['date']}); lower is better",
-                 fontsize=10)
+    fig, axes = plt.subplots(len(runs), len(wls), figsize=(2.9 * len(wls), 3.6 * len(runs)),
+                             squeeze=False)
+    for row, run in zip(axes, runs):
+        for ax, w in zip(row, wls):
+            _panel(ax, run, w, fws)
+    m = runs[0]["meta"]
+    fig.suptitle("chainrules vs peers, float64, BLAS threads "
+                 + " / ".join(str(r["meta"]["threads"]) for r in runs)
+                 + f" (rows; {'quick' if m['quick'] else 'full'} run {m['date']}); "
+                 "lower is better", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _panel(ax, run, w, fws):
+    spec = WORKLOADS[w]
+    key = spec["metric"]
+    names, vals, raw, cols, notes = [], [], [], [], []
+    for fw in fws:
+        r = run["workloads"].get(w, {}).get(fw)
+        if not r or r.get("status") != "ok" or key not in r:
+            continue
+        names.append(fw)
+        raw.append(r[key])
+        vals.append(max(r[key], 1e-2))
+        cols.append(COLORS.get(fw, "#333333"))
+        chk = r.get("check")
+        notes.append("mismatch" if chk and not chk.get("ok", True) else "")
+    bars = ax.bar(range(len(vals)), vals, color=cols)
+    ax.set_xticks(range(len(vals)))
+    ax.set_xticklabels(names, rotation=40, ha="right", fontsize=8)
+    ax.set_yscale("log")
+    for b, v, rv, n in zip(bars, vals, raw, notes):
+        label = f"{rv:.1f}" + (" mismatch!" if n else "")
+        ax.annotate(label, (b.get_x() + b.get_width() / 2, v), ha="center",
+                    va="bottom", fontsize=7)
+    if spec.get("line"):
+        ax.axhline(spec["line"], ls="--", color="black", lw=1)
+    if key == "us_per_op":
+        ax.set_ylabel("µs per op beyond NumPy", fontsize=8)
+    else:
+        ax.set_ylabel("time ÷ NumPy forward", fontsize=8)
+        ax.axhline(1.0, color="#2ca02c", lw=1)
+    ax.set_title(f"{spec['short']}, {run['meta']['threads']} thr.", fontsize=9)
 
 
 def main():

@@ -292,20 +292,46 @@ def _cell(wl, r):
     return s
 
 
+def _figure(results, w, fw):
+    r = results["workloads"][w].get(fw, {})
+    key = WORKLOADS[w]["metric"]
+    if r.get("status") != "ok" or key not in r:
+        return None
+    if key == "us_per_op" and "us_per_op_cpu" in r and results["meta"]["loadavg_before"][0] > 1.0:
+        return r["us_per_op_cpu"]      # a busy machine: CPU time is the steadier figure
+    return r[key]
+
+
+def goal_rows(results, wls):
+    """(workload, reference, chainrules ÷ reference, goal) for every goal:
+    the workload's own and being ahead of each of GOAL_PEERS."""
+    rows = []
+    for w in wls:
+        goals = list(WORKLOADS[w]["goals"])
+        goals += [(p, 1.0) for p in common.GOAL_PEERS if all(g[0] != p for g in goals)]
+        mine = _figure(results, w, "chainrules")
+        for ref, goal in goals:
+            if ref == "numpy":
+                v = mine
+            else:
+                other = _figure(results, w, ref)
+                v = mine / other if mine is not None and other else None
+            rows.append((w, ref, v, goal))
+    return rows
+
+
 def markdown(results):
     L = []
     m = results["meta"]
     wls = [w for w in WORKLOADS if w in results["workloads"]]
     fws = [f for f in FRAMEWORKS if any(f in results["workloads"][w] for w in wls)]
     cmd = "python benchmarks/run.py" + (" --quick" if m["quick"] else "")
-    if m["threads"] != m["machine"].get("cpus"):
-        cmd += f" --threads {m['threads']}"
     L.append(f"Run of {m['date']} ({'quick' if m['quick'] else 'full'}), "
              f"`{cmd}`; "
              f"{m['machine'].get('cpu', '?')}, {m['machine']['cpus']} CPUs, "
              f"load average before the run {', '.join(f'{x:.1f}' for x in m['loadavg_before'])} (after: {', '.join(f'{x:.1f}' for x in m.get('loadavg_after', []))}).")
     L.append("")
-    L.append(f"Threads: {m['threads']} for every framework (OMP/OpenBLAS/MKL variables, "
+    L.append(f"BLAS threads: {m['threads']} for every framework (OMP/OpenBLAS/MKL variables, "
              "`torch.set_num_threads`). glibc allocator fixed identically in every "
              "process: " + ", ".join(f"`{k}={v}`" for k, v in MALLOC_ENV.items()) +
              ". Every (framework, workload) pair in its own fresh process; median of "
@@ -321,12 +347,6 @@ def markdown(results):
     head = ["framework"] + [WORKLOADS[w]["short"] for w in wls]
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
-    tgt = ["**target** (issue 7 / DESIGN.md)"]
-    for w in wls:
-        spec = WORKLOADS[w]
-        unit = " µs/op" if spec["metric"] == "us_per_op" else "×"
-        tgt.append(f"≤ {spec['target']:g}{unit} / {spec['design_target']:g}{unit}")
-    L.append("| " + " | ".join(tgt) + " |")
     for fw in fws:
         row = [fw + (f" {results['versions'].get(fw)}" if results["versions"].get(fw) else "")]
         for w in wls:
@@ -334,34 +354,19 @@ def markdown(results):
             row.append(_cell(w, r) if r else "–")
         L.append("| " + " | ".join(row) + " |")
     L.append("")
-    # targets for chainrules
-    L.append("chainrules against the targets:")
+    L.append("chainrules against the goals (chainrules' figure ÷ the other's, "
+             "same run; ≤ the goal is met):")
     L.append("")
-    L.append("| workload | measured | target (issue 7) | DESIGN.md | status |")
+    L.append("| workload | against | chainrules ÷ it | goal | status |")
     L.append("|---|---|---|---|---|")
-    for w in wls:
-        spec = WORKLOADS[w]
-        r = results["workloads"][w].get("chainrules", {})
-        key = spec["metric"]
-        if r.get("status") != "ok" or key not in r:
-            L.append(f"| {spec['short']} | {r.get('status', 'not run')} | "
-                     f"{spec['target']:g} | {spec['design_target']:g} | not measured |")
+    for w, ref, v, goal in goal_rows(results, wls):
+        short = WORKLOADS[w]["short"]
+        name = "NumPy forward" if ref == "numpy" else ref
+        if v is None:
+            L.append(f"| {short} | {name} | not measured | ≤ {goal:g} | – |")
             continue
-        v = r[key]
-        unit = " µs/op" if key == "us_per_op" else "×"
-        note = ""
-        if (key == "us_per_op" and "us_per_op_cpu" in r
-                and results["meta"]["loadavg_before"][0] > 1.0):
-            # on a busy machine the wall clock charges other processes' time
-            v = r["us_per_op_cpu"]
-            note = " (CPU time: busy machine)"
-        if v <= spec["target"]:
-            status = "met"
-        else:
-            status = (f"missed by {v - spec['target']:.2g}{unit} "
-                      f"({v / spec['target']:.2f}× the target)")
-        L.append(f"| {spec['short']} | {v:.2f}{unit}{note} | {spec['target']:g}{unit} | "
-                 f"{spec['design_target']:g}{unit} | {status} |")
+        status = "met" if v <= goal else f"missed ({v / goal:.2f}× the goal)"
+        L.append(f"| {short} | {name} | {v:.2f} | ≤ {goal:g} | {status} |")
     L.append("")
     # correctness
     L.append(f"Correctness: largest relative difference (max-norm) from the reference "
@@ -468,8 +473,10 @@ def main(argv=None):
                     help="comma-separated subset of " + ",".join(FRAMEWORKS))
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of " + ",".join(WORKLOADS))
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                    help="threads for every framework (default: all CPUs, as NumPy)")
+    ap.add_argument("--threads", default="1,2",
+                    help="comma-separated BLAS thread counts, one run each, for every "
+                         "framework (default 1,2: one thread, and the two a user of this "
+                         "2-core machine gets by default)")
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter for the worker processes")
     ap.add_argument("--no-memory", action="store_true", help="skip the memory workload")
@@ -487,7 +494,7 @@ def main(argv=None):
         with open(a.render) as f:
             results = json.load(f)
         return write_outputs(results, os.path.dirname(os.path.abspath(a.render)),
-                             not results["meta"]["quick"] and not a.no_readme)
+                             not _runs(results)[0]["meta"]["quick"] and not a.no_readme)
 
     frameworks = [f for f in a.frameworks.split(",") if f]
     workloads = [w for w in a.workloads.split(",") if w]
@@ -499,11 +506,25 @@ def main(argv=None):
             ap.error(f"unknown workload {w!r}")
     if "numpy" not in frameworks:
         frameworks.insert(0, "numpy")
+    thread_counts = [int(t) for t in str(a.threads).split(",") if t]
+    runs = []
+    for k, threads in enumerate(thread_counts):
+        print(f"=== {threads} BLAS thread{'s' if threads > 1 else ''} ===", flush=True)
+        runs.append(run_once(a, threads, frameworks, workloads,
+                             memory=not a.no_memory and k == len(thread_counts) - 1))
+    results = {"runs": runs}
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=float)
+    return write_outputs(results, a.out, not a.quick and not a.no_readme)
+
+
+def run_once(a, threads, frameworks, workloads, memory):
+    """Every workload for every framework at one thread count."""
     timing = (dict(repeats=3, min_time=0.05, warmup=0.1) if a.quick else
               dict(repeats=9, min_time=0.3, warmup=0.5))
-    timing["threads"] = a.threads
+    timing["threads"] = threads
     os.makedirs(a.out, exist_ok=True)
-    env = common.worker_env(a.threads)
+    env = common.worker_env(threads)
 
     # can chainrules differentiate np.max? then every framework uses the
     # max-shifted log-softmax; otherwise every framework uses the plain one
@@ -515,50 +536,63 @@ def main(argv=None):
     while os.getloadavg()[0] >= 0.5 and time.time() < deadline:
         time.sleep(5)
     loadavg = tuple(round(x, 2) for x in os.getloadavg())
-    if loadavg[0] > 0.5 * a.threads:
+    if loadavg[0] > 0.5 * threads:
         print(f"warning: load average {loadavg} on {os.cpu_count()} CPUs: other processes "
               "compete for the cores and the timings will be noisy"
-              + ("; multithreaded BLAS degrades badly when the cores are oversubscribed, "
-                 "consider --threads 1" if a.threads > 1 else ""), flush=True)
+              + ("; multithreaded BLAS degrades badly when the cores are oversubscribed"
+                 if threads > 1 else ""), flush=True)
     results = {
         "meta": dict(date=datetime.datetime.now().isoformat(timespec="seconds"),
-                     quick=a.quick, threads=a.threads, malloc=MALLOC_ENV,
+                     quick=a.quick, threads=threads, malloc=MALLOC_ENV,
                      repeats=timing["repeats"], min_time=timing["min_time"],
                      warmup=timing["warmup"], shift=shift, shift_reason=shift_reason,
                      loadavg_before=loadavg, python=a.python,
                      machine=common.machine_info(), rtol=RTOL),
         "versions": {}, "workloads": {}, "reference": {},
     }
-    print(f"threads={a.threads}; allocator: " +
+    print(f"threads={threads}; allocator: " +
           " ".join(f"{k}={v}" for k, v in MALLOC_ENV.items()) +
           f"; log-softmax max shift: {shift}" + (f" ({shift_reason})" if not shift else ""),
           flush=True)
+    outdir = os.path.join(a.out, f"threads{threads}")
+    os.makedirs(outdir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "inputs.npz")
         common.make_data(data, seed=0)
         for w in workloads:
             t0 = time.perf_counter()
             results["workloads"][w] = run_workload(
-                a.python, env, frameworks, w, data, a.out, timing, shift, a.timeout,
+                a.python, env, frameworks, w, data, outdir, timing, shift, a.timeout,
                 lambda m: print(m, flush=True))
             for fw, r in results["workloads"][w].items():
                 if r.get("version"):
                     results["versions"][fw] = r["version"]
             print(f"  ({w}: {time.perf_counter() - t0:.0f} s)", flush=True)
     derive(results)
-    correctness(results, a.out)
-    if not a.no_memory:
+    correctness(results, outdir)
+    if memory:
         print("  memory     (memory_chain.py)", flush=True)
-        results["memory"] = run_memory(a.python, env, a.out, a.quick, a.timeout * 4)
+        results["memory"] = run_memory(a.python, env, outdir, a.quick, a.timeout * 4)
     results["meta"]["loadavg_after"] = tuple(round(x, 2) for x in os.getloadavg())
+    return results
 
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1, default=float)
-    return write_outputs(results, a.out, not a.quick and not a.no_readme)
+
+def _runs(results):
+    """The per-thread-count runs of a results file (older files hold one)."""
+    return results["runs"] if "runs" in results else [results]
+
+
+def markdown_all(results):
+    parts = []
+    for r in _runs(results):
+        t = r["meta"]["threads"]
+        parts.append(f"### {t} BLAS thread{'s' if t > 1 else ''}\n\n" + markdown(r))
+    parts.append("![ratios](results/ratios.png)\n")
+    return "\n".join(parts)
 
 
 def write_outputs(results, out, readme):
-    md = markdown(results)
+    md = markdown_all(results)
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(md + "\n")
     try:
@@ -571,9 +605,10 @@ def write_outputs(results, out, readme):
     print()
     print(md)
     print(f"\nwritten: {out}/results.json, results.md, ratios.png")
-    bad = [(w, fw) for w, d in results["workloads"].items() for fw, r in d.items()
-           if r.get("check") and not r["check"].get("ok", True)]
+    bad = [(w, fw) for r in _runs(results) for w, d in r["workloads"].items()
+           for fw, x in d.items() if x.get("check") and not x["check"].get("ok", True)]
     return 1 if bad else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

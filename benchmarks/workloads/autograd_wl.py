@@ -2,6 +2,7 @@
 
 import autograd
 import autograd.numpy as anp
+import autograd.scipy.linalg as asl
 
 from common import functional_bench
 
@@ -22,4 +23,4 @@ def threads():
 def build(workload, d, cfg):
     return functional_bench(workload, d, cfg, anp, autograd.value_and_grad,
                             autograd.hessian_vector_product,
-                            "hessian_vector_product (reverse-over-reverse)")
+                            "hessian_vector_product (reverse-over-reverse)", sla=asl)

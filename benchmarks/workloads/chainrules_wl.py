@@ -3,6 +3,7 @@
 import numpy as np
 
 import chainrules as cr
+import chainrules.scipy.linalg as crsl
 from common import functional_bench
 
 
@@ -21,4 +22,4 @@ def threads():
 def build(workload, d, cfg):
     return functional_bench(workload, d, cfg, np, cr.value_and_grad,
                             lambda f: (lambda x, v: cr.hvp(f, x, v)),
-                            "hvp (forward-over-reverse sweep)")
+                            "hvp (forward-over-reverse sweep)", sla=crsl)

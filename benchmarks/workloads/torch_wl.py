@@ -7,7 +7,8 @@ HVPs use double backward (reverse-over-reverse), the usual eager idiom.
 
 import torch
 
-from common import PARAM_NAMES, Bench, chain, mlp_loss, mlp_params, rosen
+from common import (LSTM_NAMES, PARAM_NAMES, Bench, chain, gp_nlml, lstm_loss, lstm_params,
+                    mlp_loss, mlp_params, rosen, tv_loss)
 
 
 class TorchNS:
@@ -15,6 +16,9 @@ class TorchNS:
     tanh = staticmethod(torch.tanh)
     exp = staticmethod(torch.exp)
     log = staticmethod(torch.log)
+    sqrt = staticmethod(torch.sqrt)
+    diagonal = staticmethod(torch.diagonal)
+    linalg = torch.linalg
 
     @staticmethod
     def sum(x, axis=None, keepdims=False):
@@ -29,7 +33,14 @@ class TorchNS:
         return torch.amax(x, dim=axis, keepdim=keepdims)
 
 
+class TorchSLA:
+    @staticmethod
+    def solve_triangular(a, b, lower=False):
+        return torch.linalg.solve_triangular(a, b[:, None], upper=not lower)[:, 0]
+
+
 tnp = TorchNS()
+tsla = TorchSLA()
 
 
 def setup(threads):
@@ -100,4 +111,47 @@ def build(workload, d, cfg):
             return hv
         return Bench(run, lambda r: {"hvp": _np(r)},
                      "double backward (reverse-over-reverse)")
+    if workload == "lstm_grad":
+        p0 = [_t(a) for a in lstm_params(d)]
+        X, T = _t(d["lstm_X"]), _t(d["lstm_T"])
+
+        def run():
+            p = [a.detach().requires_grad_() for a in p0]
+            y = lstm_loss(tnp, p, X, T, shift)
+            g = torch.autograd.grad(y, p)
+            return y.detach(), g
+
+        def outputs(r):
+            return {"value": _np(r[0]), **{k: _np(g) for k, g in zip(LSTM_NAMES, r[1])}}
+        return Bench(run, outputs, "autograd.grad")
+    if workload in ("gp_grad", "gp_hvp"):
+        th0, v = _t(d["gp_theta"]), _t(d["gp_v"])
+        D, y, I = _t(d["gp_D"]), _t(d["gp_y"]), _t(d["gp_I"])
+        if workload == "gp_grad":
+            def run():
+                th = th0.detach().requires_grad_()
+                val = gp_nlml(tnp, tsla, th, D, y, I)
+                (g,) = torch.autograd.grad(val, th)
+                return val.detach(), g
+            return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])},
+                         "autograd.grad")
+
+        def run():
+            th = th0.detach().requires_grad_()
+            (g,) = torch.autograd.grad(gp_nlml(tnp, tsla, th, D, y, I), th,
+                                       create_graph=True)
+            (hv,) = torch.autograd.grad(g, th, grad_outputs=v)
+            return hv
+        return Bench(run, lambda r: {"hvp": _np(r)},
+                     "double backward (reverse-over-reverse)")
+    if workload == "tv_grad":
+        x0, f = _t(d["tv_x"]), _t(d["tv_f"])
+
+        def run():
+            x = x0.detach().requires_grad_()
+            val = tv_loss(tnp, x, f)
+            (g,) = torch.autograd.grad(val, x)
+            return val.detach(), g
+        return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])},
+                     "autograd.grad")
     raise NotImplementedError(workload)
