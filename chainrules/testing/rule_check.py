@@ -1,0 +1,337 @@
+"""``RuleCheck``: every check of one op at one point (primal, pullback,
+pushforward, adjoint identity, HVP, raw cotangent kinds, zero cotangents,
+repeatability, mutation), run on one ``Recording``."""
+
+import math
+
+import numpy as np
+
+import chainrules as cr
+from chainrules import pytree
+from chainrules.errors import AutodiffError, HvpNotSupported
+from chainrules.graph import MULTI
+from chainrules.rule import ReverseRule, rule_name
+from chainrules.tangents import ZERO, Structural
+from chainrules.tracing import untraced
+
+from .fd import fd_jvp, upcast
+from .numerics import copy_arrays, inexact, inner, integral, mutated, norm, random_leaf, usable
+from .report import (CheckFailure, CheckReport, Context, describe, lowest_precision,
+                     op_label, summary)
+from .recording import Recording, by_node, diff_positions
+
+
+# -- the checker of one op at one point ------------------------------------------------
+class RuleCheck:
+    def __init__(self, op, args, kwargs, call=None, rtol=None, atol=None, rng=None,
+                 directions=3, who="check_rrule", wrt=None):
+        self.op = op
+        self.f = call if call is not None else op
+        self.args = args
+        self.kwargs = kwargs
+        self.desc = describe(op, args, kwargs)
+        self.idx = diff_positions(args, wrt, who, self.desc)
+        self.primals = tuple(args[i] for i in self.idx)
+        self.snap = copy_arrays((args, kwargs))
+        self.rng = np.random.default_rng(0) if rng is None else rng
+        self.directions = max(1, int(directions))
+        self.report = CheckReport(op_label(op))
+        f, idx, kw = self.f, self.idx, kwargs
+
+        def fun(*d):
+            full = list(args)
+            for i, v in zip(idx, d):
+                full[i] = v
+            return f(*full, **kw)
+
+        self.fun = fun
+        expected = f(*args, **kwargs)
+        self.check_unmutated("the plain call")
+        int_pos = [i for i, a in enumerate(args) if integral(a)] if call is None else []
+        ctx = Context(self.desc, np.float64, None, None, self.report)
+        self.rec = Recording(fun, self.primals, ctx, op, int_pos)
+        self.check_unmutated("the traced call")
+        dtype = lowest_precision(self.rec.leaves + self.rec.out_values)
+        self.ctx = ctx = Context(self.desc, dtype, rtol, atol, self.report)
+        self.rec.ctx = ctx
+        self._check_primal(expected)
+        self.p_leaves = self.rec.leaves
+        self.us = [[random_leaf(x, self.rng) for x in self.p_leaves]
+                   for _ in range(self.directions)]
+        self.ws = [[random_leaf(y, self.rng) for y in self.rec.out_values]
+                   for _ in range(self.directions)]
+        self._fd = {}
+        self._ct = {}
+        self._ju = {}
+
+    # -- basic properties
+    def check_unmutated(self, when):
+        i = mutated((self.args, self.kwargs), self.snap)
+        if i is not None:
+            raise CheckFailure(f"{when} mutated an input (argument leaf {i}) of "
+                               f"{self.desc}; rules must not write into their inputs")
+
+    def _check_primal(self, expected):
+        ctx = self.ctx
+        if any(self.rec.escaped[j] and self.rec.out_nodes[j] is None
+               for j in range(len(self.rec.escaped))):
+            ctx.fail("the traced call returned a traced value of another tape")
+        exp_leaves = pytree.flatten(expected)[0]
+        got = self.rec.out_values
+        if len(exp_leaves) != len(got):
+            ctx.fail(f"the traced call returned {len(got)} values, the plain call "
+                     f"{len(exp_leaves)}")
+        for k, (a, b) in enumerate(zip(got, exp_leaves)):
+            sa, sb = np.shape(a), np.shape(b)
+            if sa != sb:
+                ctx.fail(f"primal output {k}: shape {sa} through the rule, {sb} from the "
+                         "plain call")
+            da, db = np.result_type(a), np.result_type(b)
+            if da != db:
+                ctx.fail(f"primal output {k}: dtype {da} through the rule, {db} from the "
+                         "plain call (float32 must stay float32)")
+            if inexact(b) and not np.all(np.isfinite(b)):
+                ctx.fail(f"primal output {k} of the plain call is not finite ({b!r}): "
+                         "sample inputs inside the op's domain")
+            if inexact(b):
+                self.ctx.vector(f"primal output {k} vs the plain call", [a], [b],
+                                ctx.atol * math.sqrt(max(1, np.size(b))),
+                                "at the sampled point", ("rule", "plain call"),
+                                rtol=ctx.adj)
+            elif not np.array_equal(np.asarray(a), np.asarray(b)):
+                ctx.fail(f"primal output {k} differs from the plain call: {a!r} vs {b!r}")
+
+    def where(self, k):
+        return (f"along direction #{k}: u = {summary(self.us[k])}; "
+                f"w = {summary(self.ws[k])}")
+
+    def fd(self, k):
+        if k not in self._fd:
+            r = fd_jvp(self.fun, upcast(self.primals),
+                       self.rec.unflatten_primals(self.us[k]))
+            leaves = pytree.flatten(r.value)[0]
+            self.ctx.fd_reliable(r, leaves, lambda: self.where(k))
+            self._fd[k] = (r, leaves)
+        return self._fd[k]
+
+    def cotangent(self, k):
+        if k not in self._ct:
+            self._ct[k] = self.rec.backward(self.ws[k])
+        return self._ct[k]
+
+    def pushforward(self, k):
+        if k not in self._ju:
+            self._ju[k] = self.rec.forward(self.us[k])[0]
+        return self._ju[k]
+
+    # -- modes
+    def rrule(self, adjoint=True):
+        ctx = self.ctx
+        self.report.add_mode("rrule")
+        for k in range(self.directions):
+            u, w = self.us[k], self.ws[k]
+            ct = self.cotangent(k)
+            self.check_unmutated("the pullback")
+            r, fdl = self.fd(k)
+            a, b = inner(ct, u), inner(w, fdl)
+            nw, nu = norm(w), norm(u)
+            scale = max(norm(ct) * nu, nw * norm(fdl))
+            tol = ctx.rtol * scale + 10.0 * nw * r.error + ctx.atol * nw * nu
+            ctx.scalar("pullback vs finite differences: <J^T w, u> vs <w, J u>",
+                       a, b, scale, tol, lambda: self.where(k))
+            if adjoint:
+                try:
+                    ju = self.pushforward(k)
+                except AutodiffError as e:
+                    raise CheckFailure(
+                        f"the pushforward (forward mode) failed, so the adjoint identity "
+                        f"cannot be checked: {type(e).__name__}: {e}\n  in {self.desc}\n"
+                        "  (pass adjoint=False to check the reverse mode alone)") from e
+                c = inner(w, ju)
+                scale2 = max(norm(ct) * nu, nw * norm(ju))
+                ctx.scalar("adjoint identity <w, J u> == <J^T w, u>", c, a, scale2,
+                           ctx.adj * scale2 + ctx.atol * nw * nu, lambda: self.where(k),
+                           ("pushforward", "pullback"))
+        # the pullback again gives the same answer
+        again = self.rec.backward(self.ws[0])
+        for c1, c2 in zip(self.cotangent(0), again):
+            if usable(c1) and not np.array_equal(np.asarray(c1), np.asarray(c2),
+                                                  equal_nan=True):
+                ctx.fail("calling the pullback twice gave different cotangents (does it "
+                         "modify saved values in place?)")
+        self._zero_cotangents()
+        self.check_unmutated("the pullback")
+
+    def _zero_cotangents(self):
+        """Zero cotangents give zero cotangents. Structural zeros are tried
+        where the engine passes them: whole for rules marked ``linear`` (the
+        default ``pullback_with_tangents`` calls ``pullback(ZeroTangent())``),
+        per output for rules with several outputs."""
+        ctx, rec = self.ctx, self.rec
+        for i, rule in rec.rules():
+            outs = rec.outputs_of(i)
+            if outs is None:
+                shape, dtype = rec.tape.shapes[i], rec.tape.dtypes[i]
+                structural, zeros = ZERO, np.zeros(shape, dtype)
+            else:
+                structural = tuple(ZERO for _ in outs)
+                zeros = tuple(ZERO if o is None else np.zeros(o[0], o[1]) for o in outs)
+            trials = [(zeros, "an all-zero array")]
+            if getattr(rule, "linear", False) and type(rule).pullback_with_tangents is \
+                    ReverseRule.pullback_with_tangents:
+                trials.append((structural, "ZeroTangent()"))
+            for g, label in trials:
+                try:
+                    pairs = rule.pullback(g)
+                except Exception as e:  # noqa: BLE001 - reported with context
+                    ctx.fail(f"the pullback of rule {rule_name(rule)} raised "
+                             f"{type(e).__name__} for the cotangent {label}: {e}. "
+                             "Rules must accept structural zeros (return ZeroTangent() "
+                             "or zeros)")
+                for nid, c in pairs:
+                    if rec.tape.shapes[nid] is MULTI:
+                        c = c[1]
+                    if c is None or isinstance(c, Structural):
+                        continue
+                    rec.check_tangent(c, nid, rule, f"the pullback (of {label})")
+                    a = np.asarray(untraced(c))
+                    if np.any(a != 0):
+                        ctx.fail(f"the pullback of rule {rule_name(rule)} returned a "
+                                 f"nonzero cotangent for the cotangent {label}")
+            if outs is not None:
+                # one output at a time: ZeroTangent() and zeros must agree
+                live = [o for o in outs if o is not None]
+                if len(live) < 2:
+                    continue
+                for k, o in enumerate(outs):
+                    if o is None:
+                        continue
+                    rnd = [ZERO if p is None else random_leaf(np.zeros(p[0], p[1]),
+                                                               self.rng) for p in outs]
+                    g1 = tuple(ZERO if j == k else r for j, r in enumerate(rnd))
+                    g2 = tuple(np.zeros(o[0], o[1]) if j == k else r
+                               for j, r in enumerate(rnd))
+                    try:
+                        c1 = by_node(rule.pullback(g1))
+                    except Exception as e:  # noqa: BLE001 - reported with context
+                        ctx.fail(f"the pullback of rule {rule_name(rule)} raised "
+                                 f"{type(e).__name__} when output {k} of its {len(outs)} "
+                                 f"outputs had the cotangent ZeroTangent() (unused output): "
+                                 f"{e}. Multi-output rules must accept structural zeros")
+                    c2 = by_node(rule.pullback(g2))
+                    for nid in set(c1) | set(c2):
+                        ctx.vector(f"pullback with output {k} as ZeroTangent() vs zeros",
+                                   [c1.get(nid, ZERO)], [c2.get(nid, ZERO)], 0.0,
+                                   f"rule {rule_name(rule)}",
+                                   ("ZeroTangent()", "zeros"), rtol=ctx.adj)
+
+    def frule(self):
+        ctx = self.ctx
+        self.report.add_mode("frule")
+        for k in range(self.directions):
+            ju = self.pushforward(k)
+            self.check_unmutated("the pushforward")
+            r, fdl = self.fd(k)
+            ctx.vector("pushforward vs finite differences: J u", ju, fdl,
+                       10.0 * r.error + ctx.atol * norm(self.us[k]), lambda: self.where(k))
+
+    def hvp(self, fast=None):
+        """``fast``: None accepts the nested fallback when a rule has no
+        ``pullback_with_tangents``; True requires the fast path."""
+        ctx, rec = self.ctx, self.rec
+        v = self.us[0]
+        u = self.us[1] if self.directions > 1 else [random_leaf(x, self.rng)
+                                                     for x in self.p_leaves]
+        w = self.ws[0]
+        try:
+            g, hv = rec.backward_with_tangents(w, rec.forward(v)[1])
+            _, hu = rec.backward_with_tangents(w, rec.forward(u)[1])
+            mode = "hvp"
+        except HvpNotSupported as e:
+            if fast:
+                raise CheckFailure(f"pullback_with_tangents is not supported: {e}\n"
+                                   f"  in {self.desc}") from e
+            hv, hu = self._nested_hvp(w, v), self._nested_hvp(w, u)
+            g = None
+            mode = "hvp(nested)"
+        self.report.add_mode(mode)
+        self.check_unmutated("the HVP")
+        if g is not None:
+            ctx.vector("pullback_with_tangents cotangent vs pullback", g,
+                       self.cotangent(0), 0.0, "for the seed w of direction #0",
+                       ("pullback_with_tangents", "pullback"), rtol=ctx.adj)
+            self._hvp_consistency()
+        nu, nv = norm(u), norm(v)
+        a, b = inner(u, hv), inner(v, hu)
+        scale = max(nu * norm(hv), nv * norm(hu))
+        ctx.scalar("HVP symmetry <u, H v> == <v, H u>", a, b, scale,
+                   ctx.adj * scale + ctx.atol * nu * nv,
+                   lambda: f"u = {summary(u)}; v = {summary(v)}", ("<u, H v>", "<v, H u>"))
+        grad_fun = self._gradient_function(w)
+        r = fd_jvp(grad_fun, upcast(self.primals), rec.unflatten_primals(v))
+        fdl = pytree.flatten(r.value)[0]
+        def where():
+            return f"along v = {summary(v)} with output cotangent w = {summary(w)}"
+
+        ctx.fd_reliable(r, fdl, where)
+        ctx.vector("HVP vs finite differences of the gradient", hv, fdl,
+                   10.0 * r.error + ctx.atol * nv, where)
+
+    def _gradient_function(self, w):
+        fun = self.fun
+
+        def gradient(*p):
+            return cr.vjp(fun, *p)[1](pytree.unflatten(self.rec.out_def, w))
+
+        return gradient
+
+    def _nested_hvp(self, w, v):
+        grad_fun = self._gradient_function(w)
+        _, hv = cr.jvp(grad_fun, self.primals, self.rec.unflatten_primals(v))
+        return pytree.flatten(hv)[0]
+
+    def _hvp_consistency(self):
+        """pullback_with_tangents agrees with pullback where no second-order
+        term is involved."""
+        ctx, rec = self.ctx, self.rec
+        tape = rec.tape
+        for i, rule in rec.rules():
+            outs = rec.outputs_of(i)
+
+            def rand_out():
+                if outs is None:
+                    return random_leaf(np.zeros(tape.shapes[i], tape.dtypes[i]), self.rng)
+                return tuple(ZERO if o is None else random_leaf(np.zeros(o[0], o[1]),
+                                                                 self.rng) for o in outs)
+
+            ins = rule.inputs()
+            ts = tuple(random_leaf(np.zeros(tape.shapes[j], tape.dtypes[j]), self.rng)
+                       if tape.shapes[j] is not MULTI else ZERO for j in ins)
+            g, gd = rand_out(), rand_out()
+            pb_g, pb_gd = by_node(rule.pullback(g)), by_node(rule.pullback(gd))
+            name = rule_name(rule)
+            cases = (
+                ("pullback_with_tangents(g, ZeroTangent(), t) cotangent vs pullback(g)",
+                 rule.pullback_with_tangents(g, ZERO, ts), 1, pb_g),
+                ("pullback_with_tangents(ZeroTangent(), gd, t) tangent vs pullback(gd)",
+                 rule.pullback_with_tangents(ZERO, gd, ts), 2, pb_gd),
+                ("pullback_with_tangents(g, gd, zero tangents) tangent vs pullback(gd)",
+                 rule.pullback_with_tangents(g, gd, tuple(ZERO for _ in ins)), 2, pb_gd),
+            )
+            for what, triples, pos, ref in cases:
+                got = by_node(triples, pos)
+                for nid in set(got) | set(ref):
+                    if tape.shapes[nid] is MULTI:
+                        continue
+                    ctx.vector(what, [got.get(nid, ZERO)], [ref.get(nid, ZERO)], 0.0,
+                               f"rule {name}, input node {int(nid)}",
+                               ("pullback_with_tangents", "pullback"), rtol=ctx.adj)
+            zc = by_node(rule.pullback_with_tangents(ZERO, gd, ts), 1)
+            for nid, c in zc.items():
+                if not isinstance(c, Structural) and np.any(
+                        np.asarray(untraced(c)) != 0):
+                    ctx.fail(f"pullback_with_tangents of rule {name} returned a nonzero "
+                             "cotangent for the cotangent ZeroTangent()")
+
+
+# -- public checkers -----------------------------------------------------------------
