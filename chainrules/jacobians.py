@@ -30,10 +30,12 @@ import functools
 import numpy as np
 
 from . import pytree
-from .arrays import shape_of
-from .api import (_EMPTY, _collect, _fname, _is_inexact, _normalize_argnums,
-                  _scalar_output, _trace_args, _unwrap_level, grad)
+from .api import grad
 from .api import hvp as _api_hvp
+from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
+                        is_inexact, normalize_argnums, scalar_output_dtype, trace_args,
+                        unwrap_level, zero_like_value)
+from .arrays import shape_of
 from .errors import (GraphFreedError, HvpNotSupported, MissingRuleError,
                      NonDifferentiableInputError, TangentShapeError)
 from .graph import Tape
@@ -55,7 +57,7 @@ class _Recording:
         try:
             # private: the recording outlives the call, so it keeps copies of
             # the inputs (the caller may mutate its arrays afterwards)
-            targs, specs = _trace_args(tape, args, nums, fname, private)
+            targs, specs = trace_args(tape, args, nums, fname, private)
             out = f(*targs, **(kwargs or {}))
             aux = None
             if has_aux:
@@ -68,7 +70,7 @@ class _Recording:
         self.tape = tape
         self.specs = specs
         self.out = out
-        self.aux = None if aux is None else _unwrap_level(aux, tape)
+        self.aux = None if aux is None else unwrap_level(aux, tape)
         self.out_leaves, self.out_td = pytree.flatten(out)
 
     def node(self, leaf):
@@ -91,7 +93,7 @@ def _dtype(v):
 
 
 def _is_complex(v):
-    return _is_inexact(v) and _dtype(v).kind == "c"
+    return is_inexact(v) and _dtype(v).kind == "c"
 
 
 def _basis(shape, dtype, k):
@@ -177,8 +179,8 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
     """
     if mode not in (None, "forward", "reverse"):
         raise ValueError(f"jacobian: mode must be None, 'forward' or 'reverse', not {mode!r}")
-    nums, single = _normalize_argnums(argnums)
-    fname = _fname(f)
+    nums, single = normalize_argnums(argnums)
+    fname = function_name(f)
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
@@ -210,8 +212,8 @@ def _jacobian(rec, mode, holomorphic, fname, single):
         for s, k, leaf, nid in ins:
             if nid is None:
                 blocks[i][s][k] = NOTANGENT
-            elif rec.node(o) is None or not _is_inexact(o):
-                dt = np.result_type(_dtype(leaf), _dtype(o)) if _is_inexact(o) \
+            elif rec.node(o) is None or not is_inexact(o):
+                dt = np.result_type(_dtype(leaf), _dtype(o)) if is_inexact(o) \
                     else _dtype(leaf)
                 blocks[i][s][k] = _zeros_block(oshape + shape_of(leaf), dt)
     if mode == "forward":
@@ -224,7 +226,7 @@ def _jacobian(rec, mode, holomorphic, fname, single):
 def _jac_forward(rec, ins, blocks):
     tape = rec.tape
     outs = [(i, o, rec.node(o)) for i, o in enumerate(rec.out_leaves)
-            if rec.node(o) is not None and _is_inexact(o)]
+            if rec.node(o) is not None and is_inexact(o)]
     if not outs:
         return
     for s, k, leaf, nid in ins:
@@ -252,7 +254,7 @@ def _jac_reverse(rec, ins, blocks):
     tape = rec.tape
     for i, o in enumerate(rec.out_leaves):
         node = rec.node(o)
-        if node is None or not _is_inexact(o):
+        if node is None or not is_inexact(o):
             continue
         oshape, odt = shape_of(o), _dtype(o)
         cplx = odt.kind == "c"
@@ -306,14 +308,14 @@ def hessian(f, argnums=0, has_aux=False):
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    nums, single = _normalize_argnums(argnums)
-    fname = _fname(f)
+    nums, single = normalize_argnums(argnums)
+    fname = function_name(f)
 
     @functools.wraps(f)
     def hessian_f(*args, **kwargs):
         rec = _Recording(f, args, nums, fname, has_aux, kwargs)
         try:
-            _scalar_output(rec.out, rec.tape, f"hessian of {fname}")
+            scalar_output_dtype(rec.out, rec.tape, f"hessian of {fname}")
             H = _hessian(rec, fname, single)
         except HvpNotSupported:
             H = None
@@ -400,12 +402,11 @@ def linearize(f, *primals):
     >>> f_jvp(np.array([1.0, 1.0]))
     array([2., 6.])
     """
-    fname = _fname(f)
+    fname = function_name(f)
     rec = _Recording(f, primals, range(len(primals)), fname, private=True)
     tape = rec.tape
-    outs = [_unwrap_level(o, tape) for o in rec.out_leaves]
+    outs = [unwrap_level(o, tape) for o in rec.out_leaves]
     value = pytree.unflatten(rec.out_td, outs)
-    from .api import _check_tangent, _zero_like_value
 
     def f_jvp(*tangents):
         if len(tangents) != len(primals):
@@ -413,7 +414,7 @@ def linearize(f, *primals):
                                     f"{len(tangents)} tangents")
         seeds = {}
         for spec, p, t in zip(rec.specs, primals, tangents):
-            for nid, tv in zip(spec.ids, _check_tangent(t, p, fname, entry="linearize")):
+            for nid, tv in zip(spec.ids, check_tangent(t, p, fname, entry="linearize")):
                 if nid is not None and not isinstance(tv, Structural):
                     seeds[nid] = tv
         tans = tape.forward(seeds)
@@ -422,7 +423,7 @@ def linearize(f, *primals):
             node = rec.node(o)
             t = None if node is None else tans[node]
             if t is None:
-                t = _zero_like_value(v)
+                t = zero_like_value(v)
             res.append(t)
         return pytree.unflatten(rec.out_td, res)
 
@@ -452,20 +453,19 @@ class _HvpRecording:
                 raise NonDifferentiableInputError(
                     f"Hessian operator of {fname}: an input has complex dtype "
                     f"{_dtype(leaf)}; pass real and imaginary parts as real arguments")
-        dtype = _scalar_output(rec.out, tape, fname)
+        dtype = scalar_output_dtype(rec.out, tape, fname)
         self.node = rec.node(rec.out)
         self.one = np.ones(shape_of(rec.out), dtype)
         self.ids = [n for n in self.spec.ids if n is not None]
-        self.value = _unwrap_level(rec.out, tape)
+        self.value = unwrap_level(rec.out, tape)
         if self.node is None:
-            self.grad = _collect(self.spec, _EMPTY)
+            self.grad = collect_cotangents(self.spec, NO_GRADIENTS)
             tape.free()
         else:
             g = tape.backward([self.node], [self.one], retain_graph=True)
-            self.grad = _collect(self.spec, g)
+            self.grad = collect_cotangents(self.spec, g)
 
     def hvp(self, v):
-        from .api import _check_tangent
 
         if self._closed:
             raise GraphFreedError(
@@ -473,9 +473,9 @@ class _HvpRecording:
                 "(free() was called on the operator or on hvp_fn); keep the operator "
                 "unfreed while you use it, or record again with "
                 "chainrules.hessian_operator / linearize_grad")
-        tl = _check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
+        tl = check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
         if self.node is None:
-            return _collect(self.spec, _EMPTY)
+            return collect_cotangents(self.spec, NO_GRADIENTS)
         if self._slow:
             return _api_hvp(self.f, self.x, v)
         seeds = {}
@@ -495,7 +495,7 @@ class _HvpRecording:
             self._slow = True
             self.tape.free()
             return _api_hvp(self.f, self.x, v)
-        return _collect(self.spec, hv)
+        return collect_cotangents(self.spec, hv)
 
     def free(self):
         self._closed = True
@@ -518,7 +518,7 @@ def linearize_grad(f, x):
     >>> hvp_fn(np.array([1.0, 0.0]))
     array([6., 0.])
     """
-    rec = _HvpRecording(f, x, _fname(f))
+    rec = _HvpRecording(f, x, function_name(f))
 
     def hvp_fn(v):
         return rec.hvp(v)
@@ -604,7 +604,7 @@ def hessian_operator(f, x):
     >>> H @ np.array([0.0, 1.0])
     array([ 0., 12.])
     """
-    rec = _HvpRecording(f, x, _fname(f))
+    rec = _HvpRecording(f, x, function_name(f))
     vec, rebuild = to_vector(x)
     return _get_operator_class()(rec, vec.size, rebuild)
 
@@ -625,7 +625,7 @@ class Hessp:
 
     def __init__(self, f):
         self.f = f
-        self.fname = _fname(f)
+        self.fname = function_name(f)
         self._x = None
         self._rec = None
         self.recordings = 0

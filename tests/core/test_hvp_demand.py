@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import chainrules as cr
-from chainrules.api import _trace_args
+from chainrules.arguments import trace_args
 from chainrules.graph import Tape
 
 
@@ -54,7 +54,7 @@ def test_pruned_hvp_matches_nested_differentiation(f, n):
 
 def _record(f, x):
     tape = Tape()
-    (tx,), (spec,) = _trace_args(tape, (x,), (0,), "f")
+    (tx,), (spec,) = trace_args(tape, (x,), (0,), "f")
     out = f(tx)
     tape.active = False
     return tape, spec.ids[0], out.node

@@ -30,7 +30,7 @@ LAYERS = [
     {"registry"},
     {"graph"},
     {"tracing"},
-    {"broadcast", "derived", "derived_nary", "transpose"},
+    {"arguments", "broadcast", "derived", "derived_nary", "transpose"},
     {"anomaly", "api", "jacobians", "checkpoint"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
