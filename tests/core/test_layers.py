@@ -4,7 +4,8 @@ Every import in a core module, at module level or inside a function, is an
 edge of the import graph; the graph must have no cycle, and each module may
 import only modules of its own layer or below (DESIGN.md draws the layers):
 
-errors, arrays, pytree -> tangents -> rule -> registry -> graph (the engine)
+errors, arrays, pytree -> tangents -> rule -> registry -> sweep_common ->
+sweep_reverse, sweep_forward -> graph (the engine: the tape and its sweeps)
 -> tracing -> derived rules, transpose -> api and the rest.
 
 The engine knows rules and tangents, never traced values or anomaly
@@ -28,6 +29,8 @@ LAYERS = [
     {"tangents"},
     {"rule"},
     {"registry"},
+    {"sweep_common"},
+    {"sweep_reverse", "sweep_forward"},
     {"graph"},
     {"tracing"},
     {"arguments", "broadcast", "derived", "derived_nary", "transpose"},

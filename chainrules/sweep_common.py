@@ -1,0 +1,157 @@
+"""What the engine's sweeps share: the marker of a node with several
+outputs (``MULTI``), the hooks the layers above plug into the engine
+(``HOOKS``), the store of swept cotangents (``Gradients``), accumulation of
+cotangents into buffers the sweep owns, and naming the rule that failed.
+"""
+
+import numpy as np
+
+from .rule import rule_name
+from .tangents import ZERO, NoTangent, ZeroTangent
+
+_ndarray = np.ndarray
+#: the shape recorded for a node with several outputs
+MULTI = object()
+#: the types of structural (never materialised) cotangents
+STRUCT = (ZeroTangent, NoTangent, type(None))
+
+
+class EngineHooks:
+    """What the layers above the engine plug into it. The engine imports
+    neither tracing nor anomaly detection; they install themselves here when
+    imported (``import chainrules`` imports both).
+
+    anomaly:   None, or an object with ``anomaly_mode`` (a ContextVar: is the
+               mode on in this context?), ``on_leaf(tape, value)``,
+               ``on_record(tape, rule, value, nid)``, ``user_frame()``,
+               ``check_pullback(tape, i, g, results)`` and
+               ``check_pushforward(tape, i, tangent)``
+               (``chainrules.anomaly``).
+    transpose: ``transpose(rule, tangents, out_shape, out_dtype, project)``,
+               the pushforward of a rule that defines only a pullback
+               (``chainrules.transpose.transpose_pullback``).
+    """
+
+    __slots__ = ("anomaly", "transpose")
+
+    def __init__(self):
+        self.anomaly = None
+        self.transpose = None
+
+
+HOOKS = EngineHooks()
+
+
+class Gradients:
+    """Cotangents of the requested nodes after a backward sweep.
+
+    ``get(node)`` returns the cotangent (``ZeroTangent()`` when the output
+    does not depend on the node), ``remove(node)`` pops it without copying,
+    ``replace(node, value)`` swaps in a new value and returns the old one.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> g = cr.Gradients({cr.NodeId(0): np.ones(2)})
+    >>> g.get(cr.NodeId(0)), g.get(cr.NodeId(1))
+    (array([1., 1.]), ZeroTangent())
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store=None):
+        self._store = {} if store is None else store
+
+    def get(self, node, default=ZERO):
+        return self._store.get(node, default)
+
+    def remove(self, node, default=ZERO):
+        return self._store.pop(node, default)
+
+    def replace(self, node, value):
+        old = self._store.get(node, ZERO)
+        self._store[node] = value
+        return old
+
+    def __contains__(self, node):
+        return node in self._store
+
+    def __len__(self):
+        return len(self._store)
+
+    def __iter__(self):
+        return iter(self._store)
+
+    def items(self):
+        return self._store.items()
+
+    def __repr__(self):
+        return f"Gradients({sorted(int(k) for k in self._store)})"
+
+
+def accumulate(buf, owned, bit, nid, c):
+    """``buf[nid] += c`` for a projected cotangent ``c``: in place into a
+    buffer the sweep owns (bit ``bit`` of ``owned[nid]``), else into a new
+    array that it then owns. A rule's own arrays are never written to."""
+    prev = buf[nid]
+    if prev is None:
+        buf[nid] = c
+    elif owned[nid] & bit and type(c) is _ndarray:
+        np.add(prev, c, out=prev)
+    else:
+        s = prev + c
+        buf[nid] = s
+        # a traced sum (nested differentiation) is not a buffer we may write to
+        owned[nid] = owned[nid] | bit if type(s) is _ndarray else owned[nid] & ~bit
+
+
+def accumulate_slot(buf, nid, n_out, kc):
+    """Add ``kc = (k, c)``, the cotangent of output ``k`` of a multi-output
+    node, into its slot list."""
+    k, c = kc
+    slots = buf[nid]
+    if slots is None:
+        slots = buf[nid] = [None] * n_out
+    slots[k] = c if slots[k] is None else slots[k] + c
+
+
+def add_at(buf, owned, bit, nid, index, g, shape, dtype):
+    """Add ``g`` into ``buf[nid]`` at the basic ``index`` (the pullback of a
+    gather ``x[index]``), in place when the engine owns the buffer. Returns
+    False, doing nothing, when it cannot (the caller uses the pullback)."""
+    if (type(g) is not _ndarray and not isinstance(g, np.generic)) or (
+            g.dtype is not dtype and g.dtype != dtype):
+        return False
+    prev = buf[nid]
+    if prev is None:
+        acc = np.zeros(shape, dtype)
+    elif type(prev) is _ndarray:
+        acc = prev if owned[nid] & bit else np.array(prev, dtype)
+    else:
+        return False
+    target = acc[index]
+    if type(target) is _ndarray:  # a view: add in place
+        target += g
+    else:  # every axis indexed by an int: a scalar copy
+        acc[index] = target + g
+    buf[nid] = acc
+    owned[nid] |= bit
+    return True
+
+
+def rule_label(rule):
+    return rule if isinstance(rule, str) else rule_name(rule)
+
+
+def note_failure(exc, rule, i, method):
+    """Name the rule that raised, on the exception itself (it propagates
+    unchanged otherwise)."""
+    add = getattr(exc, "add_note", None)
+    if add is None or getattr(exc, "_chainrules_noted", False):
+        return
+    add(f"raised by {method} of rule {type(rule).__qualname__} for the operation "
+        f"{rule_name(rule)} (node {int(i)} of its tape)")
+    try:
+        exc._chainrules_noted = True
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        pass
