@@ -16,7 +16,8 @@ from .graph import Gradients, MultiOutput, Tape
 from .registry import non_differentiable, register, rrule
 from .rule import NodeId, ReverseRule
 from .tangents import NoTangent, ZeroTangent
-from .tracing import Traced, primitive
+from .primitives import primitive
+from .tracing import Traced
 from .jacobians import (hessian, hessian_operator, hessp, jacobian, linearize,
                         linearize_grad)
 from .checkpoint import checkpoint, checkpoint_sequential

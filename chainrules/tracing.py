@@ -13,17 +13,21 @@ with them. That is what makes ``grad(grad(f))`` and closures over outer
 traced values correct, without perturbation confusion.
 
 Uses that would silently drop a derivative raise ``UntraceableError``:
-``np.asarray(x)``, ``float(x)``, ``x.item()``, ``x[0] = ...``, ``out=``.
+``np.asarray(x)``, ``float(x)``, ``x.item()``, ``x[0] = ...``, ``out=``
+(``Traced`` takes the refused conversions from ``guards.py`` and its ndarray
+methods from ``array_methods.py``, as mixins).
 """
 
 import numpy as np
 
-from .errors import EscapedTracerError, MissingRuleError, TruthValueError, UntraceableError
+from .array_methods import ArrayMethods
+from .errors import EscapedTracerError, MissingRuleError, TruthValueError
+from .guards import ConversionGuards, untraceable
 from .rule import MultiOutput
 from .registry import ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS, lookup, op_name
 
-__all__ = ["Traced", "dispatch", "primitive", "getitem", "stop_gradient", "untraced",
-           "is_traced"]
+__all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_traced",
+           "top_tape"]
 
 _list_tuple = (list, tuple)
 
@@ -34,7 +38,7 @@ def _primal_type(v):
     return type(v)
 
 
-def _top_tape(args, kwargs):
+def top_tape(args, kwargs):
     top = None
     for a in args:
         ta = type(a)
@@ -43,7 +47,7 @@ def _top_tape(args, kwargs):
             if top is None or t.level > top.level:
                 top = t
         elif ta is list or ta is tuple:
-            t = _top_tape(a, None)  # nested lists too (np.block, array_likes)
+            t = top_tape(a, None)  # nested lists too (np.block, array_likes)
             if t is not None and (top is None or t.level > top.level):
                 top = t
     if kwargs:
@@ -92,7 +96,7 @@ def _bind_traced_kwargs(op, args, kwargs):
 
 def dispatch(op, args, kwargs):
     """Record ``op(*args, **kwargs)`` on the highest-level tape involved."""
-    top = _top_tape(args, kwargs)
+    top = top_tape(args, kwargs)
     if top is None:
         return op(*args, **kwargs)
     if not top.active:
@@ -296,38 +300,12 @@ def getitem(x, index):
 getitem._chainrules_op = True
 
 
-def _untraceable(what, alternative):
-    raise UntraceableError(f"{what} on a traced value would drop its derivative; "
-                           f"{alternative}")
-
-
 _REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
            "fmax": np.nanmax, "fmin": np.nanmin}
 _ACCUMULATE = {"add": np.cumsum, "multiply": np.cumprod}
 
 
-def _foreign_caller():
-    """The library function (SciPy, ...) that asked for a plain array, if the
-    conversion did not come from NumPy or the user's own code."""
-    import sys
-
-    f = sys._getframe(2)
-    while f is not None:
-        mod = f.f_globals.get("__name__", "")
-        if mod.startswith(("numpy", "chainrules")):
-            f = f.f_back
-            continue
-        if mod.startswith(("scipy", "sklearn", "array_api_compat")):
-            outer = f
-            while outer.f_back is not None and outer.f_back.f_globals.get(
-                    "__name__", "").startswith(("scipy", "array_api_compat")):
-                outer = outer.f_back
-            return outer
-        return None
-    return None
-
-
-class Traced:
+class Traced(ConversionGuards, ArrayMethods):
     """An array being differentiated. Use it as you would an ndarray.
 
     Examples
@@ -351,7 +329,7 @@ class Traced:
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if "out" in kwargs:
-            _untraceable(f"{op_name(ufunc)}(..., out=...)",
+            untraceable(f"{op_name(ufunc)}(..., out=...)",
                          "assign the result to a new name instead (y = f(x))")
         if method == "__call__":
             if "where" in kwargs:
@@ -384,7 +362,7 @@ class Traced:
             return ufunc(np.reshape(a, np.shape(a) + (1,) * nb),
                          np.reshape(b, (1,) * na + np.shape(b)))
         if method == "at":
-            _untraceable(f"{op_name(ufunc)}.at (an in-place update)",
+            untraceable(f"{op_name(ufunc)}.at (an in-place update)",
                          "build the result out of place, for example with "
                          "chainrules.numpy.index_add or np.where")
         raise MissingRuleError(
@@ -394,10 +372,10 @@ class Traced:
     def __array_function__(self, func, types, args, kwargs):
         if kwargs:
             if kwargs.get("out") is not None:
-                _untraceable(f"{op_name(func)}(..., out=...)",
+                untraceable(f"{op_name(func)}(..., out=...)",
                              "assign the result to a new name instead (y = f(x))")
         d = DECOMPOSITIONS.get(func)
-        if d is not None and _top_tape(args, kwargs) is not None:
+        if d is not None and top_tape(args, kwargs) is not None:
             return d(*args, **kwargs)  # compositions handle their own where=
         if kwargs:
             where = kwargs.get("where", True)
@@ -406,52 +384,6 @@ class Traced:
                     f"{op_name(func)} with where= is not differentiable by chainrules; "
                     "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
         return dispatch(func, args, kwargs)
-
-    def __array__(self, dtype=None, copy=None):
-        frame = _foreign_caller()
-        if frame is not None:
-            caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
-            from .scipy._hints import twin_for_frame
-
-            twin = twin_for_frame(frame)
-            if twin is not None:
-                way = f"call {twin} instead: it has the same signature and is differentiable"
-            else:
-                way = ("chainrules.scipy (special, linalg, ...) holds differentiable "
-                       "versions of SciPy's Python-level functions; for other functions, "
-                       "make them one operation with chainrules.primitive and register "
-                       "a rule")
-            _untraceable(
-                f"converting to a plain array inside {caller}",
-                f"{caller} is a Python-level function that calls np.asarray, which "
-                f"NumPy's protocols cannot intercept; {way}")
-        _untraceable("converting to a plain array (np.asarray / np.array)",
-                     "keep using NumPy functions on it; to build an array from "
-                     "traced pieces use np.stack / np.concatenate or "
-                     "chainrules.numpy.array (np.full with a traced fill value: "
-                     "chainrules.numpy.full); use chainrules.stop_gradient(x) for "
-                     "an explicit constant copy")
-
-    # -- conversions -------------------------------------------------------------
-    def __float__(self):
-        _untraceable("float()", "keep the value as an array, or use "
-                                "float(chainrules.stop_gradient(x)) deliberately")
-
-    def __complex__(self):
-        _untraceable("complex()", "use complex(chainrules.stop_gradient(x)) deliberately")
-
-    def __int__(self):
-        _untraceable("int()", "use int(chainrules.stop_gradient(x)) deliberately")
-
-    def __index__(self):
-        _untraceable("using it as an index", "indices carry no derivative: use "
-                                             "chainrules.stop_gradient(x) first")
-
-    def item(self, *args):
-        _untraceable("x.item()", "use chainrules.stop_gradient(x).item() deliberately")
-
-    def tolist(self):
-        _untraceable("x.tolist()", "use chainrules.stop_gradient(x).tolist() deliberately")
 
     def __bool__(self):
         # Python control flow on a traced value follows its current value (the
@@ -464,19 +396,11 @@ class Traced:
                 "select values differentiably")
         return bool(v)
 
-    def __setitem__(self, index, value):
-        _untraceable("an in-place write (x[...] = v)",
-                     "build a new array out of place, for example "
-                     "np.where(mask, v, x) or chainrules.numpy.index_update(x, index, v)")
-
     def __repr__(self):
         return f"Traced({self.value!r}, node={int(self.node)}, level={self.tape.level})"
 
     def __copy__(self):
         return self
-
-    def __deepcopy__(self, memo):
-        _untraceable("deepcopy", "copy the plain value with chainrules.stop_gradient")
 
     __hash__ = None
 
@@ -497,22 +421,6 @@ class Traced:
     def size(self):
         return self.value.size
 
-    @property
-    def T(self):
-        return np.transpose(self)
-
-    @property
-    def mT(self):
-        return np.swapaxes(self, -1, -2)
-
-    @property
-    def real(self):
-        return np.real(self)
-
-    @property
-    def imag(self):
-        return np.imag(self)
-
     def __len__(self):
         return len(self.value)
 
@@ -522,103 +430,6 @@ class Traced:
 
     def __getitem__(self, index):
         return dispatch(getitem, (self, index), None)
-
-    # -- methods -----------------------------------------------------------------
-    def sum(self, *args, **kwargs):
-        return np.sum(self, *args, **kwargs)
-
-    def mean(self, *args, **kwargs):
-        return np.mean(self, *args, **kwargs)
-
-    def prod(self, *args, **kwargs):
-        return np.prod(self, *args, **kwargs)
-
-    def max(self, *args, **kwargs):
-        return np.max(self, *args, **kwargs)
-
-    def min(self, *args, **kwargs):
-        return np.min(self, *args, **kwargs)
-
-    def var(self, *args, **kwargs):
-        return np.var(self, *args, **kwargs)
-
-    def std(self, *args, **kwargs):
-        return np.std(self, *args, **kwargs)
-
-    def cumsum(self, *args, **kwargs):
-        return np.cumsum(self, *args, **kwargs)
-
-    def cumprod(self, *args, **kwargs):
-        return np.cumprod(self, *args, **kwargs)
-
-    def ptp(self, *args, **kwargs):
-        return np.ptp(self, *args, **kwargs)
-
-    def argmax(self, *args, **kwargs):
-        return np.argmax(self, *args, **kwargs)
-
-    def argmin(self, *args, **kwargs):
-        return np.argmin(self, *args, **kwargs)
-
-    def argsort(self, *args, **kwargs):
-        return np.argsort(self, *args, **kwargs)
-
-    def nonzero(self):
-        return np.nonzero(self)
-
-    def any(self, *args, **kwargs):
-        return np.any(self, *args, **kwargs)
-
-    def all(self, *args, **kwargs):
-        return np.all(self, *args, **kwargs)
-
-    def reshape(self, *shape, **kwargs):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return np.reshape(self, shape, **kwargs)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return np.transpose(self, axes or None)
-
-    def swapaxes(self, a, b):
-        return np.swapaxes(self, a, b)
-
-    def ravel(self, order="C"):
-        return np.ravel(self, order)
-
-    def flatten(self, order="C"):
-        return np.ravel(self, order)
-
-    def squeeze(self, axis=None):
-        return np.squeeze(self, axis)
-
-    def repeat(self, repeats, axis=None):
-        return np.repeat(self, repeats, axis)
-
-    def take(self, indices, axis=None, mode="raise"):
-        return np.take(self, indices, axis, mode=mode)
-
-    def diagonal(self, offset=0, axis1=0, axis2=1):
-        return np.diagonal(self, offset, axis1, axis2)
-
-    def trace(self, offset=0, axis1=0, axis2=1):
-        return np.trace(self, offset, axis1, axis2)
-
-    def dot(self, other):
-        return np.dot(self, other)
-
-    def conj(self):
-        return np.conjugate(self)
-
-    conjugate = conj
-
-    def clip(self, min=None, max=None):
-        return np.clip(self, min, max)
-
-    def round(self, decimals=0):
-        return np.round(self, decimals)
 
     def copy(self):
         return self
@@ -794,43 +605,3 @@ def stop_gradient(x):
 
         return pytree.tree_map(_private_copy, v)
     return _private_copy(v)
-
-
-class Primitive:
-    """A user function made into one operation of the registry."""
-
-    _chainrules_primitive = True
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.__name__ = getattr(fn, "__name__", "primitive")
-        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
-        self.__module__ = getattr(fn, "__module__", None)
-        self.__doc__ = getattr(fn, "__doc__", None)
-        self.__wrapped__ = fn
-
-    def __call__(self, *args, **kwargs):
-        if _top_tape(args, kwargs) is None:
-            return self.fn(*args, **kwargs)
-        return dispatch(self, args, kwargs)
-
-    def __repr__(self):
-        return f"<primitive {self.__qualname__}>"
-
-
-def primitive(fn):
-    """Make ``fn`` one operation: calls on traced values go to its registered
-    rule (register one with ``chainrules.rrule(fn)``) instead of tracing
-    through its body. Usable as a decorator.
-
-    Examples
-    --------
-    >>> import numpy as np, chainrules as cr
-    >>> f = cr.primitive(lambda x: np.sqrt(x))
-    >>> _ = cr.scalar_rule(f, lambda x, y: 0.5 / y)
-    >>> cr.grad(lambda x: np.sum(f(x)))(np.array([4.0]))
-    array([0.25])
-    """
-    if isinstance(fn, Primitive):
-        return fn
-    return Primitive(fn)

@@ -33,7 +33,8 @@ from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
 from chainrules.registry import accepts_sequences, lookup, op_name, register
 from chainrules.tangents import ZERO, Structural
-from chainrules.tracing import getitem, primitive, untraced
+from chainrules.primitives import primitive
+from chainrules.tracing import getitem, untraced
 
 from ._util import shape_of
 from .shape import (NamedLinearRule, PiecesRule, ZipLinearRule, _dtype_of, _is_basic,

@@ -30,7 +30,8 @@ from chainrules.errors import HvpNotSupported
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import is_zero
-from chainrules.tracing import is_traced, primitive
+from chainrules.primitives import primitive
+from chainrules.tracing import is_traced
 
 try:
     import scipy.integrate as si

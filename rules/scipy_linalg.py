@@ -51,7 +51,7 @@ __all__ = ["expm", "sqrtm", "logm", "solve_triangular", "cho_factor", "cho_solve
            "lu_factor", "lu_solve"]
 
 if sl is not None:
-    from chainrules.tracing import primitive
+    from chainrules.primitives import primitive
 
     # SciPy's linalg functions are Python functions that call np.asarray on
     # their inputs, so traced values never reach a registry through them.

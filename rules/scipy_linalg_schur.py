@@ -82,7 +82,7 @@ def _schur_pf(r, xds):
 
 
 if sl is not None:
-    from chainrules.tracing import primitive
+    from chainrules.primitives import primitive
 
     schur = primitive(sl.schur)
     defrule(schur, _schur_pf, multi=True)

@@ -131,7 +131,7 @@ def _dlyap_pb(r, g):
 
 
 if sl is not None:
-    from chainrules.tracing import primitive
+    from chainrules.primitives import primitive
 
     solve_sylvester = primitive(sl.solve_sylvester)
     _solve_discrete_lyapunov = primitive(sl.solve_discrete_lyapunov)

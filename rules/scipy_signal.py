@@ -14,7 +14,7 @@ SciPy is installed); the public twins are in ``chainrules.scipy.signal``.
 import numpy as np
 
 from chainrules.derived import bilinear_rule, linear_rule
-from chainrules.tracing import primitive
+from chainrules.primitives import primitive
 
 try:
     import scipy.signal as ss

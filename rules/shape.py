@@ -32,7 +32,8 @@ from chainrules.rule import MultiOutput
 from chainrules.registry import accepts_sequences, op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, Structural
-from chainrules.tracing import astype, primitive, untraced
+from chainrules.primitives import primitive
+from chainrules.tracing import astype, untraced
 
 from ._util import ndim_of, shape_of
 

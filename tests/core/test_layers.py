@@ -25,7 +25,7 @@ import chainrules
 PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
-    {"errors", "arrays", "pytree"},
+    {"errors", "arrays", "pytree", "array_methods", "guards"},
     {"tangents"},
     {"rule"},
     {"registry"},
@@ -33,7 +33,7 @@ LAYERS = [
     {"sweep_reverse", "sweep_forward"},
     {"graph"},
     {"tracing"},
-    {"arguments", "broadcast", "derived", "derived_nary", "transpose"},
+    {"arguments", "broadcast", "derived", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "checkpoint"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}

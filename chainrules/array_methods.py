@@ -1,0 +1,125 @@
+"""The ndarray methods and attributes of a traced value (``x.sum()``,
+``x.reshape(...)``, ``x.T``, ...), each the NumPy function it stands for, so
+that they dispatch through NumPy's protocols like ``np.sum(x)``.
+``ArrayMethods`` is a mixin of ``chainrules.tracing.Traced``."""
+
+import numpy as np
+
+
+class ArrayMethods:
+    """ndarray methods as NumPy function calls (a mixin of ``Traced``)."""
+
+    __slots__ = ()
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    @property
+    def mT(self):
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return np.real(self)
+
+    @property
+    def imag(self):
+        return np.imag(self)
+
+    # -- methods -----------------------------------------------------------------
+    def sum(self, *args, **kwargs):
+        return np.sum(self, *args, **kwargs)
+
+    def mean(self, *args, **kwargs):
+        return np.mean(self, *args, **kwargs)
+
+    def prod(self, *args, **kwargs):
+        return np.prod(self, *args, **kwargs)
+
+    def max(self, *args, **kwargs):
+        return np.max(self, *args, **kwargs)
+
+    def min(self, *args, **kwargs):
+        return np.min(self, *args, **kwargs)
+
+    def var(self, *args, **kwargs):
+        return np.var(self, *args, **kwargs)
+
+    def std(self, *args, **kwargs):
+        return np.std(self, *args, **kwargs)
+
+    def cumsum(self, *args, **kwargs):
+        return np.cumsum(self, *args, **kwargs)
+
+    def cumprod(self, *args, **kwargs):
+        return np.cumprod(self, *args, **kwargs)
+
+    def ptp(self, *args, **kwargs):
+        return np.ptp(self, *args, **kwargs)
+
+    def argmax(self, *args, **kwargs):
+        return np.argmax(self, *args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return np.argmin(self, *args, **kwargs)
+
+    def argsort(self, *args, **kwargs):
+        return np.argsort(self, *args, **kwargs)
+
+    def nonzero(self):
+        return np.nonzero(self)
+
+    def any(self, *args, **kwargs):
+        return np.any(self, *args, **kwargs)
+
+    def all(self, *args, **kwargs):
+        return np.all(self, *args, **kwargs)
+
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return np.reshape(self, shape, **kwargs)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return np.transpose(self, axes or None)
+
+    def swapaxes(self, a, b):
+        return np.swapaxes(self, a, b)
+
+    def ravel(self, order="C"):
+        return np.ravel(self, order)
+
+    def flatten(self, order="C"):
+        return np.ravel(self, order)
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis)
+
+    def repeat(self, repeats, axis=None):
+        return np.repeat(self, repeats, axis)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return np.take(self, indices, axis, mode=mode)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        return np.trace(self, offset, axis1, axis2)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def conj(self):
+        return np.conjugate(self)
+
+    conjugate = conj
+
+    def clip(self, min=None, max=None):
+        return np.clip(self, min, max)
+
+    def round(self, decimals=0):
+        return np.round(self, decimals)
