@@ -33,7 +33,8 @@ LAYERS = [
     {"sweep_reverse", "sweep_forward"},
     {"graph"},
     {"tracing"},
-    {"arguments", "broadcast", "derived", "derived_nary", "primitives", "transpose"},
+    {"arguments", "broadcast", "derived", "derived_common", "derived_linear", "derived_nary",
+     "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "checkpoint"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}

@@ -1,0 +1,104 @@
+"""Helpers of the derived rules (``derived.py``, ``derived_linear.py``):
+which saved values a partial reads, products with constant or callable
+partials, sums of possibly structural tangents, and the cotangent casts of
+inputs narrower than the output."""
+
+import dis
+
+import numpy as np
+
+from .arrays import uniform_array, uniform_value
+from .broadcast import CastCotangents
+from .tangents import ZERO, Structural
+
+
+def broadcast_tangent(t, shape):
+    if t.shape != shape:
+        return np.broadcast_to(t, shape)
+    return t
+
+
+def names_read(fn, names):
+    """Which of ``names`` the function reads (its parameters, positionally)."""
+    if not callable(fn):
+        return set()
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return set(names)
+    params = code.co_varnames[:code.co_argcount]
+    if code.co_flags & 0x04:  # *args: cannot tell
+        return set(names)
+    used = {ins.argval for ins in dis.get_instructions(code)
+            if ins.opname.startswith("LOAD_") and isinstance(ins.argval, str)}
+    used |= set(code.co_cellvars)
+    return {names[i] for i, p in enumerate(params) if i < len(names) and p in used}
+
+
+def call_partial(d, *args):
+    return d(*args) if callable(d) else d
+
+
+def is_zero_const(d):
+    """A second partial given as the constant 0 (``None``, unknown, is not)."""
+    return d is not None and not callable(d) and np.all(np.equal(d, 0))
+
+
+def times(g, d):
+    """``g * d`` where ``d`` may be a constant partial (1, -1, 0). A uniform
+    ``g`` (zero strides: the cotangent of a sum) times a constant stays
+    uniform, at no cost."""
+    if isinstance(g, Structural):
+        return ZERO
+    if type(d) is int or type(d) is float:
+        if d == 1:
+            return g
+        if d == 0:
+            return ZERO
+        return scale(g, d)
+    return g * d
+
+
+def scale(g, c):
+    """``g * c`` for a scalar ``c``; a uniform ``g`` stays uniform."""
+    u = uniform_value(g)
+    if u is not None:
+        return uniform_array(u * c, g.shape)
+    return g * c
+
+
+def plus(a, b):
+    if isinstance(a, Structural):
+        return b
+    if isinstance(b, Structural):
+        return a
+    return a + b
+
+
+def signed_sum(a, da, b, db):
+    """``a * da + b * db`` for constant partials, without a pass for a sign."""
+    if da == 1:
+        if db == 1:
+            return a + b
+        if db == -1:
+            return a - b
+    elif da == -1 and db == 1:
+        return b - a
+    return plus(times(a, da), times(b, db))
+
+
+def cast_mixed(xi, x, yi, y, z, rule):
+    """``rule``, or ``rule`` wrapped so that traced inputs narrower than the
+    output (float32 with a float64 array, real with complex) get cotangents
+    of their own dtype from the rule itself."""
+    zdt = z.dtype
+    narrow = None
+    if xi is not None:
+        dt = x.dtype
+        if dt is not zdt and dt != zdt:
+            narrow = {xi: dt}
+    if yi is not None:
+        dt = y.dtype
+        if dt is not zdt and dt != zdt:
+            narrow = narrow or {}
+            narrow[yi] = dt
+    return rule if narrow is None else CastCotangents(rule, narrow, zdt)

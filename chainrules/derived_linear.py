@@ -1,0 +1,271 @@
+"""Rules derived from a linear or bilinear definition: ``linear_rule`` (the
+adjoint of a linear map) and ``bilinear_rule`` (the two adjoints of a
+bilinear map), with the special cases an elementwise product records
+(``ScaleRule`` for a constant scalar factor, ``SelfProductRule`` for
+``x * x``)."""
+
+import numpy as np
+
+from .arrays import shape_of
+from .derived_common import cast_mixed, plus, scale
+from .registry import op_name, register
+from .rule import ReverseRule
+from .tangents import ZERO, Structural
+
+
+class ScaleRule(ReverseRule):
+    """z = c * x for a constant real scalar c (elementwise bilinear ops)."""
+
+    __slots__ = ("x_id", "c", "name")
+    linear = True
+
+    def __init__(self, x_id, c, name):
+        self.x_id = x_id
+        self.c = c
+        self.name = name
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        return [(self.x_id, scale(g, self.c))]
+
+    def pushforward(self, tangents):
+        t = tangents[0]
+        return t if isinstance(t, Structural) else t * self.c
+
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        c = self.c
+        return [(self.x_id, ZERO if skip or isinstance(g, Structural) else scale(g, c),
+                 gd if isinstance(gd, Structural) else scale(gd, c))]
+
+
+class SelfProductRule(ReverseRule):
+    """z = x * x, one input used twice: the two cotangents ``g * x`` of a
+    product are one, ``2 g x``, computed in two passes instead of three and
+    one temporary."""
+
+    __slots__ = ("x_id", "x", "name")
+
+    def __init__(self, x_id, x, name):
+        self.x_id = x_id
+        self.x = x
+        self.name = name
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def _twice(self, g):
+        c = g * self.x
+        if type(c) is np.ndarray:
+            np.add(c, c, out=c)   # a fresh array of this rule's making
+            return c
+        return c + c
+
+    def pullback(self, g):
+        return [(self.x_id, self._twice(g))]
+
+    def pushforward(self, tangents):
+        t = tangents[0]
+        return t if isinstance(t, Structural) else self._twice(t)
+
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        xd = tangents[0]
+        has_g = not isinstance(g, Structural)
+        c = self._twice(g) if has_g and not skip else ZERO
+        cd = ZERO if isinstance(gd, Structural) else self._twice(gd)
+        if has_g and not isinstance(xd, Structural):
+            d = g * xd
+            cd = plus(cd, d + d)
+        return [(self.x_id, c, cd)]
+
+
+# -- linear --------------------------------------------------------------------
+class LinearRule(ReverseRule):
+    """y = op(x, *static) linear in x; the pullback is ``transpose``."""
+
+    __slots__ = ("x_id", "op", "transpose", "shape", "args", "kwargs")
+    linear = True
+
+    def __init__(self, x_id, op, transpose, shape, args, kwargs):
+        self.x_id = x_id
+        self.op = op
+        self.transpose = transpose
+        self.shape = shape
+        self.args = args
+        self.kwargs = kwargs
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        if isinstance(g, Structural):
+            return []
+        return [(self.x_id, self.transpose(g, self.shape, *self.args, **self.kwargs))]
+
+    def pushforward(self, tangents):
+        return self.op(tangents[0], *self.args, **self.kwargs)
+
+    #: during ``hvp`` the first-order cotangent of a leaf input is not needed
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        cs = [] if self.x_id in skip else self.pullback(g)
+        ds = self.pullback(gd)
+        return [(self.x_id, cs[0][1] if cs else ZERO, ds[0][1] if ds else ZERO)]
+
+
+def linear_rule(op, transpose, types=()):
+    """Register ``op(x, *static, **kw)``, linear in its first argument.
+
+    ``transpose(g, x_shape, *static, **kw)`` returns the cotangent of ``x``.
+    The other arguments must not be traced (they are static: axes, shapes).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> double = cr.primitive(lambda x: 2 * x)
+    >>> _ = cr.linear_rule(double, lambda g, x_shape: 2 * g)
+    >>> cr.grad(lambda x: np.sum(double(x)))(np.ones(2))
+    array([2., 2.])
+    """
+
+    def linear_maker(ids, x, *args, **kwargs):
+        if any(i is not None for i in ids[1:]):
+            from .errors import MissingRuleError
+
+            raise MissingRuleError(
+                f"{op_name(op)} is differentiated in its first argument only; "
+                "its other arguments must not be traced")
+        y = op(x, *args, **kwargs)
+        return y, LinearRule(ids[0], op, transpose, shape_of(x), args, kwargs)
+
+    register(op, *types)(linear_maker)
+    return op
+
+
+# -- bilinear ------------------------------------------------------------------
+class BilinearRule(ReverseRule):
+    """z = op(x, y, *static), linear in each of x and y."""
+
+    __slots__ = ("x_id", "y_id", "x", "y", "op", "tx", "ty", "xshape", "yshape",
+                 "args", "kwargs")
+
+    def __init__(self, x_id, y_id, x, y, op, tx, ty, xshape, yshape, args, kwargs):
+        self.x_id = x_id
+        self.y_id = y_id
+        self.x = x
+        self.y = y
+        self.op = op
+        self.tx = tx
+        self.ty = ty
+        self.xshape = xshape
+        self.yshape = yshape
+        self.args = args
+        self.kwargs = kwargs
+
+    def inputs(self):
+        if self.x_id is None:
+            return (self.y_id,)
+        if self.y_id is None:
+            return (self.x_id,)
+        return (self.x_id, self.y_id)
+
+    def _gx(self, g, y):
+        return self.tx(g, y, self.xshape, *self.args, **self.kwargs)
+
+    def _gy(self, g, x):
+        return self.ty(g, x, self.yshape, *self.args, **self.kwargs)
+
+    def pullback(self, g):
+        out = []
+        if self.x_id is not None:
+            out.append((self.x_id, self._gx(g, self.y)))
+        if self.y_id is not None:
+            out.append((self.y_id, self._gy(g, self.x)))
+        return out
+
+    def _split(self, tangents):
+        if self.x_id is None:
+            return ZERO, tangents[0]
+        if self.y_id is None:
+            return tangents[0], ZERO
+        return tangents
+
+    def pushforward(self, tangents):
+        xd, yd = self._split(tangents)
+        t = ZERO
+        if not isinstance(xd, Structural):
+            t = self.op(xd, self.y, *self.args, **self.kwargs)
+        if not isinstance(yd, Structural):
+            t = plus(t, self.op(self.x, yd, *self.args, **self.kwargs))
+        return t
+
+    #: the engine may pass ``skip``: inputs whose first-order cotangent is not
+    #: wanted (leaves during ``hvp``), saving a contraction per such input
+    cot_skippable = True
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        xd, yd = self._split(tangents)
+        has_g = not isinstance(g, Structural)
+        has_gd = not isinstance(gd, Structural)
+        out = []
+        if self.x_id is not None:
+            c = self._gx(g, self.y) if has_g and self.x_id not in skip else ZERO
+            cd = self._gx(gd, self.y) if has_gd else ZERO
+            if has_g and not isinstance(yd, Structural):
+                cd = plus(cd, self._gx(g, yd))
+            out.append((self.x_id, c, cd))
+        if self.y_id is not None:
+            c = self._gy(g, self.x) if has_g and self.y_id not in skip else ZERO
+            cd = self._gy(gd, self.x) if has_gd else ZERO
+            if has_g and not isinstance(xd, Structural):
+                cd = plus(cd, self._gy(g, xd))
+            out.append((self.y_id, c, cd))
+        return out
+
+
+_SCALARS = (float, int, np.float64, np.float32)
+
+
+def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
+    """Register ``z = op(x, y, *static, **kw)``, bilinear in ``(x, y)``.
+
+    ``transpose_x(g, y, x_shape, *static, **kw)`` is the cotangent of ``x``
+    and ``transpose_y(g, x, y_shape, *static, **kw)`` that of ``y``. The
+    pushforward and the second-order terms follow from bilinearity.
+    ``elementwise=True`` (for ``multiply``) records ``x * c`` with a constant
+    real scalar ``c`` as a cheaper scaling rule.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> outer = cr.primitive(lambda x, y: np.multiply.outer(x, y))
+    >>> _ = cr.bilinear_rule(outer, lambda g, y, x_shape: g @ y,
+    ...                      lambda g, x, y_shape: x @ g)
+    >>> cr.grad(lambda x: np.sum(outer(x, np.array([1.0, 2.0]))))(np.ones(3))
+    array([3., 3., 3.])
+    """
+
+    def bilinear_maker(ids, x, y, *args, **kwargs):
+        z = op(x, y, *args, **kwargs)
+        xi, yi = ids
+        if elementwise and not args and not kwargs and (
+                (yi is None and type(y) in _SCALARS) or (xi is None and type(x) in _SCALARS)):
+            rule = ScaleRule(xi, y, op_name(op)) if yi is None else ScaleRule(yi, x, op_name(op))
+        elif elementwise and xi is not None and xi == yi and x is y and not args and not kwargs:
+            rule = SelfProductRule(xi, x, op_name(op))
+        else:
+            # x is needed only for the cotangent of y, and y only for that of x
+            rule = BilinearRule(xi, yi, None if yi is None else x,
+                                None if xi is None else y, op, transpose_x, transpose_y,
+                                None if xi is None else x.shape,
+                                None if yi is None else y.shape, args, kwargs)
+        return z, cast_mixed(xi, x, yi, y, z, rule)
+
+    register(op, *types)(bilinear_maker)
+    return op
