@@ -5,7 +5,8 @@ SciPy families register only when SciPy is installed.
 """
 
 from . import (arithmetic, complex, contractions, decompositions, elementwise, fft,  # noqa: F401
-               indexing, linalg, nondiff, reductions, shape, special, statistics,
+               indexing, linalg, nondiff, reductions, shape, shape_pieces, special,
+               statistics,
                scipy_linalg, special_bessel, special_incomplete)
 from . import (scipy_integrate, scipy_linalg_schur, scipy_linalg_solvers,  # noqa: F401
                scipy_signal)

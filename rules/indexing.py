@@ -37,8 +37,8 @@ from chainrules.primitives import primitive
 from chainrules.tracing import getitem, untraced
 
 from ._util import shape_of
-from .shape import (NamedLinearRule, PiecesRule, ZipLinearRule, _dtype_of, _is_basic,
-                    _reject_traced, _traced_only, scatter_add, to_dtype)
+from .shape import (NamedLinearRule, PiecesRule, ZipLinearRule, dtype_of, is_basic,
+                    reject_traced, traced_only, scatter_add, to_dtype)
 
 
 # -- x[index] ------------------------------------------------------------------------
@@ -61,7 +61,7 @@ _general_getitem = lookup(getitem, (np.ndarray, object))
 
 @register(getitem)
 def _getitem_maker(ids, x, index):
-    if ids[1] is None and _is_basic(index):
+    if ids[1] is None and is_basic(index):
         rule = BasicIndexRule(ids[0], getitem, _getitem_transpose, shape_of(x), (index,), {})
         rule.gather_index = index
         return x[index], rule
@@ -150,7 +150,7 @@ def _sort_maker(op, arg):
     params = _partition_params if op is np.partition else _sort_params
 
     def sort_maker(ids, x, *args, **kwargs):
-        _reject_traced(op, ids, 1)
+        reject_traced(op, ids, 1)
         p = params(x, *args, **kwargs)  # positional and keyword forms alike
         axis = p["axis"]
         if p["order"] is not None:
@@ -185,7 +185,7 @@ def _delete_transpose(g, shape, index, flat_shape):
 
 @register(np.delete)
 def _delete_maker(ids, arr, obj, axis=None):
-    _reject_traced(np.delete, ids, 1)
+    reject_traced(np.delete, ids, 1)
     shape = shape_of(arr)
     if axis is None:
         n = int(np.prod(shape, dtype=np.int64))
@@ -260,7 +260,7 @@ def _select_maker(ids, condlist, choicelist, default=0):
         masks.append(c & ~taken)
         taken = taken | c
     shapes = [shape_of(p) for p in choices]
-    dtypes = [_dtype_of(p) for p in choices]
+    dtypes = [dtype_of(p) for p in choices]
     default_id = ids[2] if len(ids) > 2 else None
     if default_id is not None:
         if whole is not None:
@@ -269,11 +269,11 @@ def _select_maker(ids, condlist, choicelist, default=0):
         cids = tuple(cids) + (default_id,)
         masks.append(~taken)
         shapes.append(shape_of(default))
-        dtypes.append(_dtype_of(default))
+        dtypes.append(dtype_of(default))
     if whole is not None:
-        dtypes = [_dtype_of(choicelist)]
+        dtypes = [dtype_of(choicelist)]
     return out, MaskedSumRule("numpy.select", tuple(cids), tuple(shapes), tuple(masks),
-                              out_shape, whole, tuple(dtypes), _dtype_of(out))
+                              out_shape, whole, tuple(dtypes), dtype_of(out))
 
 
 accepts_sequences(np.select, 0, 1)
@@ -297,10 +297,10 @@ def _choose_maker(ids, a, choices, out=None, mode="raise"):
     elif mode == "clip":
         idx = np.clip(idx, 0, n - 1)
     masks = tuple(np.broadcast_to(idx == i, out_shape) for i in range(n))
-    dtypes = (_dtype_of(choices),) if whole is not None else tuple(_dtype_of(p) for p in pieces)
+    dtypes = (dtype_of(choices),) if whole is not None else tuple(dtype_of(p) for p in pieces)
     return res, MaskedSumRule("numpy.choose", tuple(cids),
                               tuple(shape_of(p) for p in pieces), masks, out_shape, whole,
-                              dtypes, _dtype_of(res))
+                              dtypes, dtype_of(res))
 
 
 accepts_sequences(np.choose, 1)
@@ -366,7 +366,7 @@ class IndexUpdateRule(ZipLinearRule):
             else "chainrules.numpy.index_add"
 
     def inputs(self):
-        return _traced_only((self.x_id, self.v_id))
+        return traced_only((self.x_id, self.v_id))
 
     def pullback(self, g):
         if isinstance(g, Structural):
@@ -396,12 +396,12 @@ class IndexUpdateRule(ZipLinearRule):
 
 def _index_maker(op, update):
     def index_maker(ids, x, index, values):
-        _reject_traced(op, (None,) + tuple(ids[1:2]), 1)
+        reject_traced(op, (None,) + tuple(ids[1:2]), 1)
         out = op(x, index, values)
         x_shape = shape_of(x)
         keep = None
         if update:
-            if not _is_basic(index):
+            if not is_basic(index):
                 count = np.zeros(x_shape, np.intp)
                 np.add.at(count, index, 1)
                 if count.size and count.max() > 1:
@@ -413,7 +413,7 @@ def _index_maker(op, update):
             keep[index] = False
         v_id = ids[2] if len(ids) > 2 else None
         return out, IndexUpdateRule(ids[0], v_id, index, keep, x_shape, shape_of(values),
-                                    _dtype_of(x), _dtype_of(values), _dtype_of(out))
+                                    dtype_of(x), dtype_of(values), dtype_of(out))
 
     register(op)(index_maker)
 

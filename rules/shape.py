@@ -7,12 +7,14 @@ adjoint, the pushforward is the operation itself applied to the tangent, and
 its tangent (no second-order term). The adjoints are written with NumPy
 calls that are rules themselves, so they differentiate again.
 
-Covered: reshape, ravel (and x.flatten), copy, astype (between inexact
-dtypes), expand_dims, squeeze, transpose, moveaxis, swapaxes, broadcast_to,
-broadcast_arrays, atleast_1d/2d/3d, concatenate, stack, hstack, vstack,
-dstack, column_stack, append, split, array_split, hsplit, vsplit, dsplit,
-tile, repeat, flip, fliplr, flipud, rot90, roll, pad (constant, edge,
-reflect, symmetric, wrap), diag, diagonal, diagflat, triu, tril.
+Covered here: reshape, ravel (and x.flatten), copy, astype (between
+inexact dtypes), expand_dims, squeeze, transpose, moveaxis, swapaxes,
+broadcast_to, tile, repeat, flip, fliplr, flipud, rot90, roll, pad
+(constant, edge, reflect, symmetric, wrap), diag, diagonal, diagflat, triu,
+tril; and the helper rules of operations on several arrays, whose rules
+(broadcast_arrays, atleast_1d/2d/3d, concatenate, stack, hstack, vstack,
+dstack, column_stack, append, split, array_split, hsplit, vsplit, dsplit)
+are in ``shape_pieces.py``.
 
 Operations of several arrays (``np.concatenate([a, b])``) accept any mix of
 traced and constant pieces; operations with several outputs (``np.split``,
@@ -39,7 +41,7 @@ from ._util import ndim_of, shape_of
 
 
 # -- scatter_add: the adjoint of every gather ----------------------------------------
-def _is_basic(index):
+def is_basic(index):
     """True for an index made only of ints, slices, None and Ellipsis (no repeats)."""
     parts = index if type(index) is tuple else (index,)
     for p in parts:
@@ -57,7 +59,7 @@ def scatter_add(g, index, shape):
     accumulate): the adjoint of ``x[index]`` for ``x`` of ``shape``."""
     if type(g) is np.ndarray or not is_array(g):
         out = np.zeros(shape, np.result_type(g))
-        if _is_basic(index):
+        if is_basic(index):
             out[index] = g
         else:
             np.add.at(out, index, g)
@@ -130,7 +132,7 @@ class ZipLinearRule(ReverseRule):
         return [(nid, c, cd) for (nid, c), (_, cd) in zip(a, b)]
 
 
-def _traced_only(ids):
+def traced_only(ids):
     return tuple(i for i in ids if i is not None)
 
 
@@ -157,7 +159,7 @@ class PiecesRule(ZipLinearRule):
     def inputs(self):
         if self.whole is not None:
             return (self.whole,)
-        return _traced_only(self.ids)
+        return traced_only(self.ids)
 
     def _cotangents(self, pieces):
         """Pairs for the inputs from one cotangent per piece."""
@@ -175,7 +177,7 @@ class PiecesRule(ZipLinearRule):
         return [ZERO if nid is None else next(it) for nid in self.ids]
 
 
-def _reject_traced(op, ids, start):
+def reject_traced(op, ids, start):
     for i in ids[start:]:
         if i is not None:
             raise MissingRuleError(
@@ -184,7 +186,7 @@ def _reject_traced(op, ids, start):
                 "wrap them in chainrules.stop_gradient")
 
 
-def _axis_slice(axis, start, stop):
+def axis_slice(axis, start, stop):
     return (slice(None),) * axis + (slice(start, stop),)
 
 
@@ -198,12 +200,12 @@ def to_dtype(c, dtype):
     return c.astype(dtype)
 
 
-def _dtype_of(v):
+def dtype_of(v):
     d = getattr(v, "dtype", None)
     return d if d is not None else np.asarray(v).dtype
 
 
-def _first_dtype(values):
+def first_dtype(values):
     for v in values:
         if not isinstance(v, Structural):
             return v.dtype
@@ -211,7 +213,7 @@ def _first_dtype(values):
 
 
 # -- reshape-like ops: the adjoint is a reshape back ----------------------------------
-def _reshape_back(g, shape, *args, **kwargs):
+def reshape_back(g, shape, *args, **kwargs):
     return np.reshape(g, shape)
 
 
@@ -240,7 +242,7 @@ def _reshape_transpose(g, xshape, *args, **kwargs):
 
 @register(np.reshape)
 def _reshape_maker(ids, x, *args, **kwargs):
-    _reject_traced(np.reshape, ids, 1)
+    reject_traced(np.reshape, ids, 1)
     args = list(args)
     if len(args) > 1:
         args[1] = _concrete_order(x, args[1])
@@ -277,14 +279,14 @@ def _astype_tangent(t, dtype, src):
 
 @register(astype)
 def _astype_maker(ids, x, dtype):
-    src = _dtype_of(x)
+    src = dtype_of(x)
     return astype(x, dtype), NamedLinearRule("chainrules.tracing.astype", ids[0],
                                              _astype_tangent, _astype_transpose,
                                              shape_of(x), (dtype, src), {})
 
 
-linear_rule(np.expand_dims, _reshape_back)
-linear_rule(np.squeeze, _reshape_back)
+linear_rule(np.expand_dims, reshape_back)
+linear_rule(np.squeeze, reshape_back)
 
 
 def _transpose_transpose(g, shape, axes=None):
@@ -303,246 +305,6 @@ def _moveaxis_transpose(g, shape, source, destination):
 linear_rule(np.moveaxis, _moveaxis_transpose)
 linear_rule(np.swapaxes, lambda g, shape, axis1, axis2: np.swapaxes(g, axis1, axis2))
 linear_rule(np.broadcast_to, lambda g, xshape, *a, **k: unbroadcast(g, xshape))
-
-
-# -- several arrays in, several out: broadcast_arrays, atleast_nd(a, b) ---------------
-class MapRule(ZipLinearRule):
-    """Output ``k`` is a reshape or broadcast of input ``k``."""
-
-    __slots__ = ("ids", "shapes", "out_shapes", "broadcast", "label")
-
-    def __init__(self, label, ids, shapes, out_shapes, broadcast):
-        self.label = label
-        self.ids = ids
-        self.shapes = shapes
-        self.out_shapes = out_shapes
-        self.broadcast = broadcast
-
-    @property
-    def name(self):
-        return self.label
-
-    def inputs(self):
-        return _traced_only(self.ids)
-
-    def pullback(self, gs):
-        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
-            return []
-        out = []
-        for nid, g, shape in zip(self.ids, gs, self.shapes):
-            if nid is None:
-                continue
-            if isinstance(g, Structural):
-                out.append((nid, ZERO))
-            elif self.broadcast:
-                out.append((nid, unbroadcast(g, shape)))
-            else:
-                out.append((nid, np.reshape(g, shape)))
-        return out
-
-    def pushforward(self, tangents):
-        ts = iter(tangents)
-        out = []
-        for nid, shape in zip(self.ids, self.out_shapes):
-            t = ZERO if nid is None else next(ts)
-            if isinstance(t, Structural):
-                out.append(ZERO)
-            elif self.broadcast:
-                out.append(np.broadcast_to(t, shape))
-            else:
-                out.append(np.reshape(t, shape))
-        return tuple(out)
-
-
-def _map_maker(op, broadcast):
-    def map_maker(ids, *xs, **kwargs):
-        out = op(*xs, **kwargs)
-        if not isinstance(out, (tuple, list)):  # atleast_1d(x): one array
-            return out, LinearRule(ids[0], op, _reshape_back, shape_of(xs[0]), (), {})
-        rule = MapRule(op_name(op), tuple(ids), tuple(shape_of(x) for x in xs),
-                       tuple(o.shape for o in out), broadcast)
-        return MultiOutput(tuple(out)), rule
-
-    register(op)(map_maker)
-
-
-_map_maker(np.broadcast_arrays, True)
-for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
-    _map_maker(_f, False)
-
-
-# -- joining: concatenate, stack, hstack, vstack, dstack, column_stack ----------------
-class JoinRule(PiecesRule):
-    """``out = concatenate([reshape(p_i, r_i) for p_i in pieces], axis)``."""
-
-    __slots__ = ("rshapes", "axis")
-
-    def __init__(self, label, ids, shapes, rshapes, axis, whole, dtypes, out_dtype):
-        super().__init__(label, ids, shapes, whole, dtypes, out_dtype)
-        self.rshapes = rshapes
-        self.axis = axis
-
-    def _pieces(self, g):
-        start = 0
-        axis = self.axis
-        for shape, rshape in zip(self.shapes, self.rshapes):
-            stop = start + rshape[axis]
-            p = g[_axis_slice(axis, start, stop)]
-            start = stop
-            yield p if rshape == shape else np.reshape(p, shape)
-
-    def pullback(self, g):
-        if isinstance(g, Structural):
-            return []
-        return self._cotangents(self._pieces(g))
-
-    def pushforward(self, tangents):
-        ts = self._tangents(tangents)
-        dtype = self.out_dtype
-        parts = []
-        for t, shape, rshape in zip(ts, self.shapes, self.rshapes):
-            if isinstance(t, Structural):
-                parts.append(np.zeros(rshape, dtype))
-            else:
-                parts.append(to_dtype(t if rshape == shape else np.reshape(t, rshape), dtype))
-        return np.concatenate(parts, axis=self.axis)
-
-
-def _concat_layout(pieces, axis=0, *args, **kwargs):
-    shapes = [shape_of(p) for p in pieces]
-    if axis is None:
-        return shapes, [(int(np.prod(s, dtype=np.int64)),) for s in shapes], 0
-    return shapes, shapes, axis % len(shapes[0])
-
-
-def _stack_layout(pieces, axis=0, *args, **kwargs):
-    shapes = [shape_of(p) for p in pieces]
-    a = axis % (len(shapes[0]) + 1)
-    return shapes, [s[:a] + (1,) + s[a:] for s in shapes], a
-
-
-def _atleast(shape, n, where):
-    """The shape ``np.atleast_{n}d`` gives (``where``: how 1-D is padded)."""
-    if len(shape) >= n:
-        return shape
-    if len(shape) == 0:
-        return (1,) * n
-    if n == 2:
-        return (1,) + shape if where == "row" else shape + (1,)
-    if len(shape) == 1:
-        return (1,) + shape + (1,)
-    return shape + (1,)
-
-
-def _hstack_layout(pieces, **kwargs):
-    shapes = [shape_of(p) for p in pieces]
-    r = [_atleast(s, 1, None) for s in shapes]
-    return shapes, r, 0 if len(r[0]) == 1 else 1
-
-
-def _vstack_layout(pieces, **kwargs):
-    shapes = [shape_of(p) for p in pieces]
-    return shapes, [_atleast(s, 2, "row") for s in shapes], 0
-
-
-def _dstack_layout(pieces, **kwargs):
-    shapes = [shape_of(p) for p in pieces]
-    return shapes, [_atleast(s, 3, None) for s in shapes], 2
-
-
-def _column_stack_layout(pieces, **kwargs):
-    shapes = [shape_of(p) for p in pieces]
-    return shapes, [_atleast(s, 2, "column") for s in shapes], 1
-
-
-def _join_maker(op, layout):
-    def join_maker(ids, pieces, *args, **kwargs):
-        _reject_traced(op, ids, 1)
-        out = op(pieces, *args, **kwargs)
-        kw = {k: v for k, v in kwargs.items() if k not in ("dtype", "casting", "out")}
-        if ids[0] is None:
-            return out, None
-        whole = None
-        if type(ids[0]) is not tuple:  # one traced array: its rows are the pieces
-            whole = ids[0]
-            pieces = [pieces[i] for i in range(shape_of(pieces)[0])]
-        shapes, rshapes, axis = layout(pieces, *args[:1], **kw)
-        ids0 = ids[0] if whole is None else (None,) * len(shapes)
-        dtypes = tuple(_dtype_of(p) for p in pieces)
-        return out, JoinRule(op_name(op), ids0, tuple(shapes), tuple(rshapes), axis, whole,
-                             dtypes, _dtype_of(out))
-
-    register(op)(join_maker)
-    accepts_sequences(op, 0)
-
-
-_join_maker(np.concatenate, _concat_layout)
-_join_maker(np.stack, _stack_layout)
-_join_maker(np.hstack, _hstack_layout)
-_join_maker(np.vstack, _vstack_layout)
-_join_maker(np.dstack, _dstack_layout)
-_join_maker(np.column_stack, _column_stack_layout)
-
-
-@register(np.append)
-def _append_maker(ids, arr, values, axis=None):
-    out = np.append(arr, values, axis)
-    pieces = (arr, values)
-    shapes = tuple(shape_of(p) for p in pieces)
-    if axis is None:
-        rshapes, axis = tuple((int(np.prod(s, dtype=np.int64)),) for s in shapes), 0
-    else:
-        rshapes, axis = shapes, axis % len(shapes[0])
-    ids2 = (ids[0], ids[1] if len(ids) > 1 else None)
-    return out, JoinRule("numpy.append", ids2, shapes, rshapes, axis, None,
-                         tuple(_dtype_of(p) for p in pieces), _dtype_of(out))
-
-
-# -- splitting: split, array_split, hsplit, vsplit, dsplit ------------------------------
-class SplitRule(ZipLinearRule):
-    """Several outputs, the pieces of ``x`` along ``axis``."""
-
-    __slots__ = ("x_id", "op", "args", "kwargs", "out_shapes", "axis")
-
-    def __init__(self, x_id, op, args, kwargs, out_shapes, axis):
-        self.x_id = x_id
-        self.op = op
-        self.args = args
-        self.kwargs = kwargs
-        self.out_shapes = out_shapes
-        self.axis = axis
-
-    def inputs(self):
-        return (self.x_id,)
-
-    def pullback(self, gs):
-        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
-            return []
-        dtype = _first_dtype(gs)
-        parts = [np.zeros(s, dtype) if isinstance(g, Structural) else g
-                 for g, s in zip(gs, self.out_shapes)]
-        return [(self.x_id, np.concatenate(parts, axis=self.axis))]
-
-    def pushforward(self, tangents):
-        return tuple(self.op(tangents[0], *self.args, **self.kwargs))
-
-
-def _split_maker(op, axis_of):
-    def split_maker(ids, x, *args, **kwargs):
-        _reject_traced(op, ids, 1)
-        out = op(x, *args, **kwargs)
-        axis = axis_of(ndim_of(x), *args[1:], **kwargs) % max(ndim_of(x), 1)
-        rule = SplitRule(ids[0], op, args, kwargs, tuple(o.shape for o in out), axis)
-        return MultiOutput(list(out)), rule
-
-    register(op)(split_maker)
-
-
-_split_maker(np.split, lambda nd, axis=0: axis)
-_split_maker(np.array_split, lambda nd, axis=0: axis)
-_split_maker(np.hsplit, lambda nd: 0 if nd == 1 else 1)
-_split_maker(np.vsplit, lambda nd: 0)
-_split_maker(np.dsplit, lambda nd: 2)
 
 
 # -- tile, repeat -------------------------------------------------------------------
@@ -627,7 +389,7 @@ def _pad_transpose(g, shape, pad_width, mode, pad_kwargs, index):
 
 @register(np.pad)
 def _pad_maker(ids, x, pad_width, mode="constant", **kwargs):
-    _reject_traced(np.pad, ids, 1)
+    reject_traced(np.pad, ids, 1)
     y = np.pad(x, pad_width, mode, **kwargs)
     shape = shape_of(x)
     if mode == "constant":
@@ -671,4 +433,3 @@ linear_rule(np.diag, _diag_transpose)
 linear_rule(np.diagflat, lambda g, shape, k=0: np.reshape(np.diagonal(g, k), shape))
 linear_rule(np.triu, lambda g, shape, k=0: unbroadcast(np.triu(g, k), shape))
 linear_rule(np.tril, lambda g, shape, k=0: unbroadcast(np.tril(g, k), shape))
-

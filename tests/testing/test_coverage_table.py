@@ -45,6 +45,7 @@ def test_families_are_the_registering_modules(rows):
     assert fam[np.argmax] == "nondiff"
     assert fam[np.linalg.matrix_rank] == "linalg"
     assert fam[np.transpose] == "shape"
+    assert fam[np.concatenate] == "shape_pieces"
     assert fam[np.sum] == "reductions"
     assert fam[np.einsum] == "contractions"
     import scipy.special
@@ -53,7 +54,8 @@ def test_families_are_the_registering_modules(rows):
     assert fam[scipy_linalg.expm] == "scipy_linalg"  # registered with linalg.defrule
     assert fam[scipy.special.gammaln] == "special"
     known = {"arithmetic", "elementwise", "complex", "reductions", "statistics",
-             "contractions", "shape", "indexing", "nondiff", "linalg", "decompositions",
+             "contractions", "shape", "shape_pieces", "indexing", "nondiff", "linalg",
+             "decompositions",
              "scipy_linalg", "scipy_linalg_solvers", "scipy_linalg_schur", "scipy_integrate",
              "scipy_signal", "fft", "special", "special_bessel", "special_incomplete"}
     assert set(fam.values()) <= known
