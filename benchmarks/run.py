@@ -31,6 +31,8 @@ import common  # noqa: E402
 from common import CHAIN_OPS, FRAMEWORKS, MALLOC_ENV, WORKLOADS  # noqa: E402
 
 README = os.path.join(HERE, "README.md")
+#: the plot of a full run, kept in the repository (the manual shows it too)
+PLOT = "docs/img/benchmark-ratios.png"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 RTOL = 1e-8  # relative (max-norm) agreement required with chainrules, float64
 
@@ -587,7 +589,8 @@ def markdown_all(results):
     for r in _runs(results):
         t = r["meta"]["threads"]
         parts.append(f"### {t} BLAS thread{'s' if t > 1 else ''}\n\n" + markdown(r))
-    parts.append("![ratios](results/ratios.png)\n")
+    parts.append(f'<img src="../{PLOT}" alt="time ratios of every framework and workload, '
+                 'at one and at two threads" width="100%">\n')
     return "\n".join(parts)
 
 
@@ -598,6 +601,12 @@ def write_outputs(results, out, readme):
     try:
         import plot
         plot.plot(results, os.path.join(out, "ratios.png"))
+        if readme:
+            import shutil
+
+            dst = os.path.join(os.path.dirname(HERE), PLOT)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(os.path.join(out, "ratios.png"), dst)
     except Exception as e:  # matplotlib missing: the table is still there
         print(f"plot skipped: {type(e).__name__}: {e}")
     if readme:
