@@ -1,6 +1,9 @@
 """Small helpers shared by the rule modules."""
 
-from chainrules.arrays import ndim_of, shape_of  # noqa: F401  (re-exported for the rules)
+import numpy as np
+
+from chainrules.arrays import is_array, ndim_of, shape_of  # noqa: F401  (re-exported)
+from chainrules.tracing import untraced
 
 
 def normalize_axis(axis, ndim):
@@ -18,11 +21,6 @@ def array_value(x):
     stays lazy, a NumPy or Python scalar becomes a 0-d ndarray. Rules use it
     where they need the primal's data (masks, weights); never ``np.asarray``,
     which would compute a lazy array."""
-    import numpy as np
-
-    from chainrules.arrays import is_array
-    from chainrules.tracing import untraced
-
     v = untraced(x)
     return v if is_array(v) else np.asarray(v)
 
@@ -31,8 +29,6 @@ def array_like(v):
     """A traced value or array as it is (never converted: a traced value must
     not reach np.asarray), anything else (lists, scalars) as an ndarray. The
     first step of every composition in rules/composites*.py."""
-    import numpy as np
-
     return v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v)
 
 

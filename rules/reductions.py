@@ -38,7 +38,6 @@ from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO
-from chainrules.tracing import untraced
 
 from ._util import array_value, normalize_axis, shape_of
 
@@ -276,18 +275,32 @@ def _trace_maker(ids, *args, **kwargs):
 # -- selections: max/min/ptp, nansum/nanmean ----------------------------------------
 class WeightedReduceRule(ReverseRule):
     """y = sum(w * x, axes) with constant weights ``w`` fixed at the point:
-    max/min (tie-split selection), ptp, nansum and nanmean."""
+    max/min (tie-split selection), ptp, nansum and nanmean.
 
-    __slots__ = ("x_id", "w", "axes", "keepdims", "shape", "op")
+    ``w`` may be given as ``select=(x, y)`` instead, the plain input and the
+    reduced value: the selection weights are then computed when a sweep
+    first needs them (a recording that is never differentiated, or whose
+    branch is pruned, never pays for them)."""
+
+    __slots__ = ("x_id", "w", "axes", "keepdims", "shape", "op", "select")
     linear = True  # piecewise linear: the weights are constant near the point
 
-    def __init__(self, x_id, w, axes, keepdims, shape, op):
+    def __init__(self, x_id, w, axes, keepdims, shape, op, select=None):
         self.x_id = x_id
         self.w = w
         self.axes = axes
         self.keepdims = keepdims
         self.shape = shape
         self.op = op
+        self.select = select
+
+    def _weights(self):
+        w = self.w
+        if w is None:
+            xv, yv = self.select
+            w = self.w = _select_weights(xv, yv, self.axes)
+            self.select = None
+        return w
 
     def inputs(self):
         return (self.x_id,)
@@ -295,7 +308,7 @@ class WeightedReduceRule(ReverseRule):
     def pullback(self, g):
         if _is_zero(g):
             return []
-        c = _expand_kd(g, self.shape, self.axes, self.keepdims) * self.w
+        c = _expand_kd(g, self.shape, self.axes, self.keepdims) * self._weights()
         return [(self.x_id, c)]
 
     def pushforward(self, tangents):
@@ -303,7 +316,7 @@ class WeightedReduceRule(ReverseRule):
         if _is_zero(t):
             return ZERO
         # where w == 0 (NaN entries of nansum) the tangent must not leak a NaN
-        return np.sum(t * self.w, axis=self.axes, keepdims=self.keepdims)
+        return np.sum(t * self._weights(), axis=self.axes, keepdims=self.keepdims)
 
 
 def _max_params(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -324,7 +337,7 @@ def _select_weights(xv, yv, axes):
     return w.astype(_real_dtype(xv.dtype))
 
 
-def _select_maker(op, reduce_op):
+def _select_maker(op):
     def select_maker(ids, *args, **kwargs):
         _check_static(op, ids, ("axis",))
         p = _max_params(*args, **kwargs)
@@ -336,15 +349,15 @@ def _select_maker(op, reduce_op):
         y = op(x, axis=p["axis"], keepdims=keepdims)
         xv = array_value(x)
         axes = normalize_axis(p["axis"], xv.ndim)
-        w = _select_weights(xv, reduce_op(xv, axis=axes, keepdims=True), axes)
-        return y, WeightedReduceRule(ids[0], w, axes, keepdims, xv.shape, op)
+        # the weights select the elements equal to y: from y itself, when needed
+        return y, WeightedReduceRule(ids[0], None, axes, keepdims, xv.shape, op,
+                                     select=(xv, array_value(y)))
 
     return select_maker
 
 
-for _op, _red in ((np.max, np.max), (np.amax, np.max), (np.min, np.min),
-                  (np.amin, np.min), (np.nanmax, np.nanmax), (np.nanmin, np.nanmin)):
-    register(_op)(_select_maker(_op, _red))
+for _op in (np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin):
+    register(_op)(_select_maker(_op))
 
 
 @register(np.ptp)
