@@ -145,6 +145,46 @@ def tri_solve(low, b, trans=0):
     return np.linalg.solve(mT(low) if trans else low, b)
 
 
+@functools.cache
+def _blas_lapack():
+    try:
+        from scipy.linalg import get_blas_funcs, get_lapack_funcs
+    except ImportError:  # pragma: no cover - SciPy is an optional extra
+        return None
+    return get_blas_funcs, get_lapack_funcs
+
+
+def chol_pullback_plain(low, gl, lower=True):
+    """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
+    factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
+    plain real 2-D arrays: LAPACK's triangular inverse and BLAS triangular
+    products (a triangular product is half a general one, and far faster
+    than a triangular solve with many right-hand sides). Returns None where
+    it does not apply (SciPy missing, other array types, complex, batched,
+    a singular factor): the caller then uses the traceable formula."""
+    funcs = _blas_lapack()
+    if (funcs is None or type(low) is not np.ndarray or type(gl) is not np.ndarray
+            or low.ndim != 2 or gl.shape != low.shape or low.dtype != gl.dtype
+            or low.dtype not in (np.float64, np.float32)):
+        return None
+    get_blas_funcs, get_lapack_funcs = funcs
+    (trtri,) = get_lapack_funcs(("trtri",), (low,))
+    (trmm,) = get_blas_funcs(("trmm",), (low,))
+    lf = np.asfortranarray(low)
+    linv, info = trtri(lf, lower=1)
+    if info != 0:
+        return None
+    n = low.shape[-1]
+    c = trmm(1.0, lf, np.asfortranarray(gl), lower=1, trans_a=1)      # L^T gl
+    c *= _phi_mask(n, low.dtype)                                       # Phi(.)
+    c = trmm(1.0, linv, c, side=1, lower=1, overwrite_b=1)             # . L^-1
+    ga = trmm(1.0, linv, c, lower=1, trans_a=1, overwrite_b=1)         # L^-T .
+    out = ga + ga.T
+    out = np.tril(out, -1) if lower else np.triu(out, 1)
+    out.flat[::n + 1] = np.diagonal(ga)
+    return out
+
+
 def herm_tangent(xd, lower=True):
     """The tangent of the Hermitian matrix LAPACK reads from one triangle."""
     n = xd.shape[-1]

@@ -33,7 +33,8 @@ from ._util import array_value
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
                            _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
-                           diag_part, herm_cotangent, herm_tangent, mH, mT, tri_solve)
+                           chol_pullback_plain, diag_part, herm_cotangent, herm_tangent, mH, mT,
+                           tri_solve)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
@@ -156,6 +157,9 @@ def _cholesky_pf(r, xds):
 def _cholesky_pb(r, g):
     upper, low = _chol_parts(r)
     gl = mH(g) if upper else g
+    plain = chol_pullback_plain(low, gl, lower=not upper)
+    if plain is not None:
+        return [plain]
     c = (mT(low) @ gl) * _phi_mask(low.shape[-1], low.dtype)
     # ga = L^-T c conj(L)^-1, by two triangular solves
     ga = mT(tri_solve(conj(low), mT(tri_solve(low, c, 1)), 1))
