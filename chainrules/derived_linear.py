@@ -251,14 +251,16 @@ def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
     array([3., 3., 3.])
     """
 
+    name = op_name(op)
+
     def bilinear_maker(ids, x, y, *args, **kwargs):
         z = op(x, y, *args, **kwargs)
         xi, yi = ids
         if elementwise and not args and not kwargs and (
                 (yi is None and type(y) in _SCALARS) or (xi is None and type(x) in _SCALARS)):
-            rule = ScaleRule(xi, y, op_name(op)) if yi is None else ScaleRule(yi, x, op_name(op))
+            rule = ScaleRule(xi, y, name) if yi is None else ScaleRule(yi, x, name)
         elif elementwise and xi is not None and xi == yi and x is y and not args and not kwargs:
-            rule = SelfProductRule(xi, x, op_name(op))
+            rule = SelfProductRule(xi, x, name)
         else:
             # x is needed only for the cotangent of y, and y only for that of x
             rule = BilinearRule(xi, yi, None if yi is None else x,
