@@ -18,8 +18,8 @@ from .rule import NodeId, ReverseRule
 from .tangents import NoTangent, ZeroTangent
 from .primitives import primitive
 from .tracing import Traced
-from .jacobians import (hessian, hessian_operator, hessp, jacobian, linearize,
-                        linearize_grad)
+from .jacobians import hessian, jacobian
+from .linearization import hessian_operator, hessp, linearize, linearize_grad
 from .checkpoint import checkpoint, checkpoint_sequential
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_anomaly_mode
 from . import transpose as _transpose  # noqa: E402,F401  (installs the engine's hook)

@@ -1,4 +1,4 @@
-"""Jacobians, Hessians and Hessian operators: record once, sweep many times.
+"""Jacobians and Hessians: record once, sweep many times.
 
 Every function here traces the user's function *once* on a tape and then
 runs only the engine's sweeps, one per basis direction (or per direction
@@ -9,16 +9,10 @@ the caller asks for):
   sweep per output element, graph retained) otherwise; ``mode=`` forces.
 * ``hessian(f)``: forward-over-reverse, one tangent sweep plus one reverse
   sweep carrying tangents per input element.
-* ``linearize(f, *primals)``: ``(f(*primals), f_jvp)``; ``f_jvp`` runs only
-  the tangent sweep.
-* ``linearize_grad(f, x)``: ``(grad f(x), hvp_fn)``; ``hvp_fn(v)`` runs only
-  the forward-over-reverse sweeps (no re-tracing). This is
-  ``linearize(grad(f), x)`` without recording the backward pass.
-* ``hessian_operator(f, x)``: the same as a ``scipy.sparse.linalg.LinearOperator``
-  (``matvec``/``matmat`` are HVPs), for ``cg``, ``eigsh``, ``minimize``.
-* ``hessp(f)``: a ``hessp(x, p)`` callable for ``scipy.optimize.minimize``
-  that records ``f`` once per point ``x``, whatever the number of
-  Hessian-vector products the optimiser asks for there.
+
+Linearizations and Hessian operators (``linearize``, ``linearize_grad``,
+``hessian_operator``, ``hessp``) are in ``chainrules.linearization``; they share
+``Recording`` from here.
 
 Rules without a hand-written ``pullback_with_tangents`` raise
 ``HvpNotSupported`` in the fast sweep; every function here then falls back
@@ -31,23 +25,19 @@ import numpy as np
 
 from . import pytree
 from .api import grad
-from .api import hvp as _api_hvp
-from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
-                        is_inexact, normalize_argnums, scalar_output_dtype, trace_args,
-                        unwrap_level, zero_like_value)
+from .arguments import (function_name, is_inexact, normalize_argnums, scalar_output_dtype,
+                        trace_args, unwrap_level)
 from .arrays import shape_of
-from .errors import (GraphFreedError, HvpNotSupported, MissingRuleError,
-                     NonDifferentiableInputError, TangentShapeError)
+from .errors import HvpNotSupported, MissingRuleError, NonDifferentiableInputError
 from .graph import Tape
-from .tangents import NOTANGENT, ZERO, Structural, to_vector
+from .tangents import NOTANGENT, ZERO, Structural
 from .tracing import Traced, untraced
 
-__all__ = ["jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator",
-           "hessp", "Hessp"]
+__all__ = ["jacobian", "hessian"]
 
 
 # -- recording ---------------------------------------------------------------
-class _Recording:
+class Recording:
     """``f(*args)`` traced once on a tape, with the traced argument leaves."""
 
     __slots__ = ("tape", "specs", "out", "aux", "out_leaves", "out_td")
@@ -86,14 +76,14 @@ class _Recording:
                 yield s, k, leaf, nid
 
 
-def _dtype(v):
+def leaf_dtype(v):
     v = untraced(v)
     dt = getattr(v, "dtype", None)
     return dt if dt is not None else np.result_type(v)
 
 
-def _is_complex(v):
-    return is_inexact(v) and _dtype(v).kind == "c"
+def is_complex_leaf(v):
+    return is_inexact(v) and leaf_dtype(v).kind == "c"
 
 
 def _basis(shape, dtype, k):
@@ -184,7 +174,7 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
-        rec = _Recording(f, args, nums, fname, has_aux, kwargs)
+        rec = Recording(f, args, nums, fname, has_aux, kwargs)
         try:
             jac = _jacobian(rec, mode, holomorphic, fname, single)
         finally:
@@ -197,9 +187,9 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
 def _jacobian(rec, mode, holomorphic, fname, single):
     ins = list(rec.inputs())
     for _, _, leaf, nid in ins:
-        if nid is not None and _is_complex(leaf) and not holomorphic:
+        if nid is not None and is_complex_leaf(leaf) and not holomorphic:
             raise NonDifferentiableInputError(
-                f"jacobian of {fname}: an input has complex dtype {_dtype(leaf)}; pass "
+                f"jacobian of {fname}: an input has complex dtype {leaf_dtype(leaf)}; pass "
                 "holomorphic=True if the function is holomorphic, otherwise pass the "
                 "real and imaginary parts as separate real arguments")
     n_in = sum(_size(shape_of(leaf)) for _, _, leaf, nid in ins if nid is not None)
@@ -213,8 +203,8 @@ def _jacobian(rec, mode, holomorphic, fname, single):
             if nid is None:
                 blocks[i][s][k] = NOTANGENT
             elif rec.node(o) is None or not is_inexact(o):
-                dt = np.result_type(_dtype(leaf), _dtype(o)) if is_inexact(o) \
-                    else _dtype(leaf)
+                dt = np.result_type(leaf_dtype(leaf), leaf_dtype(o)) if is_inexact(o) \
+                    else leaf_dtype(leaf)
                 blocks[i][s][k] = _zeros_block(oshape + shape_of(leaf), dt)
     if mode == "forward":
         _jac_forward(rec, ins, blocks)
@@ -232,21 +222,21 @@ def _jac_forward(rec, ins, blocks):
     for s, k, leaf, nid in ins:
         if nid is None:
             continue
-        ishape, idt = shape_of(leaf), _dtype(leaf)
+        ishape, idt = shape_of(leaf), leaf_dtype(leaf)
         cols = [[] for _ in outs]
         for e in range(_size(ishape)):
             tans = tape.forward({nid: _basis(ishape, idt, e)}, start=nid)
             for c, (i, o, node) in enumerate(outs):
                 t = tans[node]
                 if t is None:
-                    t = np.zeros(shape_of(o), np.result_type(_dtype(o), idt))
+                    t = np.zeros(shape_of(o), np.result_type(leaf_dtype(o), idt))
                 cols[c].append(t)
         for c, (i, o, node) in enumerate(outs):
             oshape = shape_of(o)
             if cols[c]:
                 block = _stack(cols[c], axis=-1)
             else:
-                block = np.zeros(oshape + (0,), np.result_type(_dtype(o), idt))
+                block = np.zeros(oshape + (0,), np.result_type(leaf_dtype(o), idt))
             blocks[i][s][k] = _finish(block, oshape + ishape)
 
 
@@ -256,25 +246,25 @@ def _jac_reverse(rec, ins, blocks):
         node = rec.node(o)
         if node is None or not is_inexact(o):
             continue
-        oshape, odt = shape_of(o), _dtype(o)
+        oshape, odt = shape_of(o), leaf_dtype(o)
         cplx = odt.kind == "c"
         rows = {(s, k): [] for s, k, _, nid in ins if nid is not None}
         for e in range(_size(oshape)):
             seed = _basis(oshape, odt, e)
             g = tape.backward([node], [seed], retain_graph=True)
             g_im = None
-            if cplx and any(not _is_complex(leaf) for _, _, leaf, nid in ins
+            if cplx and any(not is_complex_leaf(leaf) for _, _, leaf, nid in ins
                             if nid is not None):
                 # a real input sees Re(seed * J): seed -1j gives Im(J)
                 g_im = tape.backward([node], [-1j * seed], retain_graph=True)
             for s, k, leaf, nid in ins:
                 if nid is None:
                     continue
-                ishape, idt = shape_of(leaf), _dtype(leaf)
+                ishape, idt = shape_of(leaf), leaf_dtype(leaf)
                 r = g.get(nid)
                 if isinstance(r, Structural):
                     r = np.zeros(ishape, np.result_type(odt, idt))
-                if g_im is not None and not _is_complex(leaf):
+                if g_im is not None and not is_complex_leaf(leaf):
                     ri = g_im.get(nid)
                     if not isinstance(ri, Structural):
                         r = r + 1j * ri
@@ -287,7 +277,7 @@ def _jac_reverse(rec, ins, blocks):
             if pieces:
                 block = _stack(pieces, axis=0)
             else:
-                block = np.zeros((0,) + ishape, np.result_type(odt, _dtype(leaf)))
+                block = np.zeros((0,) + ishape, np.result_type(odt, leaf_dtype(leaf)))
             blocks[i][s][k] = _finish(block, oshape + ishape)
 
 
@@ -313,7 +303,7 @@ def hessian(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def hessian_f(*args, **kwargs):
-        rec = _Recording(f, args, nums, fname, has_aux, kwargs)
+        rec = Recording(f, args, nums, fname, has_aux, kwargs)
         try:
             scalar_output_dtype(rec.out, rec.tape, f"hessian of {fname}")
             H = _hessian(rec, fname, single)
@@ -335,21 +325,21 @@ def hessian(f, argnums=0, has_aux=False):
 def _hessian(rec, fname, single):
     ins = list(rec.inputs())
     for _, _, leaf, nid in ins:
-        if nid is not None and _is_complex(leaf):
+        if nid is not None and is_complex_leaf(leaf):
             raise NonDifferentiableInputError(
-                f"hessian of {fname}: an input has complex dtype {_dtype(leaf)}; pass "
+                f"hessian of {fname}: an input has complex dtype {leaf_dtype(leaf)}; pass "
                 "the real and imaginary parts as separate real arguments")
     tape = rec.tape
     node = rec.node(rec.out)
     live = [(s, k, leaf, nid) for s, k, leaf, nid in ins if nid is not None]
-    one = np.ones(shape_of(rec.out), _dtype(rec.out))
+    one = np.ones(shape_of(rec.out), leaf_dtype(rec.out))
     if node is not None:
         need_t = tape.tangent_demand([node])
         need_g = tape.cotangent_demand([node])
     # blocks[a][b]: d/d(leaf b) of the gradient leaf a, shape leaf_a + leaf_b
     cols = {(a[0], a[1], b[0], b[1]): [] for a in live for b in live}
     for sb, kb, leafb, nidb in live:
-        bshape, bdt = shape_of(leafb), _dtype(leafb)
+        bshape, bdt = shape_of(leafb), leaf_dtype(leafb)
         for e in range(_size(bshape)):
             if node is None:
                 break
@@ -360,7 +350,7 @@ def _hessian(rec, fname, single):
             for sa, ka, leafa, nida in live:
                 h = hv.get(nida)
                 if isinstance(h, Structural):
-                    h = np.zeros(shape_of(leafa), _dtype(leafa))
+                    h = np.zeros(shape_of(leafa), leaf_dtype(leafa))
                 cols[(sa, ka, sb, kb)].append(h)
     # the Hessian of f(args[argnums]) as jacobian(grad): output tree = grad tree
     out = []
@@ -377,290 +367,10 @@ def _hessian(rec, fname, single):
                     shape = shape_of(leafa) + shape_of(leafb)
                     pieces = cols[(sa, ka, sb, kb)]
                     if not pieces:
-                        row.append(_zeros_block(shape, _dtype(leafa)))
+                        row.append(_zeros_block(shape, leaf_dtype(leafa)))
                     else:
                         row.append(_finish(_stack(pieces, axis=-1), shape))
                 per_arg.append(pytree.unflatten(spec_b.treedef, row))
             out_leaves.append(per_arg[0] if single else tuple(per_arg))
         out.append(pytree.unflatten(spec_a.treedef, out_leaves))
     return out[0] if single else tuple(out)
-
-
-# -- linearize -----------------------------------------------------------------
-def linearize(f, *primals):
-    """``out, f_jvp = linearize(f, *primals)``.
-
-    ``f`` is traced once at ``primals``; ``f_jvp(*tangents)`` returns
-    ``J @ tangents`` (structured like ``out``) by running only the tangent
-    sweep over the recording, as many times as needed. Call
-    ``f_jvp.free()`` to drop the recording early.
-
-    Examples
-    --------
-    >>> import numpy as np, chainrules as cr
-    >>> out, f_jvp = cr.linearize(np.square, np.array([1.0, 3.0]))
-    >>> f_jvp(np.array([1.0, 1.0]))
-    array([2., 6.])
-    """
-    fname = function_name(f)
-    rec = _Recording(f, primals, range(len(primals)), fname, private=True)
-    tape = rec.tape
-    outs = [unwrap_level(o, tape) for o in rec.out_leaves]
-    value = pytree.unflatten(rec.out_td, outs)
-
-    def f_jvp(*tangents):
-        if len(tangents) != len(primals):
-            raise TangentShapeError(f"linearize of {fname}: {len(primals)} primals but "
-                                    f"{len(tangents)} tangents")
-        seeds = {}
-        for spec, p, t in zip(rec.specs, primals, tangents):
-            for nid, tv in zip(spec.ids, check_tangent(t, p, fname, entry="linearize")):
-                if nid is not None and not isinstance(tv, Structural):
-                    seeds[nid] = tv
-        tans = tape.forward(seeds)
-        res = []
-        for o, v in zip(rec.out_leaves, outs):
-            node = rec.node(o)
-            t = None if node is None else tans[node]
-            if t is None:
-                t = zero_like_value(v)
-            res.append(t)
-        return pytree.unflatten(rec.out_td, res)
-
-    f_jvp.free = tape.free
-    return value, f_jvp
-
-
-class _HvpRecording:
-    """Scalar ``f`` traced once at ``x``: value, gradient, and HVPs by sweeps."""
-
-    __slots__ = ("f", "x", "fname", "tape", "spec", "node", "one", "value", "grad",
-                 "_slow", "ids", "_demand", "_closed")
-
-    def __init__(self, f, x, fname):
-        self.f, self.fname = f, fname
-        self._slow = False
-        self._demand = None
-        self._closed = False
-        rec = _Recording(f, (x,), (0,), fname, private=True)
-        self.tape = tape = rec.tape
-        self.spec = rec.specs[0]
-        # the private copy of x the recording was made at (the slow path
-        # re-traces there)
-        self.x = pytree.unflatten(self.spec.treedef, self.spec.leaves)
-        for leaf, nid in zip(self.spec.leaves, self.spec.ids):
-            if nid is not None and _is_complex(leaf):
-                raise NonDifferentiableInputError(
-                    f"Hessian operator of {fname}: an input has complex dtype "
-                    f"{_dtype(leaf)}; pass real and imaginary parts as real arguments")
-        dtype = scalar_output_dtype(rec.out, tape, fname)
-        self.node = rec.node(rec.out)
-        self.one = np.ones(shape_of(rec.out), dtype)
-        self.ids = [n for n in self.spec.ids if n is not None]
-        self.value = unwrap_level(rec.out, tape)
-        if self.node is None:
-            self.grad = collect_cotangents(self.spec, NO_GRADIENTS)
-            tape.free()
-        else:
-            g = tape.backward([self.node], [self.one], retain_graph=True)
-            self.grad = collect_cotangents(self.spec, g)
-
-    def hvp(self, v):
-
-        if self._closed:
-            raise GraphFreedError(
-                f"Hessian-vector product of {self.fname}: the recording was freed "
-                "(free() was called on the operator or on hvp_fn); keep the operator "
-                "unfreed while you use it, or record again with "
-                "chainrules.hessian_operator / linearize_grad")
-        tl = check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
-        if self.node is None:
-            return collect_cotangents(self.spec, NO_GRADIENTS)
-        if self._slow:
-            return _api_hvp(self.f, self.x, v)
-        seeds = {}
-        for nid, tv in zip(self.spec.ids, tl):
-            if nid is not None and not isinstance(tv, Structural):
-                seeds[nid] = tv
-        tape = self.tape
-        if self._demand is None:  # the recording is fixed: what a sweep reads is too
-            self._demand = (tape.tangent_demand([self.node]),
-                            tape.cotangent_demand([self.node]))
-        try:
-            tans = tape.forward(seeds, needed=self._demand[0])
-            _, hv = tape.backward_with_tangents([self.node], [self.one], [ZERO], tans,
-                                                retain_graph=True, leaf_cotangents=False,
-                                                need=self._demand[1])
-        except HvpNotSupported:
-            self._slow = True
-            self.tape.free()
-            return _api_hvp(self.f, self.x, v)
-        return collect_cotangents(self.spec, hv)
-
-    def free(self):
-        self._closed = True
-        self.tape.free()
-
-
-def linearize_grad(f, x):
-    """``g, hvp_fn = linearize_grad(f, x)``: the gradient of scalar ``f`` at
-    ``x`` and a function ``hvp_fn(v) = H(x) @ v``.
-
-    ``f`` is traced once; every ``hvp_fn`` call runs only a tangent sweep
-    and a reverse sweep carrying tangents over that recording (no
-    re-tracing, no scipy needed). It is ``linearize(grad(f), x)`` without
-    recording the backward pass. ``v`` and the result have the structure
-    of ``x``. The recording is kept until ``hvp_fn`` is garbage collected
-    or ``hvp_fn.free()`` is called.
-
-    >>> import numpy as np, chainrules as cr
-    >>> g, hvp_fn = cr.linearize_grad(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]))
-    >>> hvp_fn(np.array([1.0, 0.0]))
-    array([6., 0.])
-    """
-    rec = _HvpRecording(f, x, function_name(f))
-
-    def hvp_fn(v):
-        return rec.hvp(v)
-
-    hvp_fn.free = rec.free
-    hvp_fn.value = rec.value
-    return rec.grad, hvp_fn
-
-
-# -- scipy LinearOperator ----------------------------------------------------------
-_operator_class = None
-
-
-def _get_operator_class():
-    global _operator_class
-    if _operator_class is not None:
-        return _operator_class
-    from scipy.sparse.linalg import LinearOperator
-
-    class HessianOperator(LinearOperator):
-        """The Hessian of a scalar function at one point as a LinearOperator.
-
-        ``matvec``/``matmat`` run tangent sweeps over one recording of the
-        function. Attributes: ``value`` (f(x)), ``grad`` (the gradient with
-        the structure of x), ``grad_vector`` (flattened), ``x``.
-        """
-
-        def __init__(self, rec, n, rebuild):
-            self._rec = rec
-            self._rebuild = rebuild
-            self.value = rec.value
-            self.grad = rec.grad
-            self.x = rec.x
-            super().__init__(np.dtype(np.float64), (n, n))
-
-        @property
-        def grad_vector(self):
-            return to_vector(self.grad)[0]
-
-        def _matvec(self, v):
-            if np.iscomplexobj(v):
-                raise TangentShapeError(
-                    "HessianOperator.matvec: a complex vector for the Hessian of a real "
-                    "function; apply the real and imaginary parts separately")
-            v = np.asarray(v, dtype=np.float64).reshape(-1)
-            x = self.x
-            if type(x) is np.ndarray and x.dtype == np.float64:  # no copies
-                return np.reshape(self._rec.hvp(v.reshape(x.shape)), -1)
-            hv = self._rec.hvp(self._rebuild(v))
-            return to_vector(hv)[0]
-
-        _rmatvec = _matvec
-
-        def _matmat(self, V):
-            V = np.asarray(V, dtype=np.float64)
-            return np.stack([self._matvec(V[:, j]) for j in range(V.shape[1])], axis=1)
-
-        def _adjoint(self):
-            return self
-
-        def free(self):
-            """Drop the recording (the operator is unusable afterwards)."""
-            self._rec.free()
-
-    _operator_class = HessianOperator
-    return HessianOperator
-
-
-def hessian_operator(f, x):
-    """The Hessian of scalar ``f`` at ``x`` as a
-    ``scipy.sparse.linalg.LinearOperator``.
-
-    ``f`` is traced once at ``x`` (and its gradient computed); ``matvec``
-    and ``matmat`` run only the forward-over-reverse sweeps over that
-    recording, so ``scipy.sparse.linalg.cg``, ``eigsh`` and
-    ``scipy.optimize.minimize(..., hessp=...)`` apply directly. ``x`` may be
-    a pytree of real arrays: the operator acts on the flattened vector
-    (``chainrules.tangents.to_vector`` order). The operator carries
-    ``value``, ``grad`` and ``grad_vector`` of ``f`` at ``x``.
-
-    >>> import numpy as np, chainrules as cr
-    >>> H = cr.hessian_operator(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]))
-    >>> H @ np.array([0.0, 1.0])
-    array([ 0., 12.])
-    """
-    rec = _HvpRecording(f, x, function_name(f))
-    vec, rebuild = to_vector(x)
-    return _get_operator_class()(rec, vec.size, rebuild)
-
-
-class Hessp:
-    """A ``hessp(x, p)`` callable for ``scipy.optimize.minimize`` that traces
-    ``f`` once per point.
-
-    Newton-CG and trust-krylov ask for many Hessian-vector products at the
-    same ``x``; ``Hessp`` records ``f`` when ``x`` changes and answers every
-    product at that point with sweeps only. ``value_and_grad(x)`` shares
-    the recording (pass it with ``jac=True``)::
-
-        h = chainrules.hessp(f)
-        scipy.optimize.minimize(h.value_and_grad, x0, jac=True, hessp=h,
-                                method="trust-krylov")
-    """
-
-    def __init__(self, f):
-        self.f = f
-        self.fname = function_name(f)
-        self._x = None
-        self._rec = None
-        self.recordings = 0
-
-    def _at(self, x):
-        if self._rec is None or self._x.shape != np.shape(x) or \
-                not np.array_equal(self._x, x):
-            if self._rec is not None:
-                self._rec.free()
-            self._x = np.array(x, copy=True)
-            self._rec = _HvpRecording(self.f, self._x, self.fname)
-            self.recordings += 1
-        return self._rec
-
-    def __call__(self, x, p):
-        if np.iscomplexobj(p):
-            raise TangentShapeError(
-                f"hessp of {self.fname}: a complex direction for the Hessian of a real "
-                "function; apply the real and imaginary parts separately")
-        return self._at(x).hvp(np.asarray(p, dtype=self._x.dtype).reshape(self._x.shape))
-
-    def value_and_grad(self, x):
-        rec = self._at(x)
-        return rec.value, rec.grad
-
-
-def hessp(f):
-    """``hessp(f)`` returns a ``Hessp``: ``h(x, p) = H(x) @ p`` recording
-    ``f`` once per distinct ``x``; ``h.value_and_grad`` shares it.
-
-    Examples
-    --------
-    >>> import numpy as np, chainrules as cr
-    >>> h = cr.hessp(lambda x: np.sum(x ** 4))
-    >>> h(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
-    array([12.,  0.])
-    """
-    return Hessp(f)

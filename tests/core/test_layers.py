@@ -35,7 +35,7 @@ LAYERS = [
     {"tracing"},
     {"arguments", "broadcast", "derived", "derived_common", "derived_linear", "derived_nary",
      "primitives", "transpose"},
-    {"anomaly", "api", "jacobians", "checkpoint"},
+    {"anomaly", "api", "jacobians", "linearization", "checkpoint"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 
