@@ -33,7 +33,8 @@ from ._util import array_value
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
                            _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
-                           chol_pullback_plain, diag_part, herm_cotangent, herm_tangent, mH, mT,
+                           chol_pullback_plain, chol_pullback_with_tangents_plain,
+                           chol_tangent_plain, diag_part, herm_cotangent, herm_tangent, mH, mT,
                            tri_solve)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
@@ -147,6 +148,9 @@ def _chol_parts(r):
 
 def _cholesky_pf(r, xds):
     upper, low = _chol_parts(r)
+    ld = chol_tangent_plain(low, xds[0], lower=not upper)
+    if ld is not None:
+        return ld.T if upper else ld
     ad = herm_tangent(xds[0], lower=not upper)
     # s = L^-1 dA L^-H, by two triangular solves
     s = mH(tri_solve(low, mH(tri_solve(low, ad))))
@@ -166,7 +170,20 @@ def _cholesky_pb(r, g):
     return [herm_cotangent(ga, lower=not upper)]
 
 
-defrule(np.linalg.cholesky, _cholesky_pf, _cholesky_pb)
+def _cholesky_pbt(r, g, gd, xds):
+    upper, low = _chol_parts(r)
+    if r.ids[0] is None or _is_zero(g):
+        return None
+    flip = mH if upper else (lambda m: m)
+    gd = _zeros(r.y) if _is_zero(gd) else gd
+    ad = _zeros(r.xs[0]) if _is_zero(xds[0]) else xds[0]
+    res = chol_pullback_with_tangents_plain(low, flip(g), flip(gd), ad, lower=not upper)
+    if res is None:
+        return None
+    return [(r.ids[0], res[0], res[1])]
+
+
+defrule(np.linalg.cholesky, _cholesky_pf, _cholesky_pb, pbt=_cholesky_pbt)
 
 
 # -- pinv, lstsq -------------------------------------------------------------------

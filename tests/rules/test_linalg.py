@@ -286,3 +286,42 @@ def test_cholesky_cotangent_by_blas_equals_the_traceable_formula(dtype, upper, n
     singular = low.copy()
     singular[0, 0] = 0.0
     assert chol_pullback_plain(singular, g) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 4, 30])
+def test_cholesky_second_order_by_blas_equals_the_jvp_of_the_pullback(dtype, upper, n):
+    """For plain real matrices the Cholesky tangent and its pullback with
+    tangents are written with LAPACK/BLAS triangular routines; they equal the
+    traceable pushforward and the jvp of the traced pullback (the general
+    path, used for complex, batched and nested-traced input)."""
+    import chainrules as cr
+    from chainrules.graph import Tape
+    from chainrules.rules._linalg_util import _pullback_jvp
+    from chainrules.tracing import Traced
+
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n))
+    k = (a @ a.T + n * np.eye(n)).astype(dtype)
+    tape = Tape()
+    x = Traced(k, tape.leaf(k), tape)
+    rule = tape.rules[np.linalg.cholesky(x, upper=upper).node]
+    g, gd, t = (rng.standard_normal((n, n)).astype(dtype) for _ in range(3))
+    fast = rule.pullback_with_tangents(g, gd, (t,))
+    slow = _pullback_jvp(rule, g, gd, rule._expand((t,)))
+    tol = dict(rtol=2e-4, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
+    for (i, c, cd), (j, c2, cd2) in zip(fast, slow):
+        assert i == j and c.dtype == dtype and cd.dtype == dtype
+        np.testing.assert_allclose(c, c2, **tol)
+        np.testing.assert_allclose(cd, cd2, **tol)
+    # the tangent: the plain path against the traceable formula (two solves)
+    from chainrules.rules._linalg_util import _phi_mask, herm_tangent, mH, tri_solve
+
+    _, plain = cr.jvp(lambda k: np.linalg.cholesky(k, upper=upper), (k,), (t,))
+    low = np.linalg.cholesky(k)
+    s = mH(tri_solve(low, mH(tri_solve(low, herm_tangent(t, lower=not upper)))))
+    ref = low @ (s * _phi_mask(n, low.dtype))
+    assert plain.dtype == dtype
+    np.testing.assert_allclose(plain, ref.T if upper else ref, **tol)
+    assert cr.testing.check_hvp(np.linalg.cholesky, k, upper=upper)
