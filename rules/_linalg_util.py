@@ -192,27 +192,44 @@ def _plain_real(*arrays):
             and arrays[0].dtype in (np.float64, np.float32))
 
 
-def chol_tangent_plain(low, ad, lower=True):
-    """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
-    plain real 2-D arrays (``Ad`` read from one triangle), by LAPACK's
-    triangular inverse and three BLAS triangular products; None where it
-    does not apply."""
-    if not _plain_real(low, ad):
-        return None
+def _chol_factors(low, memo):
+    """``(L in Fortran order, L^-1)`` for a plain real lower ``low``, kept in
+    ``memo`` (a dict, or None) for the next sweep; None if L is singular."""
+    if memo is not None and "li" in memo:
+        return memo["lf"], memo["li"]
     get_blas_funcs, get_lapack_funcs = _blas_lapack()
     (trtri,) = get_lapack_funcs(("trtri",), (low,))
-    (trmm,) = get_blas_funcs(("trmm",), (low,))
     lf = np.asfortranarray(low)
     li, info = trtri(lf, lower=1)
     if info != 0:
         return None
+    if memo is not None:
+        memo["lf"], memo["li"] = lf, li
+    return lf, li
+
+
+def chol_tangent_plain(low, ad, lower=True, memo=None):
+    """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
+    plain real 2-D arrays (``Ad`` read from one triangle), by LAPACK's
+    triangular inverse and three BLAS triangular products; None where it
+    does not apply. ``memo`` (a dict) keeps the inverse factor for the other
+    sweeps of the same recording (it depends on the factor only; tangents
+    are never kept: the same array object may hold another direction in the
+    next sweep)."""
+    if not _plain_real(low, ad):
+        return None
+    factors = _chol_factors(low, memo)
+    if factors is None:
+        return None
+    lf, li = factors
+    (trmm,) = _blas_lapack()[0](("trmm",), (low,))
     t = trmm(1.0, li, np.asfortranarray(herm_tangent(ad, lower=lower)), lower=1)
     t = trmm(1.0, li, t, side=1, lower=1, trans_a=1, overwrite_b=1)
     t *= _phi_mask(low.shape[-1], low.dtype)
     return trmm(1.0, lf, t, lower=1, overwrite_b=1)
 
 
-def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True):
+def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None):
     """``(c, cd)``: the cotangent of ``A`` (as ``chol_pullback_plain``) and its
     tangent along the input tangent ``ad`` (the matrix LAPACK reads one
     triangle of) and the cotangent's tangent ``gld``, for plain real 2-D
@@ -228,21 +245,15 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True):
     traced pullback (two general products more per triangular solve)."""
     if not _plain_real(low, gl, gld, ad):
         return None
-    get_blas_funcs, get_lapack_funcs = _blas_lapack()
-    (trtri,) = get_lapack_funcs(("trtri",), (low,))
-    (trmm,) = get_blas_funcs(("trmm",), (low,))
-    lf = np.asfortranarray(low)
-    li, info = trtri(lf, lower=1)
-    if info != 0:
+    factors = _chol_factors(low, memo)
+    if factors is None:
         return None
+    lf, li = factors
+    (trmm,) = _blas_lapack()[0](("trmm",), (low,))
     n = low.shape[-1]
     phi = _phi_mask(n, low.dtype)
-    # the factor's tangent: Ld = L Phi(Li Ad Li^T), Ad symmetric from one triangle
-    a = herm_tangent(ad, lower=lower)
-    t = trmm(1.0, li, np.asfortranarray(a), lower=1)                  # Li Ad
-    t = trmm(1.0, li, t, side=1, lower=1, trans_a=1, overwrite_b=1)   # . Li^T
-    t *= phi
-    ld = trmm(1.0, lf, t, lower=1, overwrite_b=1)                     # L .
+    # the factor's tangent Ld = L Phi(Li Ad Li^T)
+    ld = chol_tangent_plain(low, ad, lower, memo)
     gf = np.asfortranarray(gl)
     p = trmm(1.0, lf, gf, lower=1, trans_a=1)                         # L^T G
     p *= phi
@@ -315,7 +326,7 @@ class LinalgRule(ReverseRule):
     ``aux``: values the maker saved for the derivative (factors, ...).
     """
 
-    __slots__ = ("d", "ids", "xs", "y", "kw", "aux")
+    __slots__ = ("d", "ids", "xs", "y", "kw", "aux", "memo")
 
     def __init__(self, d, ids, xs, y, kw, aux=None):
         self.d = d
@@ -324,6 +335,10 @@ class LinalgRule(ReverseRule):
         self.y = y
         self.kw = kw
         self.aux = aux
+        # what a rule's own derivative code keeps between the sweeps of one
+        # recording: functions of the primal only (the Cholesky factor's
+        # inverse), never of a tangent or cotangent
+        self.memo = None
 
     @property
     def name(self):

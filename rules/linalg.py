@@ -148,7 +148,9 @@ def _chol_parts(r):
 
 def _cholesky_pf(r, xds):
     upper, low = _chol_parts(r)
-    ld = chol_tangent_plain(low, xds[0], lower=not upper)
+    if r.memo is None:
+        r.memo = {}
+    ld = chol_tangent_plain(low, xds[0], lower=not upper, memo=r.memo)
     if ld is not None:
         return ld.T if upper else ld
     ad = herm_tangent(xds[0], lower=not upper)
@@ -177,7 +179,10 @@ def _cholesky_pbt(r, g, gd, xds):
     flip = mH if upper else (lambda m: m)
     gd = _zeros(r.y) if _is_zero(gd) else gd
     ad = _zeros(r.xs[0]) if _is_zero(xds[0]) else xds[0]
-    res = chol_pullback_with_tangents_plain(low, flip(g), flip(gd), ad, lower=not upper)
+    if r.memo is None:
+        r.memo = {}
+    res = chol_pullback_with_tangents_plain(low, flip(g), flip(gd), ad, lower=not upper,
+                                            memo=r.memo)
     if res is None:
         return None
     return [(r.ids[0], res[0], res[1])]

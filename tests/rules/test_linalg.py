@@ -325,3 +325,26 @@ def test_cholesky_second_order_by_blas_equals_the_jvp_of_the_pullback(dtype, upp
     assert plain.dtype == dtype
     np.testing.assert_allclose(plain, ref.T if upper else ref, **tol)
     assert cr.testing.check_hvp(np.linalg.cholesky, k, upper=upper)
+
+
+def test_cholesky_second_order_reused_recording_with_a_direction_mutated_in_place():
+    """A recording swept many times (``linearize_grad``, as optimisers use it)
+    with one direction array overwritten between calls: every HVP is that of
+    the current direction (the rule keeps only functions of the primal)."""
+    import chainrules as cr
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((5, 5))
+    k = a @ a.T + 5 * np.eye(5)
+    w = rng.standard_normal((5, 5))
+
+    def f(k):
+        low = np.linalg.cholesky(k)
+        return np.sum(np.log(np.diagonal(low))) + np.sum(w * low * low)
+
+    _, hvp_fn = cr.linearize_grad(f, k)
+    v = rng.standard_normal((5, 5))
+    for _ in range(3):
+        expected = cr.hvp(f, k, v.copy())
+        np.testing.assert_allclose(hvp_fn(v), expected, rtol=1e-10, atol=1e-12)
+        v[...] = rng.standard_normal((5, 5))  # the same object, another direction
