@@ -17,8 +17,8 @@ from .arrays import uniform_value
 from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
 from .derived_common import (broadcast_tangent, call_partial, cast_mixed, is_zero_const, plus,
                              names_read, signed_sum, times)
-from .derived_linear import (BilinearRule, LinearRule, ScaleRule,  # noqa: F401  (re-exported)
-                             SelfProductRule, bilinear_rule, linear_rule)
+from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
+                             LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
 from .registry import op_name, register
 from .rule import ReverseRule
@@ -322,29 +322,3 @@ def scalar_rule(op, *partials, second=None, types=()):
         register(op, *types)(nary_maker(NarySpec(op, name, partials, second)))
         return op
     raise TypeError("scalar_rule takes one partial per argument")
-
-
-class ConstPartialRule(ReverseRule):
-    """z = f(x, c) whose partial in x is a constant (x + c, c - x): linear."""
-
-    __slots__ = ("x_id", "d", "name")
-    linear = True
-
-    def __init__(self, x_id, d, name):
-        self.x_id = x_id
-        self.d = d
-        self.name = name
-
-    def inputs(self):
-        return (self.x_id,)
-
-    def pullback(self, g):
-        return [(self.x_id, times(g, self.d))]
-
-    def pushforward(self, tangents):
-        return times(tangents[0], self.d)
-
-    cot_skippable = True
-
-    def pullback_with_tangents(self, g, gd, tangents, skip=()):
-        return [(self.x_id, ZERO if skip else times(g, self.d), times(gd, self.d))]

@@ -49,11 +49,14 @@ def times(g, d):
     uniform, at no cost."""
     if isinstance(g, Structural):
         return ZERO
-    if type(d) is int or type(d) is float:
+    td = type(d)
+    if td is int or td is float:
         if d == 1:
             return g
         if d == 0:
             return ZERO
+        return scale(g, d)
+    if td is np.float64 or td is np.float32:
         return scale(g, d)
     return g * d
 

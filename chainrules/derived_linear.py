@@ -1,45 +1,44 @@
 """Rules derived from a linear or bilinear definition: ``linear_rule`` (the
 adjoint of a linear map) and ``bilinear_rule`` (the two adjoints of a
 bilinear map), with the special cases an elementwise product records
-(``ScaleRule`` for a constant scalar factor, ``SelfProductRule`` for
+(``ConstPartialRule`` for a constant scalar factor, ``SelfProductRule`` for
 ``x * x``)."""
 
 import numpy as np
 
 from .arrays import shape_of
-from .derived_common import cast_mixed, plus, scale
+from .derived_common import cast_mixed, plus, times
 from .registry import op_name, register
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
 
 
-class ScaleRule(ReverseRule):
-    """z = c * x for a constant real scalar c (elementwise bilinear ops)."""
+class ConstPartialRule(ReverseRule):
+    """z = f(x, c) whose partial ``d`` in x is a constant: x + c, c - x
+    (from ``scalar_rule``) and c * x for a constant real scalar c (from an
+    elementwise ``bilinear_rule``). Linear."""
 
-    __slots__ = ("x_id", "c", "name")
+    __slots__ = ("x_id", "d", "name")
     linear = True
 
-    def __init__(self, x_id, c, name):
+    def __init__(self, x_id, d, name):
         self.x_id = x_id
-        self.c = c
+        self.d = d
         self.name = name
 
     def inputs(self):
         return (self.x_id,)
 
     def pullback(self, g):
-        return [(self.x_id, scale(g, self.c))]
+        return [(self.x_id, times(g, self.d))]
 
     def pushforward(self, tangents):
-        t = tangents[0]
-        return t if isinstance(t, Structural) else t * self.c
+        return times(tangents[0], self.d)
 
     cot_skippable = True
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
-        c = self.c
-        return [(self.x_id, ZERO if skip or isinstance(g, Structural) else scale(g, c),
-                 gd if isinstance(gd, Structural) else scale(gd, c))]
+        return [(self.x_id, ZERO if skip else times(g, self.d), times(gd, self.d))]
 
 
 class SelfProductRule(ReverseRule):
@@ -258,7 +257,8 @@ def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
         xi, yi = ids
         if elementwise and not args and not kwargs and (
                 (yi is None and type(y) in _SCALARS) or (xi is None and type(x) in _SCALARS)):
-            rule = ScaleRule(xi, y, name) if yi is None else ScaleRule(yi, x, name)
+            rule = (ConstPartialRule(xi, y, name) if yi is None
+                    else ConstPartialRule(yi, x, name))
         elif elementwise and xi is not None and xi == yi and x is y and not args and not kwargs:
             rule = SelfProductRule(xi, x, name)
         else:

@@ -14,6 +14,7 @@ differentiated.
 import numpy as np
 
 from .broadcast import CastCotangents, narrower_inputs, unbroadcast
+from .derived_common import plus, times
 from .errors import HvpNotSupported
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
@@ -23,25 +24,6 @@ __all__ = ["NaryScalarRule", "nary_maker"]
 
 def _call(d, args):
     return d(*args) if callable(d) else d
-
-
-def _times(g, d):
-    if isinstance(g, Structural):
-        return ZERO
-    if type(d) is int or type(d) is float:
-        if d == 0:
-            return ZERO
-        if d == 1:
-            return g
-    return g * d
-
-
-def _plus(a, b):
-    if isinstance(a, Structural):
-        return b
-    if isinstance(b, Structural):
-        return a
-    return a + b
 
 
 class NarySpec:
@@ -99,14 +81,14 @@ class NaryScalarRule(ReverseRule):
         return c if isinstance(c, Structural) else unbroadcast(c, self.shapes[k])
 
     def pullback(self, g):
-        return [(self.ids[k], self._unbroadcast(_times(g, self._d(k)), k))
+        return [(self.ids[k], self._unbroadcast(times(g, self._d(k)), k))
                 for k in self._traced()]
 
     def pushforward(self, tangents):
         t = ZERO
         for k, td in zip(self._traced(), tangents):
             if not isinstance(td, Structural):
-                t = _plus(t, _times(td, self._d(k)))
+                t = plus(t, times(td, self._d(k)))
         if isinstance(t, Structural) or np.shape(t) == self.zshape:
             return t
         return np.broadcast_to(t, self.zshape)
@@ -121,11 +103,11 @@ class NaryScalarRule(ReverseRule):
         out = []
         for k in traced:
             d = self._d(k)
-            c = _times(g, d)
-            cd = _times(gd, d)
+            c = times(g, d)
+            cd = times(gd, d)
             if has_g:
                 for j in on:
-                    cd = _plus(cd, _times(_times(g, _call(self.spec.d2[k, j], self.args)),
+                    cd = plus(cd, times(times(g, _call(self.spec.d2[k, j], self.args)),
                                           tan[j]))
             out.append((self.ids[k], self._unbroadcast(c, k), self._unbroadcast(cd, k)))
         return out
