@@ -138,29 +138,17 @@ class ForwardSweeps:
 
         Returns ``(Gradients of cotangents, Gradients of their tangents)``.
         """
-        self._check_alive()
-        self._consumed(retain_graph)
-        rules = self.rules
+        rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
         shapes = self.shapes
         dtypes = self.dtypes
         n = len(rules)
-        # anomaly checks and partial backward (outside the loop)
-        if check is None and self.sources is not None:
-            check = HOOKS.anomaly.check_pullback
-        if wrt is not None:
-            rules = self._prune(wrt, outputs, retain_graph)
         cots = [None] * n
         dots = [None] * n
         owned = bytearray(n)  # bit 1: cots[i] is our own buffer, bit 2: dots[i]
         for o, s, sd in zip(outputs, seeds, seed_tangents):
-            if o is None:
-                continue
-            if not isinstance(s, Structural):
-                s = self._project(s, o, "seed")
-                cots[o] = s if cots[o] is None else cots[o] + s
-            if not isinstance(sd, Structural) and sd is not None:
-                sd = self._project(sd, o, "seed")
-                dots[o] = sd if dots[o] is None else dots[o] + sd
+            if o is not None:
+                self._seed(cots, o, s)
+                self._seed(dots, o, sd)
         keep = None if wrt is None else set(wrt)
         if need is None and not leaf_cotangents:
             need = self.cotangent_demand(outputs, False, keep or ())

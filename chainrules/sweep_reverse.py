@@ -27,24 +27,15 @@ class ReverseSweeps:
         given, sees each pullback's result (anomaly mode installs one).
         Returns a ``Gradients`` store (``get``, ``remove``, ``replace``).
         """
-        self._check_alive()
-        self._consumed(retain_graph)
-        rules = self.rules
+        rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
         shapes = self.shapes
         dtypes = self.dtypes
         n = len(rules)
-        # anomaly checks and partial backward (outside the loop)
-        if check is None and self.sources is not None:
-            check = HOOKS.anomaly.check_pullback
-        if wrt is not None:
-            rules = self._prune(wrt, outputs, retain_graph)
         cots = [None] * n
         owned = bytearray(n)
         for o, s in zip(outputs, seeds):
-            if o is None or isinstance(s, Structural):
-                continue
-            s = self._project(s, o, "seed")
-            cots[o] = s if cots[o] is None else cots[o] + s
+            if o is not None:
+                self._seed(cots, o, s)
         keep = None if wrt is None else set(wrt)
         store = {}
         start = max((o for o in outputs if o is not None), default=-1)
@@ -98,6 +89,25 @@ class ReverseSweeps:
                 else:
                     accumulate(cots, owned, 1, nid, c)
         return Gradients(store)
+
+    def _reverse_start(self, outputs, wrt, retain_graph, check):
+        """What every reverse sweep does first: refuse a freed tape, mark it
+        consumed unless retained, install anomaly mode's check, and prune
+        the rules to those leading to ``wrt``. Returns ``(rules, check)``."""
+        self._check_alive()
+        self._consumed(retain_graph)
+        if check is None and self.sources is not None:
+            check = HOOKS.anomaly.check_pullback
+        if wrt is None:
+            return self.rules, check
+        return self._prune(wrt, outputs, retain_graph), check
+
+    def _seed(self, buf, o, s):
+        """Add the seed ``s`` (projected onto node ``o``) into ``buf[o]``."""
+        if isinstance(s, Structural) or s is None:
+            return
+        s = self._project(s, o, "seed")
+        buf[o] = s if buf[o] is None else buf[o] + s
 
     # -- partial backward ------------------------------------------------
     def _prune(self, wrt, outputs, retain_graph):
