@@ -154,37 +154,6 @@ def _blas_lapack():
     return get_blas_funcs, get_lapack_funcs
 
 
-def chol_pullback_plain(low, gl, lower=True):
-    """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
-    factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
-    plain real 2-D arrays: LAPACK's triangular inverse and BLAS triangular
-    products (a triangular product is half a general one, and far faster
-    than a triangular solve with many right-hand sides). Returns None where
-    it does not apply (SciPy missing, other array types, complex, batched,
-    a singular factor): the caller then uses the traceable formula."""
-    funcs = _blas_lapack()
-    if (funcs is None or type(low) is not np.ndarray or type(gl) is not np.ndarray
-            or low.ndim != 2 or gl.shape != low.shape or low.dtype != gl.dtype
-            or low.dtype not in (np.float64, np.float32)):
-        return None
-    get_blas_funcs, get_lapack_funcs = funcs
-    (trtri,) = get_lapack_funcs(("trtri",), (low,))
-    (trmm,) = get_blas_funcs(("trmm",), (low,))
-    lf = np.asfortranarray(low)
-    linv, info = trtri(lf, lower=1)
-    if info != 0:
-        return None
-    n = low.shape[-1]
-    c = trmm(1.0, lf, np.asfortranarray(gl), lower=1, trans_a=1)      # L^T gl
-    c *= _phi_mask(n, low.dtype)                                       # Phi(.)
-    c = trmm(1.0, linv, c, side=1, lower=1, overwrite_b=1)             # . L^-1
-    ga = trmm(1.0, linv, c, lower=1, trans_a=1, overwrite_b=1)         # L^-T .
-    out = ga + ga.T
-    out = np.tril(out, -1) if lower else np.triu(out, 1)
-    out.flat[::n + 1] = np.diagonal(ga)
-    return out
-
-
 def _plain_real(*arrays):
     return (_blas_lapack() is not None
             and all(type(a) is np.ndarray and a.ndim == 2 and a.dtype == arrays[0].dtype
@@ -208,6 +177,43 @@ def _chol_factors(low, memo):
     return lf, li
 
 
+def _trmm(low):
+    (trmm,) = _blas_lapack()[0](("trmm",), (low,))
+    return trmm
+
+
+def _herm_cotangent_plain(ga, lower):
+    """``herm_cotangent(ga, lower)`` for a plain real matrix, in three passes:
+    the triangle read gets ``ga + ga^T``, its diagonal ``diag(ga)``."""
+    n = ga.shape[-1]
+    out = ga + ga.T
+    out = np.tril(out, -1) if lower else np.triu(out, 1)
+    out.flat[::n + 1] = np.diagonal(ga)
+    return out
+
+
+def chol_pullback_plain(low, gl, lower=True, memo=None):
+    """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
+    factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
+    plain real 2-D arrays: LAPACK's triangular inverse and BLAS triangular
+    products (a triangular product is half a general one, and far faster
+    than a triangular solve with many right-hand sides). Returns None where
+    it does not apply (SciPy missing, other array types, complex, batched,
+    a singular factor): the caller then uses the traceable formula."""
+    if not _plain_real(low, gl):
+        return None
+    factors = _chol_factors(low, memo)
+    if factors is None:
+        return None
+    lf, li = factors
+    trmm = _trmm(low)
+    c = trmm(1.0, lf, np.asfortranarray(gl), lower=1, trans_a=1)      # L^T gl
+    c *= _phi_mask(low.shape[-1], low.dtype)                           # Phi(.)
+    c = trmm(1.0, li, c, side=1, lower=1, overwrite_b=1)               # . L^-1
+    ga = trmm(1.0, li, c, lower=1, trans_a=1, overwrite_b=1)           # L^-T .
+    return _herm_cotangent_plain(ga, lower)
+
+
 def chol_tangent_plain(low, ad, lower=True, memo=None):
     """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
     plain real 2-D arrays (``Ad`` read from one triangle), by LAPACK's
@@ -222,7 +228,7 @@ def chol_tangent_plain(low, ad, lower=True, memo=None):
     if factors is None:
         return None
     lf, li = factors
-    (trmm,) = _blas_lapack()[0](("trmm",), (low,))
+    trmm = _trmm(low)
     t = trmm(1.0, li, np.asfortranarray(herm_tangent(ad, lower=lower)), lower=1)
     t = trmm(1.0, li, t, side=1, lower=1, trans_a=1, overwrite_b=1)
     t *= _phi_mask(low.shape[-1], low.dtype)
@@ -249,7 +255,7 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None):
     if factors is None:
         return None
     lf, li = factors
-    (trmm,) = _blas_lapack()[0](("trmm",), (low,))
+    trmm = _trmm(low)
     n = low.shape[-1]
     phi = _phi_mask(n, low.dtype)
     # the factor's tangent Ld = L Phi(Li Ad Li^T)
@@ -267,7 +273,7 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None):
     m = trmm(1.0, li, ld, side=1, lower=1)                            # M = Ld Li
     sd -= trmm(1.0, m, sm, lower=1, trans_a=1)                        # - M^T S
     sd -= trmm(1.0, m, np.array(sm, order="F"), side=1, lower=1, overwrite_b=1)  # - S M
-    return herm_cotangent(sm, lower=lower), herm_cotangent(sd, lower=lower)
+    return _herm_cotangent_plain(sm, lower), _herm_cotangent_plain(sd, lower)
 
 
 def herm_tangent(xd, lower=True):

@@ -163,7 +163,9 @@ def _cholesky_pf(r, xds):
 def _cholesky_pb(r, g):
     upper, low = _chol_parts(r)
     gl = mH(g) if upper else g
-    plain = chol_pullback_plain(low, gl, lower=not upper)
+    if r.memo is None:
+        r.memo = {}
+    plain = chol_pullback_plain(low, gl, lower=not upper, memo=r.memo)
     if plain is not None:
         return [plain]
     c = (mT(low) @ gl) * _phi_mask(low.shape[-1], low.dtype)
