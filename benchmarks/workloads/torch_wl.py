@@ -64,94 +64,66 @@ def _np(t):
     return t.detach().numpy()
 
 
+def _grad_bench(f, x0):
+    """value_and_grad of ``f`` w.r.t. the one tensor ``x0``."""
+    def run():
+        x = x0.detach().requires_grad_()
+        y = f(x)
+        (g,) = torch.autograd.grad(y, x)
+        return y.detach(), g
+    return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])}, "autograd.grad")
+
+
+def _params_grad_bench(f, p0, names):
+    """value_and_grad of ``f`` w.r.t. every tensor of the list ``p0``."""
+    def run():
+        p = [a.detach().requires_grad_() for a in p0]
+        y = f(p)
+        return y.detach(), torch.autograd.grad(y, p)
+
+    def outputs(r):
+        return {"value": _np(r[0]), **{k: _np(g) for k, g in zip(names, r[1])}}
+    return Bench(run, outputs, "autograd.grad")
+
+
+def _hvp_bench(f, x0, v):
+    """The HVP of ``f`` at ``x0`` along ``v`` by double backward."""
+    def run():
+        x = x0.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        (hv,) = torch.autograd.grad(g, x, grad_outputs=v)
+        return hv
+    return Bench(run, lambda r: {"hvp": _np(r)}, "double backward (reverse-over-reverse)")
+
+
 def build(workload, d, cfg):
     shift = cfg["shift"]
     if workload == "chain":
-        x0 = _t(d["chain_x"])
-
-        def run():
-            x = x0.detach().requires_grad_()
-            y = chain(tnp, x)
-            (g,) = torch.autograd.grad(y, x)
-            return y.detach(), g
-        return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])},
-                     "autograd.grad")
+        return _grad_bench(lambda x: chain(tnp, x), _t(d["chain_x"]))
     if workload == "mlp_grad":
-        p0 = [_t(a) for a in mlp_params(d)]
         X, Y = _t(d["X"]), _t(d["Y"])
-
-        def run():
-            p = [a.detach().requires_grad_() for a in p0]
-            y = mlp_loss(tnp, p, X, Y, shift)
-            g = torch.autograd.grad(y, p)
-            return y.detach(), g
-
-        def outputs(r):
-            return {"value": _np(r[0]), **{k: _np(g) for k, g in zip(PARAM_NAMES, r[1])}}
-        return Bench(run, outputs, "autograd.grad")
+        return _params_grad_bench(lambda p: mlp_loss(tnp, p, X, Y, shift),
+                                  [_t(a) for a in mlp_params(d)], PARAM_NAMES)
     if workload == "rosen_hvp":
-        x0, v = _t(d["rosen_x"]), _t(d["rosen_v"])
-
-        def run():
-            x = x0.detach().requires_grad_()
-            (g,) = torch.autograd.grad(rosen(tnp, x), x, create_graph=True)
-            (hv,) = torch.autograd.grad(g, x, grad_outputs=v)
-            return hv
-        return Bench(run, lambda r: {"hvp": _np(r)},
-                     "double backward (reverse-over-reverse)")
+        return _hvp_bench(lambda x: rosen(tnp, x), _t(d["rosen_x"]), _t(d["rosen_v"]))
     if workload == "mlp_hvp":
         _, b1, W2, b2, W3, b3 = [_t(a) for a in mlp_params(d)]
-        W10, V1, X, Y = _t(d["W1"]), _t(d["V1"]), _t(d["X"]), _t(d["Y"])
-
-        def run():
-            W1 = W10.detach().requires_grad_()
-            y = mlp_loss(tnp, (W1, b1, W2, b2, W3, b3), X, Y, shift)
-            (g,) = torch.autograd.grad(y, W1, create_graph=True)
-            (hv,) = torch.autograd.grad(g, W1, grad_outputs=V1)
-            return hv
-        return Bench(run, lambda r: {"hvp": _np(r)},
-                     "double backward (reverse-over-reverse)")
+        X, Y = _t(d["X"]), _t(d["Y"])
+        return _hvp_bench(lambda W1: mlp_loss(tnp, (W1, b1, W2, b2, W3, b3), X, Y, shift),
+                          _t(d["W1"]), _t(d["V1"]))
     if workload == "lstm_grad":
-        p0 = [_t(a) for a in lstm_params(d)]
         X, T = _t(d["lstm_X"]), _t(d["lstm_T"])
-
-        def run():
-            p = [a.detach().requires_grad_() for a in p0]
-            y = lstm_loss(tnp, p, X, T, shift)
-            g = torch.autograd.grad(y, p)
-            return y.detach(), g
-
-        def outputs(r):
-            return {"value": _np(r[0]), **{k: _np(g) for k, g in zip(LSTM_NAMES, r[1])}}
-        return Bench(run, outputs, "autograd.grad")
+        return _params_grad_bench(lambda p: lstm_loss(tnp, p, X, T, shift),
+                                  [_t(a) for a in lstm_params(d)], LSTM_NAMES)
     if workload in ("gp_grad", "gp_hvp"):
-        th0, v = _t(d["gp_theta"]), _t(d["gp_v"])
         D, y, I = _t(d["gp_D"]), _t(d["gp_y"]), _t(d["gp_I"])
+
+        def f(th):
+            return gp_nlml(tnp, tsla, th, D, y, I)
         if workload == "gp_grad":
-            def run():
-                th = th0.detach().requires_grad_()
-                val = gp_nlml(tnp, tsla, th, D, y, I)
-                (g,) = torch.autograd.grad(val, th)
-                return val.detach(), g
-            return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])},
-                         "autograd.grad")
-
-        def run():
-            th = th0.detach().requires_grad_()
-            (g,) = torch.autograd.grad(gp_nlml(tnp, tsla, th, D, y, I), th,
-                                       create_graph=True)
-            (hv,) = torch.autograd.grad(g, th, grad_outputs=v)
-            return hv
-        return Bench(run, lambda r: {"hvp": _np(r)},
-                     "double backward (reverse-over-reverse)")
+            return _grad_bench(f, _t(d["gp_theta"]))
+        return _hvp_bench(f, _t(d["gp_theta"]), _t(d["gp_v"]))
     if workload == "tv_grad":
-        x0, f = _t(d["tv_x"]), _t(d["tv_f"])
-
-        def run():
-            x = x0.detach().requires_grad_()
-            val = tv_loss(tnp, x, f)
-            (g,) = torch.autograd.grad(val, x)
-            return val.detach(), g
-        return Bench(run, lambda r: {"value": _np(r[0]), "grad": _np(r[1])},
-                     "autograd.grad")
+        fimg = _t(d["tv_f"])
+        return _grad_bench(lambda x: tv_loss(tnp, x, fimg), _t(d["tv_x"]))
     raise NotImplementedError(workload)
