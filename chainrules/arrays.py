@@ -6,7 +6,7 @@ read the attribute when there is one, so they never record anything.
 
 import numpy as np
 
-__all__ = ["shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value",
+__all__ = ["shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
            "is_array", "zeros_like_value", "ones_like_value"]
 
 
@@ -34,22 +34,57 @@ def real_dtype(dtype):
 _ndarray = np.ndarray
 
 
-def uniform_array(value, shape):
+def uniform_array(value, shape, like=None):
     """A read-only array of ``shape`` whose every element is the scalar
     ``value``: zero strides, no memory (what ``np.broadcast_to(value, shape)``
-    returns, ten times cheaper)."""
+    returns, ten times cheaper).
+
+    ``like``: an array of another type (dask) with that shape, whose type
+    and chunks the result takes; see ``lazy_uniform``."""
+    if like is not None and type(like) is not _ndarray:
+        return lazy_uniform(value, like)
     base = np.asarray(value)
     a = _ndarray(shape, base.dtype, base, 0, (0,) * len(shape))
     a.flags.writeable = False
     return a
 
 
+_UNIFORM = "_chainrules_uniform"
+
+
+def lazy_uniform(value, like):
+    """``value`` (a scalar or a 0-d array of ``like``'s type) broadcast to
+    ``like``'s shape, type and chunks.
+
+    The array is built as ``zeros_like(like) + value``, which a lazy backend
+    materialises chunk by chunk only if a consumer reads it. It also carries
+    ``value``, keyed by the array's graph name (``name``, as dask arrays
+    have), so elementwise rules that accept a uniform cotangent scale by the
+    scalar instead: no full-size chunk is ever made. An in-place write to
+    the array changes its name, and the stale key is then ignored."""
+    a = np.zeros_like(like, dtype=np.result_type(value)) + value
+    key = getattr(a, "name", None)
+    if isinstance(key, str):
+        try:
+            setattr(a, _UNIFORM, (key, value))
+        except AttributeError:  # a type without instance attributes
+            pass
+    return a
+
+
 def uniform_value(a):
     """The one value of a non-empty ndarray with all strides zero (the
     cotangent of a sum, a scaled copy of it), else ``None``. Elementwise
-    rules scale such a cotangent as a scalar instead of a pass over memory."""
-    if type(a) is _ndarray and a.ndim and not any(a.strides) and a.size:
-        return a.flat[0]
+    rules scale such a cotangent as a scalar instead of a pass over memory.
+    For other array types: the value ``lazy_uniform`` recorded, while the
+    array is unchanged."""
+    if type(a) is _ndarray:
+        if a.ndim and not any(a.strides) and a.size:
+            return a.flat[0]
+        return None
+    t = getattr(a, _UNIFORM, None)
+    if t is not None and t[0] == getattr(a, "name", None):
+        return t[1]
     return None
 
 

@@ -13,6 +13,8 @@ more arguments); ``linear_rule`` and ``bilinear_rule`` live in
 ``derived_common``.
 """
 
+import numpy as np
+
 from .arrays import uniform_value
 from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
 from .derived_common import (broadcast_tangent, call_partial, cast_mixed, is_zero_const, plus,
@@ -94,7 +96,7 @@ class UnaryScalarRule(ReverseRule):
             if c is not None:
                 return [(self.x_id, c)]
             d = spec.d(self.x, self.y)
-        return [(self.x_id, g * d)]
+        return [(self.x_id, g * d if type(g) is np.ndarray else times(g, d))]
 
     def pushforward(self, tangents):
         return times(tangents[0], self._d())

@@ -7,7 +7,7 @@ import dis
 
 import numpy as np
 
-from .arrays import uniform_array, uniform_value
+from .arrays import shape_of, uniform_array, uniform_value
 from .broadcast import CastCotangents
 from .tangents import ZERO, Structural
 
@@ -58,6 +58,12 @@ def times(g, d):
         return scale(g, d)
     if td is np.float64 or td is np.float32:
         return scale(g, d)
+    if type(g) is not np.ndarray:
+        # a lazy uniform cotangent (``lazy_uniform``): scale d by its scalar
+        # instead of reading a materialised broadcast
+        u = uniform_value(g)
+        if u is not None and shape_of(d) == g.shape:
+            return d * u
     return g * d
 
 
@@ -65,7 +71,7 @@ def scale(g, c):
     """``g * c`` for a scalar ``c``; a uniform ``g`` stays uniform."""
     u = uniform_value(g)
     if u is not None:
-        return uniform_array(u * c, g.shape)
+        return uniform_array(u * c, g.shape, g)
     return g * c
 
 

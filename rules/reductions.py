@@ -30,7 +30,7 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import is_array, real_dtype, uniform_array
+from chainrules.arrays import is_array, ndim_of, real_dtype, uniform_array
 from chainrules.tangents import is_zero
 
 from chainrules.derived import LinearRule
@@ -98,9 +98,11 @@ def _expand(g, shape, axes, keepdims, like=None):
     ``like``: the reduced input when it is a lazy (dask) array: the
     cotangent is then built as zeros of its type and chunks plus ``g``, so
     each chunk is made where it is used (a broadcast would be one chunk of
-    the full size, which defeats out-of-core evaluation)."""
-    if like is None and (type(g) is np.ndarray and g.ndim == 0 or type(g) in _SCALAR_TYPES):
-        return uniform_array(g, shape)  # a full reduction: no memory
+    the full size, which defeats out-of-core evaluation); for a full
+    reduction it also carries the scalar ``g`` (``lazy_uniform``)."""
+    if type(g) is np.ndarray and g.ndim == 0 or type(g) in _SCALAR_TYPES or (
+            like is not None and ndim_of(g) == 0):
+        return uniform_array(g, shape, like)  # a full reduction: no memory
     if not keepdims:
         g = np.reshape(g, _kd_shape(shape, axes))
     if like is not None:
