@@ -110,3 +110,20 @@ def test_basic_gathers_never_materialise_zeros_of_the_input(monkeypatch):
     with pytest.raises(AssertionError, match="scatter_add"):
         monkeypatch.setattr(indexing, "scatter_add", refuse)
         cr.grad(lambda x: _fan_out(x, _advanced))(X)
+
+
+@pytest.mark.parametrize("index", [
+    np.int64(2), (np.int64(1), slice(None)), [0, 2, 2], (slice(None), [1, 1]),
+    (np.array([0, 3]), 4), np.array([True, False, True, False]), True,
+    (Ellipsis, None), (slice(1, 3), Ellipsis, None),
+], ids=repr)
+def test_every_index_kind_matches_its_numpy_adjoint(index):
+    # plain ints, slices, None and Ellipsis take the tracer's fast path; the
+    # rest (NumPy ints, lists, arrays, booleans) the general one: both must
+    # give the adjoint of NumPy's own indexing
+    w = rng.standard_normal(np.shape(X[index]))
+    g = cr.grad(lambda x: np.sum(w * x[index]))(X)
+    expect = np.zeros_like(X)
+    np.add.at(expect, index, w)
+    np.testing.assert_array_equal(g, expect)
+    assert np.shares_memory(g, X) is False
