@@ -18,7 +18,7 @@ import numpy as np
 from .arrays import uniform_value
 from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
 from .derived_common import (broadcast_tangent, call_partial, cast_mixed, is_zero_const, plus,
-                             names_read, signed_sum, times)
+                             plus_second, names_read, signed_sum, times)
 from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
                              LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
@@ -111,7 +111,7 @@ class UnaryScalarRule(ReverseRule):
         if not isinstance(xd, Structural) and not isinstance(g, Structural):
             if spec.d2 is None:
                 raise HvpNotSupported(f"{spec.name} was registered without second=")
-            cd = plus(cd, times(times(g, call_partial(spec.d2, self.x, self.y)), xd))
+            cd = plus_second(cd, g, call_partial(spec.d2, self.x, self.y), xd)
         return [(self.x_id, c, cd)]
 
 
@@ -216,9 +216,9 @@ class BinaryScalarRule(ReverseRule):
             c = ZERO if self.x_id in skip else times(g, d)
             cd = times(gd, d)
             if xd_on:
-                cd = plus(cd, times(times(g, call_partial(spec.dxx, x, y, z)), xd))
+                cd = plus_second(cd, g, call_partial(spec.dxx, x, y, z), xd)
             if yd_on:
-                cd = plus(cd, times(times(g, dxy), yd))
+                cd = plus_second(cd, g, dxy, yd)
             out.append((self.x_id, unbroadcast(c, self.xshape),
                         cd if isinstance(cd, Structural) else unbroadcast(cd, self.xshape)))
         if self.y_id is not None:
@@ -226,9 +226,9 @@ class BinaryScalarRule(ReverseRule):
             c = ZERO if self.y_id in skip else times(g, d)
             cd = times(gd, d)
             if xd_on:
-                cd = plus(cd, times(times(g, dxy), xd))
+                cd = plus_second(cd, g, dxy, xd)
             if yd_on:
-                cd = plus(cd, times(times(g, call_partial(spec.dyy, x, y, z)), yd))
+                cd = plus_second(cd, g, call_partial(spec.dyy, x, y, z), yd)
             out.append((self.y_id, unbroadcast(c, self.yshape),
                         cd if isinstance(cd, Structural) else unbroadcast(cd, self.yshape)))
         return out

@@ -82,6 +82,12 @@ class SelfProductRule(ReverseRule):
         cd = ZERO if isinstance(gd, Structural) else self._twice(gd)
         if has_g and not isinstance(xd, Structural):
             d = g * xd
+            if type(d) is np.ndarray:  # a fresh array: doubled and summed in place
+                np.add(d, d, out=d)
+                if type(cd) is np.ndarray and cd.shape == d.shape and cd.dtype == d.dtype:
+                    np.add(d, cd, out=d)
+                    return [(self.x_id, c, d)]
+                return [(self.x_id, c, plus(cd, d))]
             cd = plus(cd, d + d)
         return [(self.x_id, c, cd)]
 
