@@ -10,7 +10,8 @@ protocol can intercept; call the versions here instead::
     special.logsumexp(x, axis=0)
     linalg.expm(a)
     stats.norm.logpdf(x, loc=mu, scale=sigma)
+    optimize.rosen(x)
 """
 
 from . import linalg, special  # noqa: F401
-from . import integrate, signal, stats  # noqa: F401
+from . import integrate, optimize, signal, stats  # noqa: F401
