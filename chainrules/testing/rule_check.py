@@ -232,8 +232,27 @@ class RuleCheck:
             ju = self.pushforward(k)
             self.check_unmutated("the pushforward")
             r, fdl = self.fd(k)
+            nu = norm(self.us[k])
             ctx.vector("pushforward vs finite differences: J u", ju, fdl,
-                       10.0 * r.error + ctx.atol * norm(self.us[k]), lambda: self.where(k))
+                       ctx.rtol * self._map_scale(k) * nu + 10.0 * r.error
+                       + ctx.atol * nu, lambda: self.where(k))
+
+    def _map_scale(self, k):
+        """A lower bound of the Jacobian's norm: ``|J^T w| / |w|`` from the
+        pullback when the reverse mode was checked first, and ``|J u| / |u|``
+        over every direction. ``J u`` can cancel to far below ``|J| |u|`` (a
+        float32 dot product with a direction nearly orthogonal to the
+        gradient); its rounding error is relative to ``|J| |u|``, the scale
+        the reverse check measures against as well."""
+        bounds = [0.0]
+        ct, nw = self._ct.get(k), norm(self.ws[k])
+        if ct is not None and nw > 0:
+            bounds.append(norm(ct) / nw)
+        for j in range(self.directions):
+            nu = norm(self.us[j])
+            if nu > 0:
+                bounds.append(norm(self.pushforward(j)) / nu)
+        return max(bounds)
 
     def hvp(self, fast=None):
         """``fast``: None accepts the nested fallback when a rule has no

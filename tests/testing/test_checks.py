@@ -364,6 +364,62 @@ def test_wrong_pushforward_breaks_the_adjoint_identity(rng):
         check_jvp(bad_pushforward, x)
 
 
+# A float32 dot product with a direction orthogonal to the gradient cancels:
+# J u is rounding noise, small against |J| |u|, the scale its rounding error is
+# relative to. The pushforward check measures against that scale, like the
+# reverse check, so a correct rule passes and an error above it is caught.
+_C = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+
+
+@cr.primitive
+def dot_c(x, bias):
+    return np.dot(x, _C)
+
+
+class DotC(cr.ReverseRule):
+    __slots__ = ("x_id", "bias")
+
+    def __init__(self, x_id, bias):
+        self.x_id, self.bias = x_id, bias
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        return [(self.x_id, g * _C)]
+
+    def pushforward(self, tangents):
+        u = tangents[0]
+        return np.dot(u, _C) + np.float32(self.bias * np.linalg.norm(u) * np.linalg.norm(_C))
+
+
+@cr.register(dot_c)
+def _(ids, x, bias):
+    return dot_c(x, bias), DotC(ids[0], bias)
+
+
+@pytest.mark.parametrize("reverse_first", [True, False])
+def test_cancelling_float32_pushforward_is_judged_against_the_map_scale(reverse_first):
+    from chainrules.testing.rule_check import RuleCheck
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(64).astype(np.float32)
+    r = rng.standard_normal(64)
+    u = (r - _C * (_C @ r) / (_C @ _C)).astype(np.float32)   # orthogonal to the gradient
+    assert abs(float(u.astype(float) @ _C)) < 1e-6 * np.linalg.norm(u) * np.linalg.norm(_C)
+
+    def checker(bias):
+        c = RuleCheck(dot_c, (x, bias), {}, wrt=0, directions=3)
+        c.us[0] = [u]
+        if reverse_first:
+            c.rrule(adjoint=False)   # the pullback alone; the pushforward is judged below
+        return c
+
+    checker(0.0).frule()                              # correct: passes
+    with pytest.raises(CheckFailure, match="pushforward vs finite differences"):
+        checker(1e-3).frule()                         # 1e-3 of |J| |u| off: caught
+
+
 @cr.primitive
 def bad_primal(x):
     return np.sin(x)

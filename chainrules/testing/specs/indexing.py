@@ -36,11 +36,13 @@ def _basic_part(draw, n):
 
 def _basic_index(draw, dtype):
     x = _arr(draw, dtype, draw(crs.shapes(0, 3)))
-    parts = [_basic_part(draw, n) for n in x.shape[:draw(st.integers(0, x.ndim))]]
+    k = draw(st.integers(0, x.ndim))
+    parts = [_basic_part(draw, n) for n in x.shape[:k]]
+    if draw(st.booleans()):  # an Ellipsis, then parts for the trailing axes it leaves
+        m = draw(st.integers(0, x.ndim - k))
+        parts += [Ellipsis] + [_basic_part(draw, n) for n in x.shape[x.ndim - m:]]
     if draw(st.booleans()):
         parts.insert(draw(st.integers(0, len(parts))), None)
-    if draw(st.booleans()) and len(parts) < x.ndim + 1:
-        parts.insert(draw(st.integers(0, len(parts))), Ellipsis)
     return (x, tuple(parts)), {}
 
 
