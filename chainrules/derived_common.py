@@ -7,11 +7,12 @@ import dis
 
 import numpy as np
 
-from .arrays import shape_of, uniform_array, uniform_value
+from .arrays import shape_of, tag_uniform, uniform_array, uniform_value
 from .broadcast import CastCotangents
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
+_CONCRETE = (int, float, complex, np.generic)
 
 
 def broadcast_tangent(t, shape):
@@ -65,6 +66,9 @@ def times(g, d):
         # instead of reading a materialised broadcast
         u = uniform_value(g)
         if u is not None and shape_of(d) == g.shape:
+            if (isinstance(u, _CONCRETE) and u == 1 and type(d) is type(g)
+                    and d.dtype == g.dtype):
+                return d  # the seed of a gradient: nothing to scale
             return d * u
     return g * d
 
@@ -73,7 +77,9 @@ def scale(g, c):
     """``g * c`` for a scalar ``c``; a uniform ``g`` stays uniform."""
     u = uniform_value(g)
     if u is not None:
-        return uniform_array(u * c, g.shape, g)
+        if type(g) is _ndarray:
+            return uniform_array(u * c, g.shape)
+        return tag_uniform(g * c, u * c)  # lazy: the product is read only if needed
     return g * c
 
 
