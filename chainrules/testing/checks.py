@@ -13,7 +13,7 @@
   real/complex kind, inspected *raw*, before the engine would project it;
   integer and bool arguments of closure rules get ``NoTangent()``;
 * ``ZeroTangent()`` and all-zero cotangents give zero cotangents;
-* calling the pullback twice gives the same answer, the pullback does not
+* calling the pullback twice gives the same answer (to rounding), the pullback does not
   modify its cotangent, and no input is mutated.
 
 ``check_frule`` (alias ``check_jvp``) checks the pushforward against finite

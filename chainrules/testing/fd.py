@@ -16,8 +16,8 @@ are compared with a reference that is far more accurate than they are.
 
 The step follows the scale of the input: ``h = eps**(1/7) * max|x| / max|u|``
 (with ``eps`` the precision of ``f``'s output); when its error estimate is
-poor, steps eight times smaller and four times larger are tried and the best
-one kept.
+poor or not finite (the stencil left the function's domain), steps eight
+times smaller and four times larger are tried and the best one kept.
 
 >>> import numpy as np
 >>> r = fd_jvp(np.sin, (np.array([0.3, 1.0]),), (np.array([1.0, 2.0]),))
@@ -123,6 +123,10 @@ def _out_eps(leaves):
     return eps or float(np.finfo(np.float64).eps)
 
 
+def _finite_or_inf(e):
+    return e if math.isfinite(e) else math.inf
+
+
 def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
     """Directional derivative of ``f(*primals)`` along ``tangents``.
 
@@ -220,11 +224,15 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
     else:
         h = eps ** (1.0 / (order + 1)) * (xs if xs > 0 else 1.0) / us
         value, trunc, rnd = estimate(h)
-        if trunc > 1e-8 * _norm(value) + rnd:  # truncation dominates: try other steps
-            best = (trunc + rnd, h, value, trunc, rnd)
-            for hh in (h / 8, h * 4, h / 64):
+        # truncation dominates, or the stencil left the function's domain (a
+        # NaN or an infinity, e.g. past the support of a density): try other steps
+        if not (math.isfinite(trunc) and trunc <= 1e-8 * _norm(value) + rnd):
+            best = (_finite_or_inf(trunc + rnd), h, value, trunc, rnd)
+            for hh in (h / 8, h * 4, h / 64, h / 512):
+                if hh == h / 512 and best[0] < math.inf:
+                    break  # the smallest step only to get back into the domain
                 v2, t2, r2 = estimate(hh)
-                if t2 + r2 < best[0]:
+                if _finite_or_inf(t2 + r2) < best[0]:
                     best = (t2 + r2, hh, v2, t2, r2)
             _, h, value, trunc, rnd = best
     return FDResult(pytree.unflatten(out_def, value), trunc + rnd, trunc, rnd, h)

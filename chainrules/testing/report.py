@@ -185,6 +185,14 @@ class Context:
 
     def fd_reliable(self, fd, fd_leaves, where):
         size = norm(fd_leaves)
+        if not math.isfinite(size + fd.truncation):
+            where = where() if callable(where) else where
+            raise FiniteDifferenceUnreliable(
+                f"finite differences are not finite {where}, at every step tried: "
+                "the stencil reached points outside the function's "
+                "domain (past the support of a density, across a pole). Sample inputs "
+                "further inside the domain (see the domains of "
+                f"chainrules.testing.strategies).\n  in {self.desc}")
         if fd.truncation > 1e-6 * size + 100.0 * fd.roundoff:
             where = where() if callable(where) else where
             raise FiniteDifferenceUnreliable(

@@ -10,7 +10,7 @@ Domains (``domain=``):
 * ``"unit"``: in (-0.9, 0.9) (arcsin, arctanh);
 * ``"gt1"``: in [1.2, 3] (arccosh);
 * ``"nonzero"``: |x| in [0.5, 2] with either sign (division, abs, sign kinks);
-* ``"distinct"``: values at least 0.1 apart (max, sort: no ties);
+* ``"distinct"``: values at least 0.1 apart and from zero (max, sort: no ties);
 * ``"nonint"``: in [-2.5, 2.5], at least 0.15 away from every integer (floor,
   round, mod, poles of gamma);
 * ``"prob"``: in [0.1, 0.9] (probabilities: logit, binary cross-entropy);
@@ -133,7 +133,9 @@ def arrays(draw, dtype, shape, domain="real", avoid=(), margin=0.1):
     def sample():
         if domain == "distinct":
             n = int(np.prod(shape, dtype=np.int64))
-            vals = (rng.permutation(n) - n / 2) * 0.37 + rng.uniform(-0.05, 0.05)
+            # a grid of step 0.37 offset by 0.1 to 0.27: every value is at least
+            # 0.1 from the others and from zero (|x|**p kinks there)
+            vals = (rng.permutation(n) - n // 2) * 0.37 + rng.uniform(0.1, 0.27)
             return vals.reshape(shape)
         v = rng.uniform(lo, hi, size=shape)
         if domain == "nonzero":

@@ -420,6 +420,16 @@ def test_cancelling_float32_pushforward_is_judged_against_the_map_scale(reverse_
         checker(1e-3).frule()                         # 1e-3 of |J| |u| off: caught
 
 
+def test_a_hessian_that_vanishes_is_judged_against_the_second_order_scale():
+    # the 1.5-norm of one element is |x|: the exact Hessian is zero and the
+    # float32 HVP is rounding noise, asymmetric and far from the finite
+    # differences in relative terms, small against |J^T w| / max(|x|, 1)
+    x = np.array([0.16760114], np.float32)
+    rep = check_hvp(np.linalg.norm, x, ord=1.5, axis=-1)
+    assert rep.modes == ["hvp"]
+    check_hvp(np.linalg.norm, np.linspace(-2.0, 2.0, 8).reshape(8, 1), ord=3.0, axis=1)
+
+
 @cr.primitive
 def bad_primal(x):
     return np.sin(x)

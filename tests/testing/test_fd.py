@@ -114,3 +114,32 @@ def test_fd_jacobian(rng):
     exact = np.einsum("ik,j->ijk", np.eye(3), x) + np.einsum("i,jk->ijk", x, np.eye(3))
     assert J.shape == (3, 3, 3)
     assert np.allclose(J, exact, rtol=0, atol=1e-11)
+
+
+def test_a_stencil_past_the_domain_takes_a_smaller_step():
+    # sqrt(3 - x) at x = 2.96 with a step of ~0.02: the default stencil
+    # (+-3h) reaches x > 3, where sqrt is NaN; a smaller step stays inside
+    x = np.array([0.5, 2.96])
+    u = np.array([1.0, 1.0])
+    with np.errstate(invalid="ignore"):
+        r = fd_jvp(lambda x: np.sqrt(3.0 - x), (x,), (u,))
+    exact = -0.5 / np.sqrt(3.0 - x)
+    assert np.all(np.isfinite(r.value)) and np.isfinite(r.error)
+    assert np.allclose(r.value, exact, rtol=1e-9, atol=0)
+    assert r.step < 0.04 / 3
+
+
+def test_finite_differences_that_never_get_finite_are_unreliable():
+    from chainrules import pytree
+    from chainrules.testing import CheckReport, FiniteDifferenceUnreliable
+    from chainrules.testing.report import Context
+
+    # sqrt at its domain's edge: finite at the point, NaN on one side at every
+    # step; the checker refuses to judge rather than compare with NaN
+    x, u = np.array([1.0, 0.0]), np.array([1.0, 1.0])
+    with np.errstate(invalid="ignore"):
+        r = fd_jvp(np.sqrt, (x,), (u,))
+    assert not np.isfinite(r.error)
+    ctx = Context("sqrt(float64[2])", np.float64, None, None, CheckReport("sqrt"))
+    with pytest.raises(FiniteDifferenceUnreliable, match="not finite"):
+        ctx.fd_reliable(r, pytree.flatten(r.value)[0], "along u")
