@@ -59,10 +59,9 @@ def _polymul(a1, a2):
 def _polyder(p, m=1):
     p = _asarray(p)
     for _ in range(int(m)):
-        n = shape_of(p)[0] - 1
-        if n <= 0:
-            return np.zeros(1, dtype=np.result_type(untraced(p), 1.0)) * p[:1] if n == 0 else p
-        p = p[:-1] * np.arange(n, 0, -1)
+        # NumPy's recursion: a constant's derivative is empty, and the empty
+        # polynomial stays empty (in the dtype of the product)
+        p = p[:-1] * np.arange(shape_of(p)[0] - 1, 0, -1)
     return p
 
 

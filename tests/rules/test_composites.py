@@ -7,6 +7,7 @@ import pytest
 
 import chainrules as cr
 import chainrules.numpy as cnp
+from chainrules.testing import check_rule
 
 
 def test_order_statistics_split_ties_like_max():
@@ -93,3 +94,22 @@ def test_values_match_numpy():
               lambda x: np.linalg.vector_norm(x, ord=3, axis=1),
               lambda x: np.cumulative_sum(x, axis=0, include_initial=True)]:
         np.testing.assert_allclose(cr.jvp(f, (x,), (x,))[0], f(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_polyder_past_the_degree_matches_numpy(dtype):
+    # differentiating a constant gives NumPy's empty polynomial, not [0.]
+    for n in range(4):
+        p = (np.arange(1.0, n + 1) * 1.3).astype(dtype)
+        for m in range(5):
+            ref = np.polyder(p, m)
+            out, tan = cr.jvp(lambda p: np.polyder(p, m), (p,), (np.ones_like(p),))
+            assert out.shape == ref.shape and out.dtype == ref.dtype
+            np.testing.assert_array_equal(out, ref)
+            assert tan.shape == ref.shape
+            (ct,) = cr.vjp(lambda p: np.polyder(p, m), p)[1](np.ones_like(ref))
+            assert ct.shape == p.shape
+            if ref.size:
+                check_rule(np.polyder, p, m)
+            else:  # nothing depends on p
+                np.testing.assert_array_equal(ct, np.zeros_like(p))
