@@ -3,8 +3,11 @@
 ``fd_jvp(f, primals, tangents)`` estimates the directional derivative
 ``J u`` of ``f`` at ``primals`` along ``tangents`` with a central stencil of
 order 6 (seven points, ``f'(x) ~ sum_k c_k (f(x + k h u) - f(x - k h u)) / h``)
-at two steps ``h`` and ``h / 2``, then Richardson-extrapolates to order 8.
-The difference between the two steps estimates the truncation error, and the
+at steps ``h``, ``h / 2`` and ``h / 4``, Richardson-extrapolating each
+adjacent pair to order 8. The finer extrapolation is the value; its
+difference from the coarser one estimates the truncation error (the
+difference of two raw stencils alone can agree by chance where the higher
+derivatives are large against the step), and the
 precision of ``f``'s output estimates the rounding error; both are returned
 so that a checker can widen its tolerance by exactly what the finite
 differences cannot resolve, and refuse to judge a rule where they cannot
@@ -211,11 +214,20 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
             rnd = 4.0 * eps * m1 * wsum / h
             return d1, 0.0, rnd
         d2, m2 = stencil(h / 2)
+        d3, m3 = stencil(h / 4)
         r = 2.0 ** order - 1.0
-        diff = [None if a is None else b - a for a, b in zip(d1, d2)]
-        value = [None if a is None else b + (b - a) / r for a, b in zip(d1, d2)]
-        trunc = _norm(diff) / r
-        rnd = 4.0 * eps * max(m1, m2) * wsum / (h / 2)
+
+        def extrapolate(a, b):
+            return [None if x is None else y + (y - x) / r for x, y in zip(a, b)]
+
+        # two extrapolations; their difference bounds the error of the coarser
+        # one, which keeps the estimate honest where the higher derivatives
+        # are large against the step (nearly equal singular values) and the
+        # two stencils' errors happen to agree
+        coarse, value = extrapolate(d1, d2), extrapolate(d2, d3)
+        trunc = max(_norm([None if a is None else b - a for a, b in zip(coarse, value)]),
+                    _norm([None if a is None else b - a for a, b in zip(d2, d3)]) / r)
+        rnd = 4.0 * eps * max(m1, m2, m3) * wsum / (h / 4)
         return value, trunc, rnd
 
     if step is not None:

@@ -143,3 +143,21 @@ def test_finite_differences_that_never_get_finite_are_unreliable():
     ctx = Context("sqrt(float64[2])", np.float64, None, None, CheckReport("sqrt"))
     with pytest.raises(FiniteDifferenceUnreliable, match="not finite"):
         ctx.fd_reliable(r, pytree.flatten(r.value)[0], "along u")
+
+
+def test_the_error_estimate_holds_where_the_step_is_large_for_the_function():
+    # cond of a 2x2 matrix whose singular values are 2.03 and 1.90: the
+    # default step is large against their gap, and two raw stencils agree by
+    # chance; the estimate (and the step it leads to) must still bound the
+    # error. Exact value from the closed-form singular values.
+    a = np.array([[1.8999046, -0.10174339], [0.13836155, 2.02485673]])
+    u = np.array([[-0.5357, 0.3616], [1.304, 0.9471]])
+
+    def cond(a):
+        s2 = np.linalg.eigvalsh(a.T @ a)
+        return np.sqrt(s2[-1] / s2[0])
+
+    exact = 1.0206039390960219
+    r = fd_jvp(cond, (a,), (u,))
+    assert abs(float(r.value) - exact) <= max(r.error, 4e-16)
+    assert abs(float(r.value) - exact) <= 1e-11
