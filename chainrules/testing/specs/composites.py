@@ -275,6 +275,12 @@ def _poly1(draw, dtype):
     return (_arr(draw, dtype, (draw(st.integers(2, 5)),)),), {"m": draw(st.integers(1, 2))}
 
 
+def _off_the_joint(draw, dtype):
+    """Values away from the joint at 1.0 of the piecewise spec's pieces."""
+    n = draw(st.integers(2, 6))
+    return (draw(crs.arrays(dtype, (n,), "nonzero", avoid=(1.0,), margin=0.1)),), {}
+
+
 def _vec(domain="real", n=(2, 6)):
     def sample(draw, dtype):
         return (_arr(draw, dtype, (draw(st.integers(*n)),), domain),), {}
@@ -304,7 +310,7 @@ SPECS += [
     RuleSpec(np.poly, _vec("distinct", (1, 4)), dtypes=("float64",)),
     RuleSpec(np.vander, _vec()),
     RuleSpec(np.insert, _insert, wrt=(0, 2)),
-    RuleSpec(np.piecewise, _vec("nonzero"),
+    RuleSpec(np.piecewise, _off_the_joint,
              call=lambda x: np.piecewise(x, [x < 1.0], [lambda v: v ** 2, lambda v: 2 * v]),
              name="np.piecewise"),
     RuleSpec(np.ediff1d, _vec(), call=lambda x: np.ediff1d(x, to_begin=x[:1] * 2),
