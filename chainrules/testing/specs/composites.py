@@ -8,6 +8,7 @@ tie policy is tested in tests/rules/test_composites.py).
 """
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from chainrules.testing import strategies as crs
@@ -357,6 +358,11 @@ def _pad_mode(mode):
             kw["end_values"] = (0.5, -1.0)
         if mode in ("maximum", "minimum", "mean") and draw(st.booleans()):
             kw["stat_length"] = 2
+        if mode == "median" and x.ndim == 2:
+            # a corner is the median of the padded row: the column medians (of
+            # two: means) must not tie, where the median has no derivative
+            means = np.sort(np.mean(x, axis=0))
+            assume(np.min(np.diff(means)) > 0.1)
         return (x, draw(st.sampled_from([1, (1, 2)]))), kw
     return sample
 
