@@ -7,7 +7,6 @@ read the attribute when there is one, so they never record anything.
 import numpy as np
 
 __all__ = ["shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
-           "tag_uniform",
            "is_array", "zeros_like_value", "ones_like_value"]
 
 
@@ -63,16 +62,7 @@ def lazy_uniform(value, like):
     have), so elementwise rules that accept a uniform cotangent scale by the
     scalar instead: no full-size chunk is ever made. An in-place write to
     the array changes its name, and the stale key is then ignored."""
-    if type(value) is not _ndarray and is_array(value):
-        known = uniform_value(value)  # a 0-d array whose value is known
-        if known is not None:
-            value = known
-    return tag_uniform(np.zeros_like(like, dtype=np.result_type(value)) + value, value)
-
-
-def tag_uniform(a, value):
-    """Record on the lazy array ``a`` that its every element is ``value``
-    (keyed by its graph name, see ``lazy_uniform``); returns ``a``."""
+    a = np.zeros_like(like, dtype=np.result_type(value)) + value
     key = getattr(a, "name", None)
     if isinstance(key, str):
         try:
@@ -121,10 +111,7 @@ def zeros_like_value(v, dtype=None):
 
 
 def ones_like_value(v, dtype=None):
-    """Ones of ``v``'s shape and dtype (or ``dtype``) and array type; for a
-    lazy type the value is recorded (``lazy_uniform``), so the seed of a
-    gradient scales by a known 1 instead of a lazy one."""
+    """Ones of ``v``'s shape and dtype (or ``dtype``) and array type."""
     if type(v) is _ndarray or not is_array(v):
         return np.ones(np.shape(v), np.result_type(v) if dtype is None else dtype)
-    one = np.ones((), v.dtype if dtype is None else dtype)[()]
-    return tag_uniform(np.ones_like(v, dtype=one.dtype), one)
+    return np.ones_like(v, dtype=dtype)

@@ -7,7 +7,7 @@ import dis
 
 import numpy as np
 
-from .arrays import shape_of, tag_uniform, uniform_array, uniform_value
+from .arrays import shape_of, uniform_array, uniform_value
 from .broadcast import CastCotangents
 from .tangents import ZERO, Structural
 
@@ -73,9 +73,7 @@ def scale(g, c):
     """``g * c`` for a scalar ``c``; a uniform ``g`` stays uniform."""
     u = uniform_value(g)
     if u is not None:
-        if type(g) is _ndarray:
-            return uniform_array(u * c, g.shape)
-        return tag_uniform(g * c, u * c)  # lazy: the product is read only if needed
+        return uniform_array(u * c, g.shape, g)
     return g * c
 
 

@@ -86,19 +86,3 @@ def test_float32_keeps_its_dtype():
     g = cr.grad(lambda x: np.sum(np.sin(x) * np.sin(x)))(x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(g.compute(), np.sin(2 * XN.astype(np.float32)), rtol=1e-5)
-
-
-def test_the_seed_of_a_gradient_is_a_known_one():
-    # the seed's value 1 is recorded: the gradient scales by a concrete
-    # scalar, with no lazy ones array in its graph
-    x = da.from_array(XN, chunks=7)
-    with _NoCompute():
-        g = cr.grad(lambda x: np.sum(np.sin(x)))(x)
-        g3 = cr.grad(lambda x: 3.0 * np.sum(np.sin(x)))(x)
-        g32 = cr.grad(lambda x: np.sum(np.sin(x)))(x.astype(np.float32))
-    assert sorted(_layers(g)) == ["array", "cos", "mul"]
-    assert sorted(_layers(g3)) == ["array", "cos", "mul"]
-    np.testing.assert_allclose(g.compute(), np.cos(XN), rtol=1e-15)
-    np.testing.assert_allclose(g3.compute(), 3.0 * np.cos(XN), rtol=1e-15)
-    assert g32.dtype == np.float32
-    np.testing.assert_allclose(g32.compute(), np.cos(XN.astype(np.float32)), rtol=1e-6)
