@@ -536,3 +536,13 @@ def test_tolerance_override_and_report(rng):
     rep = check_rrule(bad_sign, x, rtol=10.0, adjoint=False)
     assert rep.worst > 0.5 and rep.checks >= 3
     assert "rrule" in repr(rep)
+
+
+def test_a_composition_may_round_its_primal_in_another_order():
+    # np.interp through its decomposition at a point where fp0 + slope (x - xp0)
+    # cancels to 9e-5: it differs from NumPy's C code by 1.1e-16, an ulp of
+    # the inputs, which the primal check allows (and nothing larger)
+    xp = np.array([1.4399637714234965, 2.4671214826292114])
+    fp = np.array([-0.5352541607213923, 0.6037611574366157])
+    x = np.array([[1.9227377177801845]])
+    assert check_rule(np.interp, x, xp, fp, wrt=(0, 2))

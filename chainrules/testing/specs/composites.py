@@ -276,6 +276,16 @@ def _poly1(draw, dtype):
     return (_arr(draw, dtype, (draw(st.integers(2, 5)),)),), {"m": draw(st.integers(1, 2))}
 
 
+def _unwrap_steps(draw, dtype):
+    """Steps of both kinds (below and above pi in size) but 0.3 away from
+    +-pi, where unwrap jumps by 2 pi."""
+    n = draw(st.integers(2, 6))
+    steps = draw(crs.arrays("float64", (n - 1,), (-5.0, 5.0), avoid=(-np.pi, np.pi),
+                            margin=0.3))
+    x0 = draw(crs.arrays("float64", (1,)))
+    return (np.concatenate([x0, x0 + np.cumsum(steps)]).astype(dtype),), {}
+
+
 def _off_the_joint(draw, dtype):
     """Values away from the joint at 1.0 of the piecewise spec's pieces."""
     n = draw(st.integers(2, 6))
@@ -320,7 +330,7 @@ SPECS += [
              call=lambda x: np.compress([True, False, True], x), name="np.compress"),
     RuleSpec(np.resize, _vec(), call=lambda x: np.resize(x, (3, 3)), name="np.resize"),
     RuleSpec(np.meshgrid, _meshgrid, dtypes=("float64",)),
-    RuleSpec(np.unwrap, _vec()),
+    RuleSpec(np.unwrap, _unwrap_steps),
     RuleSpec(np.sort_complex, _vec("distinct"), dtypes=("float64",)),
     RuleSpec(np.bincount, _vec(n=(4, 4)),
              call=lambda w: np.bincount(np.array([0, 2, 2, 1]), w), name="np.bincount",
