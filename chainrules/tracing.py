@@ -430,22 +430,12 @@ class Traced(ConversionGuards, ArrayMethods):
             yield self[i]
 
     def __getitem__(self, index):
-        # fast path for a basic index (ints, slices, None, Ellipsis), the
-        # common x[1:], z[:, :h]: no traced index to look for, nothing to
-        # convert; anything else goes through dispatch
-        tape = self.tape
+        # a basic index (ints, slices, None, Ellipsis), the common x[1:],
+        # z[:, :h], takes the operators' fast path: no traced index to look
+        # for, nothing to convert; anything else goes through dispatch
         ti = type(index)
-        if tape.active and (ti in _BASIC_INDEX or ti is tuple and all(
-                type(i) in _BASIC_INDEX for i in index)):
-            v = self.value
-            tv = type(v)
-            maker = GENERIC_MAKERS.get(getitem) or lookup(
-                getitem, (tv if tv is not Traced else _primal_type(v), ti))
-            out, rule = maker([self.node, None], v, index)
-            if rule is None:
-                return out
-            nid = tape.record(rule, out)
-            return out if nid is None else Traced(out, nid, tape)
+        if ti in _BASIC_INDEX or ti is tuple and all(type(i) in _BASIC_INDEX for i in index):
+            return _binop(getitem, self, index)
         return dispatch(getitem, (self, index), None)
 
     def copy(self):
