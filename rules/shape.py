@@ -82,18 +82,17 @@ def _scatter_add_lazy(g, index, shape):
                     f"{type(g).__name__} array needs a scatter-add, which "
                     f"{type(g).__module__.split('.')[0]} cannot do lazily; gather "
                     "with unique indices, or use NumPy arrays for this operation")
-    if any(p is None for p in parts):
+    if any(p is None for p in parts) and is_basic(index):
         index, g = _without_new_axes(parts, g, len(shape))
     out[index] = g
     return out
 
 
 def _without_new_axes(parts, g, ndim):
-    """A basic index without its ``None`` entries, and ``g`` (shaped like
-    ``x[index]``) without the size-1 axes they made: dask's item assignment
-    takes no new axes."""
-    n_used = sum(1 for p in parts if p is not None and p is not Ellipsis
-                 and not (isinstance(p, np.ndarray) and p.dtype == bool))
+    """A basic index (``is_basic``) without its ``None`` entries, and ``g``
+    (shaped like ``x[index]``) without the size-1 axes they made: dask's item
+    assignment takes no new axes."""
+    n_used = sum(1 for p in parts if p is not None and p is not Ellipsis)
     axis, new = 0, []
     for p in parts:
         if p is None:
@@ -101,10 +100,8 @@ def _without_new_axes(parts, g, ndim):
             axis += 1
         elif p is Ellipsis:
             axis += ndim - n_used
-        elif isinstance(p, slice):
+        elif type(p) is slice:
             axis += 1
-        elif not isinstance(p, (int, np.integer)):  # an array index: not basic
-            return tuple(parts), g
     return tuple(p for p in parts if p is not None), np.squeeze(g, axis=tuple(new))
 
 
