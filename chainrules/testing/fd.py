@@ -102,7 +102,8 @@ def _leaf_arrays(tree):
     return out
 
 
-def _maxabs(arrays):
+def maxabs(arrays):
+    """The largest magnitude in a list of arrays (``None`` entries skipped)."""
     m = 0.0
     for a in arrays:
         if a is not None and a.size:
@@ -183,9 +184,9 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
     out_leaves, out_def = pytree.flatten(f0)
     eps = _out_eps(out_leaves)
     f0_arr = _leaf_arrays(f0)
-    xs = _maxabs([np.asarray(x) for leaves, us in zip(p_leaves, u_leaves)
+    xs = maxabs([np.asarray(x) for leaves, us in zip(p_leaves, u_leaves)
                   for x, u in zip(leaves, us) if u is not None])
-    us = _maxabs([u for row in u_leaves for u in row])
+    us = maxabs([u for row in u_leaves for u in row])
     if us == 0.0:
         zero = [None if a is None else np.zeros_like(a) for a in f0_arr]
         return FDResult(pytree.unflatten(out_def, zero), 0.0, 0.0, 0.0, 0.0)
