@@ -141,7 +141,7 @@ def tri_solve(low, b, trans=0):
     solve = _scipy_solve_triangular()
     if (solve is not None and type(untraced(low)) is np.ndarray
             and type(untraced(b)) is np.ndarray):
-        return solve(low, b, trans=trans, lower=True)
+        return solve(low, b, trans=trans, lower=True, check_finite=False)
     return np.linalg.solve(mT(low) if trans else low, b)
 
 
@@ -195,23 +195,52 @@ def _herm_cotangent_plain(ga, lower):
 def chol_pullback_plain(low, gl, lower=True, memo=None):
     """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
     factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
-    plain real 2-D arrays: LAPACK's triangular inverse and BLAS triangular
-    products (a triangular product is half a general one, and far faster
-    than a triangular solve with many right-hand sides). Returns None where
-    it does not apply (SciPy missing, other array types, complex, batched,
-    a singular factor): the caller then uses the traceable formula."""
+    plain real 2-D arrays, by BLAS and LAPACK. Returns None where it does
+    not apply (SciPy missing, other array types, complex, batched, a
+    singular factor): the caller then uses the traceable formula.
+
+    With ``C = L^T gl`` and ``S = Li^T (C_low + C_low^T) Li`` (``C_low`` the
+    lower triangle of C with half its diagonal, ``Li = L^-1``), the lower
+    triangle of the cotangent is S's, its diagonal half S's. ``S`` is the
+    congruence LAPACK's ``sygst`` computes (one triangle, from one triangle
+    of ``C_low + C_low^T``, which is C's lower triangle), for the order
+    ``inv(U^T) M inv(U)`` of an upper ``U``: both axes reversed turn ``L``
+    into such a U, and the lower triangles of C and S into upper ones. One
+    triangular product and ``sygst`` cost less than the triangular inverse
+    and three triangular products, which the pullback uses only when a
+    previous sweep has kept the inverse."""
     if not _plain_real(low, gl):
         return None
-    factors = _chol_factors(low, memo)
-    if factors is None:
+    if memo is not None and "li" in memo:
+        lf, li = memo["lf"], memo["li"]
+        trmm = _trmm(low)
+        c = trmm(1.0, lf, np.asfortranarray(gl), lower=1, trans_a=1)  # L^T gl
+        c *= _phi_mask(low.shape[-1], low.dtype)                       # Phi(.)
+        c = trmm(1.0, li, c, side=1, lower=1, overwrite_b=1)           # . L^-1
+        ga = trmm(1.0, li, c, lower=1, trans_a=1, overwrite_b=1)       # L^-T .
+        return _herm_cotangent_plain(ga, lower)
+    if not np.all(np.diagonal(low)):
         return None
-    lf, li = factors
-    trmm = _trmm(low)
-    c = trmm(1.0, lf, np.asfortranarray(gl), lower=1, trans_a=1)      # L^T gl
-    c *= _phi_mask(low.shape[-1], low.dtype)                           # Phi(.)
-    c = trmm(1.0, li, c, side=1, lower=1, overwrite_b=1)               # . L^-1
-    ga = trmm(1.0, li, c, lower=1, trans_a=1, overwrite_b=1)           # L^-T .
-    return _herm_cotangent_plain(ga, lower)
+    get_blas_funcs, get_lapack_funcs = _blas_lapack()
+    (trmm,) = get_blas_funcs(("trmm",), (low,))
+    (sygst,) = get_lapack_funcs(("sygst",), (low,))
+    # Fortran arrays are the transposes of C arrays: every operand below is
+    # a transpose of a C-ordered array or of a reversed copy of one, so no
+    # copy transposes memory. X = gl^T L = C^T (L^T as an upper matrix).
+    x = trmm(1.0, low.T, gl.T, side=1, lower=0, trans_a=1)
+    # sygst's lower variant: inv(B) A inv(B^T) for a lower B. With both axes
+    # reversed, B = J L^T J and A = J C^T J (read below the diagonal: C's
+    # lower triangle) give J S J.
+    b = np.ascontiguousarray(low[::-1, ::-1]).T
+    a = np.ascontiguousarray(x.T[::-1, ::-1]).T
+    s, info = sygst(a, b, itype=1, lower=1, overwrite_a=1)
+    if info != 0:
+        return None
+    s = s[::-1, ::-1]             # S, upper triangle (S is symmetric)
+    n = low.shape[-1]
+    out = np.tril(s.T, -1) if lower else np.triu(s, 1)
+    out.flat[::n + 1] = np.diagonal(s) * 0.5
+    return out
 
 
 def chol_tangent_plain(low, ad, lower=True, memo=None):

@@ -215,11 +215,29 @@ scalar_rule(np.positive, 1, second=0)
 
 
 def _multiply_tx(g, y, xshape):
+    if xshape == () and _same_plain(g, y):
+        return _sum_of_products(g, y)
     return unbroadcast(g * y, xshape)
 
 
 def _multiply_ty(g, x, yshape):
+    if yshape == () and _same_plain(g, x):
+        return _sum_of_products(g, x)
     return unbroadcast(g * x, yshape)
+
+
+def _same_plain(g, y):
+    """g and y are NumPy arrays of one shape and dtype, float64 or complex128."""
+    return (type(g) is np.ndarray and type(y) is np.ndarray and g.shape == y.shape
+            and g.dtype == y.dtype and (g.dtype == np.float64 or g.dtype == np.complex128))
+
+
+def _sum_of_products(g, y):
+    """``np.sum(g * y)`` for the cotangent of a scalar factor, in one pass and
+    without the product's temporary (einsum's own loop, not BLAS: a dot
+    product would wake NumPy's BLAS threads between the rule library's SciPy
+    calls). Double precision only: the sum is not pairwise."""
+    return np.einsum("i,i->", np.ravel(g), np.ravel(y))
 
 
 bilinear_rule(np.multiply, _multiply_tx, _multiply_ty, elementwise=True)

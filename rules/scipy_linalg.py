@@ -212,7 +212,8 @@ def _solve_triangular_pf(r, xds):
     x2 = _col(x) if vec else x
     td = _op(t, _tri_of(ad, lower, unit))
     rhs = (_col(bd) if vec else bd) - td @ x2
-    out = solve_triangular(a, rhs, trans=t, lower=lower, unit_diagonal=unit)
+    out = solve_triangular(a, rhs, trans=t, lower=lower, unit_diagonal=unit,
+                           check_finite=False)
     return np.reshape(out, x.shape) if vec else out
 
 
@@ -226,11 +227,25 @@ def _solve_triangular_pb(r, g):
     x = r.y
     vec = b.ndim == 1
     g2, x2 = (_col(g), _col(x)) if vec else (g, x)
-    gb = solve_triangular(a, g2, trans=0 if t else 1, lower=lower, unit_diagonal=unit)
-    m = -(gb @ mT(x2))
-    ga = _tri_of(m if t == 0 else mT(m), lower, unit)
+    # the factor was checked (or not) by the forward call; a non-finite
+    # cotangent gives non-finite results either way
+    gb = solve_triangular(a, g2, trans=0 if t else 1, lower=lower, unit_diagonal=unit,
+                          check_finite=False)
+    if r.ids[0] is None:
+        ga = None
+    elif vec and a.ndim == 2 and type(gb) is np.ndarray and type(x) is np.ndarray:
+        # an outer product: one pass by the ufunc, masked in place (no BLAS
+        # call, no negated or masked copies)
+        m = np.multiply.outer(gb[:, 0], -x)
+        ga = m if t == 0 else mT(m)
+        ga *= _tri_mask(a.shape[-1], a.dtype, lower, 0)
+        if unit:
+            ga.flat[::a.shape[-1] + 1] = 0
+    else:
+        m = -(gb @ mT(x2))
+        ga = _tri_of(m if t == 0 else mT(m), lower, unit)
     gb = np.reshape(gb, x.shape) if vec else gb
-    return [_unbroadcast(ga, a.shape) if r.ids[0] is not None else None,
+    return [_unbroadcast(ga, a.shape) if ga is not None else None,
             _unbroadcast(gb, b.shape) if r.ids[1] is not None else None] + \
         [None] * (len(r.xs) - 2)
 

@@ -257,6 +257,30 @@ def test_broadcasting_cotangents_are_summed():
     assert np.shape(g0) == () and float(g0) == 2.5  # ties at x == 3 split
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (3, 4), (0, 2)])
+def test_cotangent_of_a_scalar_factor_is_the_sum_of_products(dtype, shape):
+    """c * y with a 0-d c: its cotangent sum(g * y), which double precision
+    computes in one pass (either operand order, y traced or constant, y
+    not contiguous); the value is NumPy's sum of the products."""
+    rng = np.random.default_rng(len(shape))
+    y = rng.standard_normal(shape + (2,))[..., 0].astype(dtype)
+    w = rng.standard_normal(shape).astype(dtype)
+    if dtype == np.complex128:
+        y = y + 1j * rng.standard_normal(shape)
+    c = np.array(1.5, dtype)
+    expected = np.sum(w * y)
+    # the cotangent of c (a holomorphic product: sum(g * y), no conjugate)
+    for f in (lambda c: c * y, lambda c: y * c):
+        _, pb = cr.vjp(f, c)
+        (gc,) = pb(w)
+        assert np.shape(gc) == () and np.asarray(gc).dtype == dtype
+        np.testing.assert_allclose(gc, expected, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    gc, gy = cr.grad(lambda c, y: np.sum(c * y), argnums=(0, 1))(c.real, y.real)
+    np.testing.assert_allclose(gc, np.sum(y.real), rtol=1e-6 if dtype == np.float32 else 1e-13)
+    np.testing.assert_array_equal(gy, np.full(shape, c.real))
+
+
 # -- float32 stays float32, inside the rules ------------------------------------------
 def _raw_rule(op, *args):
     """Call the registered maker directly: the rule's own cotangents, before the

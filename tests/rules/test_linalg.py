@@ -264,10 +264,12 @@ def test_eigh_degenerate_complex():
 @pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("n", [1, 3, 40])
 def test_cholesky_cotangent_by_blas_equals_the_traceable_formula(dtype, upper, n):
-    """Plain real matrices take LAPACK's triangular inverse and BLAS
-    triangular products; the result is the traceable formula's (two
-    triangular solves), which nested differentiation still uses."""
-    from chainrules.rules._linalg_util import (_phi_mask, chol_pullback_plain,
+    """Plain real matrices take LAPACK (``sygst`` after one triangular
+    product, or the triangular inverse a previous sweep kept and three
+    triangular products); the result is the traceable formula's (two
+    triangular solves), which nested differentiation still uses, for every
+    memory order of the cotangent, and no input is written to."""
+    from chainrules.rules._linalg_util import (_chol_factors, _phi_mask, chol_pullback_plain,
                                                herm_cotangent, mT, tri_solve)
 
     rng = np.random.default_rng(n)
@@ -276,10 +278,17 @@ def test_cholesky_cotangent_by_blas_equals_the_traceable_formula(dtype, upper, n
     g = rng.standard_normal((n, n)).astype(dtype)
     c = (mT(low) @ g) * _phi_mask(n, low.dtype)
     ref = herm_cotangent(mT(tri_solve(low, mT(tri_solve(low, c, 1)), 1)), lower=not upper)
-    got = chol_pullback_plain(low, g, lower=not upper)
-    assert got.dtype == dtype and got.shape == (n, n)
-    np.testing.assert_allclose(got, ref, rtol=1e-4 if dtype == np.float32 else 1e-11,
-                               atol=1e-5 if dtype == np.float32 else 1e-13)
+    kept = {}
+    assert _chol_factors(low, kept) is not None
+    low0, g0 = low.copy(), g.copy()
+    for gl in (g, np.asfortranarray(g), np.repeat(g, 2, axis=1)[:, ::2]):
+        for memo in (None, {}, kept):
+            got = chol_pullback_plain(low, gl, lower=not upper, memo=memo)
+            assert got.dtype == dtype and got.shape == (n, n)
+            np.testing.assert_allclose(got, ref, rtol=1e-4 if dtype == np.float32 else 1e-11,
+                                       atol=1e-5 if dtype == np.float32 else 1e-13)
+    np.testing.assert_array_equal(low, low0)
+    np.testing.assert_array_equal(g, g0)
     # where it does not apply it says so, and the caller uses the formula above
     assert chol_pullback_plain(low.astype(complex), g.astype(complex)) is None
     assert chol_pullback_plain(np.stack([low, low]), np.stack([g, g])) is None
