@@ -219,7 +219,9 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()
     users = user_arrays(x, v)
-    return collect_cotangents(spec, g, users), collect_cotangents(spec, hv, users)
+    # hvp discards the gradient: no zero arrays are made for it
+    grads = collect_cotangents(spec, g, users) if want_grad else None
+    return grads, collect_cotangents(spec, hv, users)
 
 
 def grad_and_hvp(f, x, v, _want_grad=True):

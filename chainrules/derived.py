@@ -31,10 +31,14 @@ __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
 
 # -- unary ---------------------------------------------------------------------
 class _UnarySpec:
-    __slots__ = ("op", "d", "d2", "save_x", "save_y", "name", "const", "linear", "dk",
-                 "dfn")
+    __slots__ = ("op", "d", "d2", "ratio", "save_x", "save_y", "name", "const", "linear",
+                 "dk", "dfn")
 
     def __init__(self):
+        # optional second_ratio: f''/f' as a function of (x, y), so that the
+        # tangent of a cotangent, gd f' + g f'' xd, is f' (gd + g r xd): the
+        # cached first partial scales one fused sum
+        self.ratio = None
         # optional factored partial d(x, y) == dk * dfn(x, y) with a scalar dk
         # that scales exactly (a power of two): a uniform cotangent u then
         # pulls back as dfn(x, y) * (u * dk), bit for bit g * d, one pass
@@ -106,13 +110,40 @@ class UnaryScalarRule(ReverseRule):
         c = None if skip else self._factored(g)
         if c is None:
             c = ZERO if skip else times(g, self._d())
-        cd = ZERO if isinstance(gd, Structural) else times(gd, self._d())
         xd = tangents[0]
+        if (spec.ratio is not None and type(g) is np.ndarray and type(xd) is np.ndarray
+                and g.shape == xd.shape):
+            cd = _first_times_sum(self._d(), gd, g, call_partial(spec.ratio, self.x, self.y),
+                                  xd)
+            if cd is not None:
+                return [(self.x_id, c, cd)]
+        cd = ZERO if isinstance(gd, Structural) else times(gd, self._d())
         if not isinstance(xd, Structural) and not isinstance(g, Structural):
             if spec.d2 is None:
                 raise HvpNotSupported(f"{spec.name} was registered without second=")
             cd = plus_second(cd, g, call_partial(spec.d2, self.x, self.y), xd)
         return [(self.x_id, c, cd)]
+
+
+def _first_times_sum(d, gd, g, r, xd):
+    """``d * (gd + g * r * xd)`` in one array of this function's making
+    (ndarrays of one shape and dtype; ``r`` an array or a scalar, ``gd``
+    possibly structural zero), or None where that does not apply. Arrays
+    passed in are never written to."""
+    # (d and r may be ndarray subclasses: a checkpointed segment's values)
+    dt = d.dtype if isinstance(d, np.ndarray) else None
+    if (dt is None or d.shape != g.shape or g.dtype != dt or xd.dtype != dt
+            or (isinstance(r, np.ndarray) and r.dtype != dt)
+            or not (isinstance(gd, Structural) or (type(gd) is np.ndarray
+                                                    and gd.dtype == dt))):
+        return None
+    p = g * xd
+    if not (type(r) is int and r == 1):
+        np.multiply(p, r, out=p)
+    if not isinstance(gd, Structural):
+        np.add(p, gd, out=p)
+    np.multiply(p, d, out=p)
+    return p
 
 
 # -- binary --------------------------------------------------------------------
@@ -234,7 +265,7 @@ class BinaryScalarRule(ReverseRule):
         return out
 
 
-def scalar_rule(op, *partials, second=None, types=()):
+def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
     """Register an elementwise rule from partial derivatives.
 
     Unary: ``scalar_rule(np.tanh, lambda x, y: 1 - y**2,
@@ -246,6 +277,9 @@ def scalar_rule(op, *partials, second=None, types=()):
     partials row by row (``chainrules.derived_nary``). A partial may be a
     constant (``1``, ``-1``, ``0``). Arguments a
     partial does not read are not saved, so ``tanh`` keeps only its output.
+    A unary rule may also give ``second_ratio(x, y) = f''(x) / f'(x)`` where
+    that is cheaper than ``f''`` (``-2 * y`` for tanh, ``1`` for exp): Hessian
+    sweeps then scale one sum by the first partial they already hold.
     Holomorphic complex functions need nothing more: cotangents follow the
     convention of the manual's complex-numbers guide (docs/guide/complex.md).
 
@@ -264,9 +298,14 @@ def scalar_rule(op, *partials, second=None, types=()):
     if len(partials) == 1:
         spec = _UnarySpec()
         spec.op, spec.d, spec.d2, spec.name = op, partials[0], second, name
+        spec.ratio = second_ratio
+        if second is None and second_ratio is not None:
+            d, ratio = spec.d, second_ratio
+            spec.d2 = lambda x, y: call_partial(d, x, y) * call_partial(ratio, x, y)
         spec.const = not callable(spec.d)
-        spec.linear = spec.const and is_zero_const(second)
-        reads = names_read(spec.d, ("x", "y")) | names_read(spec.d2, ("x", "y"))
+        spec.linear = spec.const and is_zero_const(spec.d2)
+        reads = names_read(spec.d, ("x", "y")) | names_read(
+            second if second is not None else second_ratio, ("x", "y"))
         save_x, save_y = "x" in reads, "y" in reads
 
         def unary_maker(ids, x, **kwargs):

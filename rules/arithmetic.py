@@ -315,12 +315,13 @@ class _PowerSpec:
     """Partials of ``x ** p`` for a constant scalar ``p`` (for
     ``UnaryScalarRule``)."""
 
-    __slots__ = ("d", "d2", "name", "const", "linear", "dk", "dfn")
+    __slots__ = ("d", "d2", "ratio", "name", "const", "linear", "dk", "dfn")
 
     def __init__(self, p, name):
         self.name = name
         self.const = self.linear = p in (0, 1)
-        self.dk = self.dfn = None
+        # no second_ratio: (p - 1) / x is infinite at 0, where f' is 0
+        self.dk = self.dfn = self.ratio = None
         if p == 0:
             self.d, self.d2 = 0, 0
         elif p == 1:

@@ -40,7 +40,8 @@ def _register():
 
     # logistic
     scalar_rule(sc.expit, lambda x, y: y * (1 - y),
-                second=lambda x, y: y * (1 - y) * (1 - 2 * y))
+                second=lambda x, y: y * (1 - y) * (1 - 2 * y),
+                second_ratio=lambda x, y: 1 - 2 * y)
     scalar_rule(sc.logit, lambda x, y: 1 / (x * (1 - x)),
                 second=lambda x, y: (2 * x - 1) / (x * (1 - x)) ** 2)
     scalar_rule(sc.log_expit, lambda x, y: sc.expit(-x),
