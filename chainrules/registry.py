@@ -111,10 +111,23 @@ def registered_ops():
 _builtin = None
 
 
-def mark_builtins():
-    """Remember the operations registered so far as the built-in library."""
+def mark_builtins(since=None):
+    """Remember the operations registered so far as the built-in library;
+    with ``since`` (a ``registered_ops()`` taken earlier), add those
+    registered after it: a rule family that ``import chainrules`` does not
+    load (the SciPy ones that import slow SciPy subpackages) marks its own
+    operations when it is imported."""
     global _builtin
-    _builtin = frozenset(DISPATCHERS)
+    if since is None:
+        _builtin = frozenset(DISPATCHERS)
+    elif _builtin is not None:
+        _builtin = _builtin | (frozenset(DISPATCHERS) - since)
+    # (imported while chainrules itself loads: the final snapshot has them)
+
+
+def registered_ops():
+    """The operations registered so far (a snapshot, for ``mark_builtins``)."""
+    return frozenset(DISPATCHERS)
 
 
 def builtin_ops():

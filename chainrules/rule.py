@@ -167,19 +167,17 @@ def op_name(op):
     return f"{mod}.{qual}" if mod else qual
 
 
-_namespaces = None
+_SCIPY_NAMESPACES = ("scipy.special", "scipy.linalg")
 
 
 def _PUBLIC_NAMESPACES():
-    global _namespaces
-    if _namespaces is None:
-        spaces = [("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)]
-        try:
-            import scipy.linalg
-            import scipy.special
+    """NumPy's public namespaces, and SciPy's where the program has imported
+    them (never imported here: SciPy is optional, and slow to import)."""
+    import sys
 
-            spaces += [("scipy.special", scipy.special), ("scipy.linalg", scipy.linalg)]
-        except ImportError:
-            pass
-        _namespaces = spaces
-    return _namespaces
+    spaces = [("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)]
+    for name in _SCIPY_NAMESPACES:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            spaces.append((name, mod))
+    return spaces

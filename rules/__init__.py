@@ -1,13 +1,28 @@
 """The NumPy (and SciPy) rule library, imported as ``chainrules.rules``.
 
-One module per family; importing this package registers every rule.
-SciPy families register only when SciPy is installed.
+One module per family; importing this package registers the NumPy families
+and ``scipy.special``'s (SciPy's ufuncs reach traced values through NumPy's
+protocols). The families of ``scipy.linalg``, ``scipy.signal`` and
+``scipy.integrate`` register when imported: by ``chainrules.scipy`` (their
+only entry points) or ``load_all()``. SciPy families register only when
+SciPy is installed.
 """
 
 from . import (arithmetic, complex, contractions, decompositions, elementwise, fft,  # noqa: F401
                indexing, linalg, nondiff, reductions, shape, shape_pieces, special,
                statistics,
-               scipy_linalg, special_bessel, special_incomplete)
-from . import (scipy_integrate, scipy_linalg_schur, scipy_linalg_solvers,  # noqa: F401
-               scipy_signal)
+               special_bessel, special_incomplete)
 from . import array_api, composites, composites_more, composites_stats  # noqa: F401,E402  (compositions of the rules above)
+
+
+_ON_DEMAND = ("scipy_linalg", "scipy_linalg_compose", "scipy_linalg_schur",
+              "scipy_linalg_solvers", "scipy_signal", "scipy_integrate")
+
+
+def load_all():
+    """Import every rule family, the ones loaded on demand included (for
+    tables and sweeps over the whole library)."""
+    import importlib
+
+    for name in _ON_DEMAND:
+        importlib.import_module(f"{__name__}.{name}")

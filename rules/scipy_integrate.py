@@ -33,10 +33,16 @@ from chainrules.tangents import is_zero
 from chainrules.primitives import primitive
 from chainrules.tracing import is_traced
 
+from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+
 try:
     import scipy.integrate as si
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     si = None
+
+# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
+# are slow to import): the operations registered here mark themselves built-in
+_BEFORE = registered_ops()
 
 __all__ = ["ode_solve", "OdeSpec"]
 
@@ -265,3 +271,5 @@ def _ode_maker(ids, y0, t, *params, _spec):
 
 if si is not None:
     register(ode_solve)(_ode_maker)
+
+_mark_builtins(since=_BEFORE)

@@ -42,10 +42,16 @@ from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _phi_mask, _rdt,
                            herm_tangent, mH, mT, plain)
 from .scipy_linalg_solvers import checked_sylvester
 
+from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+
 try:
     import scipy.linalg as sl
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
+
+# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
+# are slow to import): the operations registered here mark themselves built-in
+_BEFORE = registered_ops()
 
 __all__ = ["expm", "sqrtm", "logm", "solve_triangular", "cho_factor", "cho_solve",
            "lu_factor", "lu_solve"]
@@ -454,3 +460,5 @@ if sl is not None:
     defrule(solve_triangular, _solve_triangular_pf, _solve_triangular_pb)
     _cho_register()
     _lu_register()
+
+_mark_builtins(since=_BEFORE)

@@ -26,10 +26,16 @@ from chainrules.errors import DomainError
 
 from ._linalg_util import _fro, _rdt, _unbroadcast, check_residual, conj, defrule, mH, mT, plain
 
+from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+
 try:
     import scipy.linalg as sl
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
+
+# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
+# are slow to import): the operations registered here mark themselves built-in
+_BEFORE = registered_ops()
 
 __all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
            "checked_sylvester"]
@@ -280,3 +286,5 @@ if sl is not None:
     defrule(_solve_banded_op, _banded_pf, _banded_pb)
 
 __all__ += ["solve_banded", "solveh_banded"]
+
+_mark_builtins(since=_BEFORE)

@@ -16,10 +16,16 @@ import numpy as np
 from chainrules.derived import bilinear_rule, linear_rule
 from chainrules.primitives import primitive
 
+from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+
 try:
     import scipy.signal as ss
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     ss = None
+
+# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
+# are slow to import): the operations registered here mark themselves built-in
+_BEFORE = registered_ops()
 
 __all__ = ["conv_full", "lfilter_x"]
 
@@ -62,3 +68,5 @@ def _lfilter_transpose(g, x_shape, b, a, axis=-1):
 if ss is not None:
     bilinear_rule(conv_full, _conv_transpose_x, _conv_transpose_y)
     linear_rule(lfilter_x, _lfilter_transpose)
+
+_mark_builtins(since=_BEFORE)

@@ -84,6 +84,8 @@ def _watch(frame, event, arg):
 sys.setprofile(_watch)
 try:
     import chainrules
+    import chainrules.rules
+    chainrules.rules.load_all()
 finally:
     sys.setprofile(None)
 print(json.dumps({"file": chainrules.__file__,
@@ -123,8 +125,10 @@ def coverage_rows():
     """One dict per built-in operation (op, name, family, modes, dtypes,
     specs), sorted by family then name."""
     from chainrules.registry import DISPATCHERS, builtin_ops, op_name
+    from chainrules.rules import load_all
     from chainrules.testing.specs import all_specs
 
+    load_all()
     sites = _registration_sites()
     specs = all_specs()
     rows = []

@@ -1,0 +1,97 @@
+"""``import chainrules`` loads NumPy's rules and scipy.special's, not the
+SciPy families whose subpackages are slow to import (linalg, signal,
+integrate, and the stats and optimize they pull in); those register when
+``chainrules.scipy`` (their entry point) is imported, and count as
+built-in then. Each check runs in a fresh interpreter."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("scipy")
+
+SLOW = ["scipy.linalg", "scipy.signal", "scipy.integrate", "scipy.stats", "scipy.optimize"]
+
+
+def _run(code):
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_loads_no_slow_scipy_subpackage():
+    out = _run(f"""
+import json, sys
+import numpy as np
+import chainrules as cr
+import scipy.special as sc
+loaded = [m for m in {SLOW!r} if m in sys.modules]
+# scipy.special's ufuncs are differentiable at once (NumPy's protocols)
+g = cr.grad(lambda x: np.sum(sc.gammaln(x) * sc.expit(x)))(np.array([1.5, 2.5]))
+print(json.dumps({{"loaded": loaded, "g": g.tolist()}}))
+""")
+    assert out["loaded"] == []
+    import numpy as np
+    import scipy.special as sc
+    x = np.array([1.5, 2.5])
+    s = sc.expit(x)
+    expected = sc.digamma(x) * s + sc.gammaln(x) * s * (1 - s)
+    np.testing.assert_allclose(out["g"], expected, rtol=1e-13)
+
+
+def test_cholesky_gradient_without_chainrules_scipy():
+    """np.linalg's rules reach SciPy's BLAS and triangular solves themselves."""
+    out = _run("""
+import json
+import numpy as np
+import chainrules as cr
+a = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+f = lambda a: np.sum(np.log(np.diagonal(np.linalg.cholesky(a))))
+g = cr.grad(f)(a)
+h = cr.hvp(f, a, np.eye(3))
+print(json.dumps({"g": g.tolist(), "h": h.tolist()}))
+""")
+    import numpy as np
+    a = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    inv = np.linalg.inv(a)
+    # f = logdet(a) / 2 from the lower triangle: the cotangent is inv(a)/2 on
+    # the diagonal and inv(a) below it
+    expected = np.tril(inv, -1) + np.diag(np.diag(inv)) / 2
+    np.testing.assert_allclose(out["g"], expected, rtol=1e-12)
+    assert np.all(np.isfinite(out["h"]))
+
+
+def test_chainrules_scipy_registers_its_families_as_builtin():
+    out = _run("""
+import json
+import chainrules
+from chainrules.registry import builtin_ops, op_name
+before = sorted(op_name(op) for op in builtin_ops())
+import chainrules.scipy
+from chainrules.scipy import linalg
+after = sorted(op_name(op) for op in builtin_ops())
+print(json.dumps({"before": before, "after": after,
+                  "expm": op_name(linalg.expm)}))
+""")
+    new = set(out["after"]) - set(out["before"])
+    assert set(out["before"]) <= set(out["after"])
+    assert out["expm"] in new
+    assert any("solve_triangular" in n for n in new)
+    assert any("schur" in n for n in new)
+
+
+def test_load_all_matches_chainrules_scipy():
+    out = _run("""
+import json
+import chainrules, chainrules.rules
+from chainrules.registry import builtin_ops, op_name
+chainrules.rules.load_all()
+a = sorted(op_name(op) for op in builtin_ops())
+import chainrules.scipy
+b = sorted(op_name(op) for op in builtin_ops())
+print(json.dumps({"a": a, "b": b}))
+""")
+    assert out["a"] == out["b"]
