@@ -20,6 +20,8 @@ the input's shape with the cotangent placed at a basic index" (``x[1:]``,
 engine then adds the cotangent into the input's own cotangent buffer at the
 index instead of materialising the zeros (a loop over ``x[i]`` costs
 O(1) per element, not O(x.size)). ``pullback`` must still be defined.
+Likewise ``takes_output_tangent = True`` asks for the output's tangent as
+``pullback_with_tangents(..., out_tangent=...)`` in HVP sweeps.
 
 Only ``inputs`` and ``pullback`` are required. ``pushforward`` is derived
 from ``pullback`` (a pullback is linear in its cotangent, so the engine can
@@ -89,6 +91,12 @@ class ReverseRule:
 
     #: the basic index of a gather ``x[index]`` (see the module docstring)
     gather_index = None
+
+    #: set to True when ``pullback_with_tangents`` accepts ``out_tangent=``:
+    #: the engine then passes the output's tangent from the forward sweep of
+    #: the same HVP (when it computed one), for rules whose second-order
+    #: term needs it and would otherwise compute it again
+    takes_output_tangent = False
 
     #: set to True when the rule's output is linear in its traced inputs. The
     #: engine relies on it: a linear rule's ``pullback_with_tangents`` reads

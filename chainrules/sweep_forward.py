@@ -194,7 +194,10 @@ class ForwardSweeps:
             else:
                 ts = tuple([ZERO if tangents[j] is None else tangents[j] for j in ins])
             try:
-                if need is None:
+                if getattr(rule, "takes_output_tangent", False) and tangents[i] is not None:
+                    # the rule reuses its output's tangent from the forward sweep
+                    triples = rule.pullback_with_tangents(g, gd, ts, out_tangent=tangents[i])
+                elif need is None:
                     triples = rule.pullback_with_tangents(g, gd, ts)
                 else:
                     skip = [j for j in ins if not need[j]]

@@ -182,14 +182,46 @@ def _trmm(low):
     return trmm
 
 
-def _herm_cotangent_plain(ga, lower):
-    """``herm_cotangent(ga, lower)`` for a plain real matrix, in three passes:
-    the triangle read gets ``ga + ga^T``, its diagonal ``diag(ga)``."""
-    n = ga.shape[-1]
-    out = ga + ga.T
-    out = np.tril(out, -1) if lower else np.triu(out, 1)
-    out.flat[::n + 1] = np.diagonal(ga)
+def _times_tri(b, m, trmm):
+    """``b @ m`` for a lower-triangular ``m`` (BLAS trmm, into a new Fortran
+    array), reading ``m`` in the memory order it has: a C array is the
+    transpose of a Fortran one, so no copy transposes it."""
+    if m.flags.f_contiguous:
+        return trmm(1.0, m, b, side=1, lower=1)
+    return trmm(1.0, m.T, b, side=1, lower=0, trans_a=1)
+
+
+def _congruence(rev_low, c, sygst):
+    """``S = Li^T (C_l + C_l^T) Li`` for ``Li = L^-1``, ``C_l`` the lower
+    triangle of ``c`` with half its diagonal (so the middle matrix is the
+    symmetric one whose lower triangle is c's), by LAPACK's ``sygst``; S is
+    returned as a view whose upper triangle holds it (S is symmetric), or
+    None where LAPACK reports a zero pivot.
+
+    sygst computes ``inv(B) A inv(B^T)`` for a lower B: with both axes
+    reversed (``J``), ``B = J L^T J`` (``rev_low``: the Fortran view of a
+    reversed C copy of L) and ``A = J c^T J`` (read below its diagonal:
+    c's lower triangle) give ``J S J``, its lower triangle S's upper one."""
+    a = np.ascontiguousarray(c[::-1, ::-1]).T
+    out, info = sygst(a, rev_low, itype=1, lower=1, overwrite_a=1)
+    return None if info != 0 else out[::-1, ::-1]
+
+
+def _sym_cotangent(s, lower):
+    """The cotangent on the triangle LAPACK read (``herm_cotangent`` of a
+    matrix whose symmetric part is ``s``): s off the diagonal, half s on it.
+    ``s`` is valid in its upper triangle."""
+    n = s.shape[-1]
+    out = np.tril(s.T, -1) if lower else np.triu(s, 1)
+    out.flat[::n + 1] = np.diagonal(s) * 0.5
     return out
+
+
+def _chol_kernels(low):
+    get_blas_funcs, get_lapack_funcs = _blas_lapack()
+    (trmm,) = get_blas_funcs(("trmm",), (low,))
+    (sygst,) = get_lapack_funcs(("sygst",), (low,))
+    return trmm, sygst
 
 
 def chol_pullback_plain(low, gl, lower=True, memo=None):
@@ -199,48 +231,17 @@ def chol_pullback_plain(low, gl, lower=True, memo=None):
     not apply (SciPy missing, other array types, complex, batched, a
     singular factor): the caller then uses the traceable formula.
 
-    With ``C = L^T gl`` and ``S = Li^T (C_low + C_low^T) Li`` (``C_low`` the
-    lower triangle of C with half its diagonal, ``Li = L^-1``), the lower
-    triangle of the cotangent is S's, its diagonal half S's. ``S`` is the
-    congruence LAPACK's ``sygst`` computes (one triangle, from one triangle
-    of ``C_low + C_low^T``, which is C's lower triangle), for the order
-    ``inv(U^T) M inv(U)`` of an upper ``U``: both axes reversed turn ``L``
-    into such a U, and the lower triangles of C and S into upper ones. One
-    triangular product and ``sygst`` cost less than the triangular inverse
-    and three triangular products, which the pullback uses only when a
-    previous sweep has kept the inverse."""
-    if not _plain_real(low, gl):
+    ``L^-T Phi(C) L^-1`` with ``C = L^T gl`` has the symmetric part
+    ``S = Li^T (C_l + C_l^T) Li`` (``_congruence``): one triangular product
+    and LAPACK's ``sygst``, instead of a triangular inverse and three
+    triangular products. ``memo`` is not read (the signature of the other
+    plain kernels)."""
+    if not _plain_real(low, gl) or not np.all(np.diagonal(low)):
         return None
-    if memo is not None and "li" in memo:
-        lf, li = memo["lf"], memo["li"]
-        trmm = _trmm(low)
-        c = trmm(1.0, lf, np.asfortranarray(gl), lower=1, trans_a=1)  # L^T gl
-        c *= _phi_mask(low.shape[-1], low.dtype)                       # Phi(.)
-        c = trmm(1.0, li, c, side=1, lower=1, overwrite_b=1)           # . L^-1
-        ga = trmm(1.0, li, c, lower=1, trans_a=1, overwrite_b=1)       # L^-T .
-        return _herm_cotangent_plain(ga, lower)
-    if not np.all(np.diagonal(low)):
-        return None
-    get_blas_funcs, get_lapack_funcs = _blas_lapack()
-    (trmm,) = get_blas_funcs(("trmm",), (low,))
-    (sygst,) = get_lapack_funcs(("sygst",), (low,))
-    # Fortran arrays are the transposes of C arrays: every operand below is
-    # a transpose of a C-ordered array or of a reversed copy of one, so no
-    # copy transposes memory. X = gl^T L = C^T (L^T as an upper matrix).
-    x = trmm(1.0, low.T, gl.T, side=1, lower=0, trans_a=1)
-    # sygst's lower variant: inv(B) A inv(B^T) for a lower B. With both axes
-    # reversed, B = J L^T J and A = J C^T J (read below the diagonal: C's
-    # lower triangle) give J S J.
-    b = np.ascontiguousarray(low[::-1, ::-1]).T
-    a = np.ascontiguousarray(x.T[::-1, ::-1]).T
-    s, info = sygst(a, b, itype=1, lower=1, overwrite_a=1)
-    if info != 0:
-        return None
-    s = s[::-1, ::-1]             # S, upper triangle (S is symmetric)
-    n = low.shape[-1]
-    out = np.tril(s.T, -1) if lower else np.triu(s, 1)
-    out.flat[::n + 1] = np.diagonal(s) * 0.5
-    return out
+    trmm, sygst = _chol_kernels(low)
+    c = _times_tri(gl.T, low, trmm).T                 # C = L^T gl (a C-order view)
+    s = _congruence(np.ascontiguousarray(low[::-1, ::-1]).T, c, sygst)
+    return None if s is None else _sym_cotangent(s, lower)
 
 
 def chol_tangent_plain(low, ad, lower=True, memo=None):
@@ -264,45 +265,51 @@ def chol_tangent_plain(low, ad, lower=True, memo=None):
     return trmm(1.0, lf, t, lower=1, overwrite_b=1)
 
 
-def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None):
+def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, ld=None):
     """``(c, cd)``: the cotangent of ``A`` (as ``chol_pullback_plain``) and its
     tangent along the input tangent ``ad`` (the matrix LAPACK reads one
     triangle of) and the cotangent's tangent ``gld``, for plain real 2-D
-    arrays; None where it does not apply. With ``Li = L^-1``:
+    arrays; None where it does not apply. ``ld``, if given, is the factor's
+    tangent the forward sweep computed (else it is computed from ``ad``).
+    With ``Li = L^-1``:
 
         Ld = L Phi(Li Ad Li^T)                      (the factor's tangent)
-        P  = Phi(L^T G),        S  = Li^T P Li      (the pullback's core)
-        Pd = Phi(Ld^T G + L^T Gd),  M = Ld Li
-        Sd = Li^T Pd Li - M^T S - S M
+        C  = L^T G,             S  = Li^T Phi(C) Li (the pullback's core)
+        Cd = Ld^T G + L^T Gd,   M  = Ld Li
+        Sd = Li^T Phi(Cd) Li - M^T S - S M
 
-    and ``c, cd`` are ``herm_cotangent`` of ``S, Sd``: LAPACK's triangular
-    inverse and thirteen BLAS triangular products, instead of the jvp of the
-    traced pullback (two general products more per triangular solve)."""
-    if not _plain_real(low, gl, gld, ad):
+    and ``c, cd`` are ``herm_cotangent`` of ``S, Sd``, which read only their
+    symmetric parts: ``S + S^T`` and ``Li^T (Phi(Cd) + Phi(Cd)^T) Li`` are
+    congruences (``_congruence``, LAPACK's sygst) and ``Sd + Sd^T`` is the
+    latter minus ``X + X^T`` with ``X = (S + S^T) M``. Five triangular
+    products and two sygst (eight products more when ``ld`` is not given),
+    instead of the jvp of the traced pullback."""
+    if not _plain_real(low, gl, gld, ad) or (ld is not None and not _plain_real(low, ld)):
+        return None
+    if not np.all(np.diagonal(low)):
         return None
     factors = _chol_factors(low, memo)
     if factors is None:
         return None
-    lf, li = factors
-    trmm = _trmm(low)
-    n = low.shape[-1]
-    phi = _phi_mask(n, low.dtype)
-    # the factor's tangent Ld = L Phi(Li Ad Li^T)
-    ld = chol_tangent_plain(low, ad, lower, memo)
-    gf = np.asfortranarray(gl)
-    p = trmm(1.0, lf, gf, lower=1, trans_a=1)                         # L^T G
-    p *= phi
-    sm = trmm(1.0, li, p, side=1, lower=1, overwrite_b=1)             # P Li
-    sm = trmm(1.0, li, sm, lower=1, trans_a=1, overwrite_b=1)         # S = Li^T P Li
-    pd = trmm(1.0, ld, gf, lower=1, trans_a=1)                        # Ld^T G
-    pd += trmm(1.0, lf, np.asfortranarray(gld), lower=1, trans_a=1)   # + L^T Gd
-    pd *= phi
-    sd = trmm(1.0, li, pd, side=1, lower=1, overwrite_b=1)            # Pd Li
-    sd = trmm(1.0, li, sd, lower=1, trans_a=1, overwrite_b=1)         # Li^T Pd Li
+    li = factors[1]
+    if ld is None:
+        ld = chol_tangent_plain(low, ad, lower, memo)
+    trmm, sygst = _chol_kernels(low)
+    rev_low = np.ascontiguousarray(low[::-1, ::-1]).T
+    c = _times_tri(gl.T, low, trmm).T                                 # L^T G
+    cd = _times_tri(gl.T, ld, trmm)                                   # (Ld^T G)^T
+    cd += _times_tri(gld.T, low, trmm)                                # + (L^T Gd)^T
+    s = _congruence(rev_low, c, sygst)
+    sd = _congruence(rev_low, cd.T, sygst)
+    if s is None or sd is None:
+        return None
+    s_full = np.triu(s)
+    s_full += np.triu(s, 1).T                                         # S + S^T
     m = trmm(1.0, li, ld, side=1, lower=1)                            # M = Ld Li
-    sd -= trmm(1.0, m, sm, lower=1, trans_a=1)                        # - M^T S
-    sd -= trmm(1.0, m, np.array(sm, order="F"), side=1, lower=1, overwrite_b=1)  # - S M
-    return _herm_cotangent_plain(sm, lower), _herm_cotangent_plain(sd, lower)
+    x = trmm(1.0, m, s_full.T, side=1, lower=1)                       # (S + S^T) M
+    y = sd.T - x
+    y -= x.T                                                          # lower: Sd + Sd^T
+    return _sym_cotangent(s, lower), _sym_cotangent(y.T, lower)
 
 
 def herm_tangent(xd, lower=True):
@@ -348,8 +355,10 @@ class _Def:
 
     def __init__(self, name, pf, pb=None, prepare=None, pbt=None):
         self.name, self.pf, self.pb, self.prepare = name, pf, pb, prepare
-        # pbt(rule, g, gd, tangents): a hand-written pullback_with_tangents
-        # (a list of (id, c, cd)) or None where it does not apply
+        # pbt(rule, g, gd, tangents, out_tangent): a hand-written
+        # pullback_with_tangents (a list of (id, c, cd)) or None where it does
+        # not apply; out_tangent is the output's tangent when the engine
+        # has it, else None
         self.pbt = pbt
 
 
@@ -409,14 +418,19 @@ class LinalgRule(ReverseRule):
         return [(i, _project(c, x)) for i, c, x in zip(self.ids, cots, self.xs)
                 if i is not None and not _is_zero(c)]
 
-    def pullback_with_tangents(self, g, gd, tangents):
+    #: the engine passes the output's tangent from the forward sweep
+    #: (``out_tangent``) to ``pullback_with_tangents``: a hand-written second
+    #: order (``pbt``) may reuse it instead of computing it again
+    takes_output_tangent = True
+
+    def pullback_with_tangents(self, g, gd, tangents, out_tangent=None):
         xds = self._expand(tangents)
         if _all_zero(g) or all(_is_zero(t) for t in xds):
             c = {} if _all_zero(g) else dict(self.pullback(g))
             cd = {} if _all_zero(gd) else dict(self.pullback(gd))
             return [(i, c.get(i, ZERO), cd.get(i, ZERO)) for i in self.inputs()]
         if self.d.pbt is not None:
-            out = self.d.pbt(self, g, gd, xds)
+            out = self.d.pbt(self, g, gd, xds, out_tangent)
             if out is not None:
                 return out
         return _pullback_jvp(self, g, gd, xds)

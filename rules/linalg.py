@@ -174,7 +174,7 @@ def _cholesky_pb(r, g):
     return [herm_cotangent(ga, lower=not upper)]
 
 
-def _cholesky_pbt(r, g, gd, xds):
+def _cholesky_pbt(r, g, gd, xds, yd=None):
     upper, low = _chol_parts(r)
     if r.ids[0] is None or _is_zero(g):
         return None
@@ -183,8 +183,10 @@ def _cholesky_pbt(r, g, gd, xds):
     ad = _zeros(r.xs[0]) if _is_zero(xds[0]) else xds[0]
     if r.memo is None:
         r.memo = {}
+    # the factor's tangent, when the forward sweep passed it on
+    ld = None if yd is None or _is_zero(yd) else flip(yd)
     res = chol_pullback_with_tangents_plain(low, flip(g), flip(gd), ad, lower=not upper,
-                                            memo=r.memo)
+                                            memo=r.memo, ld=ld)
     if res is None:
         return None
     return [(r.ids[0], res[0], res[1])]

@@ -319,11 +319,16 @@ def test_cholesky_second_order_by_blas_equals_the_jvp_of_the_pullback(dtype, upp
     g, gd, t = (rng.standard_normal((n, n)).astype(dtype) for _ in range(3))
     fast = rule.pullback_with_tangents(g, gd, (t,))
     slow = _pullback_jvp(rule, g, gd, rule._expand((t,)))
+    # the factor's tangent as the forward sweep hands it on (C or Fortran order)
+    yd = rule.pushforward((t,))
+    given = [rule.pullback_with_tangents(g, gd, (t,), out_tangent=o)
+             for o in (yd, np.asfortranarray(yd), np.ascontiguousarray(yd))]
     tol = dict(rtol=2e-4, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
-    for (i, c, cd), (j, c2, cd2) in zip(fast, slow):
-        assert i == j and c.dtype == dtype and cd.dtype == dtype
-        np.testing.assert_allclose(c, c2, **tol)
-        np.testing.assert_allclose(cd, cd2, **tol)
+    for other in [slow] + given:
+        for (i, c, cd), (j, c2, cd2) in zip(fast, other):
+            assert i == j and c.dtype == dtype and cd.dtype == dtype
+            np.testing.assert_allclose(c, c2, **tol)
+            np.testing.assert_allclose(cd, cd2, **tol)
     # the tangent: the plain path against the traceable formula (two solves)
     from chainrules.rules._linalg_util import _phi_mask, herm_tangent, mH, tri_solve
 
