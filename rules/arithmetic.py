@@ -227,9 +227,12 @@ def _multiply_ty(g, x, yshape):
 
 
 def _same_plain(g, y):
-    """g and y are NumPy arrays of one shape and dtype, float64 or complex128."""
+    """g and y are NumPy arrays of one shape and dtype, float64 or complex128,
+    and g is not a broadcast scalar (a sum's cotangent: raveling it would
+    materialise it; ``g * y`` reads it as it is)."""
     return (type(g) is np.ndarray and type(y) is np.ndarray and g.shape == y.shape
-            and g.dtype == y.dtype and (g.dtype == np.float64 or g.dtype == np.complex128))
+            and g.dtype == y.dtype and (g.dtype == np.float64 or g.dtype == np.complex128)
+            and (g.ndim == 0 or 0 not in g.strides))
 
 
 def _sum_of_products(g, y):
