@@ -177,11 +177,6 @@ def _chol_factors(low, memo):
     return lf, li
 
 
-def _trmm(low):
-    (trmm,) = _blas_lapack()[0](("trmm",), (low,))
-    return trmm
-
-
 def _times_tri(b, m, trmm):
     """``b @ m`` for a lower-triangular ``m`` (BLAS trmm, into a new Fortran
     array), reading ``m`` in the memory order it has: a C array is the
@@ -246,23 +241,35 @@ def chol_pullback_plain(low, gl, lower=True, memo=None):
 
 def chol_tangent_plain(low, ad, lower=True, memo=None):
     """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
-    plain real 2-D arrays (``Ad`` read from one triangle), by LAPACK's
-    triangular inverse and three BLAS triangular products; None where it
-    does not apply. ``memo`` (a dict) keeps the inverse factor for the other
-    sweeps of the same recording (it depends on the factor only; tangents
-    are never kept: the same array object may hold another direction in the
-    next sweep)."""
-    if not _plain_real(low, ad):
+    plain real 2-D arrays (``Ad`` read from one triangle, as LAPACK read the
+    matrix), by LAPACK's ``sygst`` (the congruence ``L^-1 Ad L^-T`` from one
+    triangle of ``Ad``) and one BLAS triangular product; None where it does
+    not apply. ``memo`` is not read (the signature of the other plain
+    kernels; tangents are never kept: the same array object may hold
+    another direction in the next sweep)."""
+    if not _plain_real(low, ad) or not np.all(np.diagonal(low)):
         return None
-    factors = _chol_factors(low, memo)
-    if factors is None:
+    trmm, sygst = _chol_kernels(low)
+    # the Fortran view ad.T holds ad's lower triangle above its diagonal
+    if lower:   # sygst's upper variant: inv(U^T) A inv(U) with U = L^T (low.T)
+        s, info = sygst(ad.T, low.T, itype=1, lower=0)
+        phi = s.T                      # S below the diagonal (C order)
+    else:       # ad's upper triangle is ad.T's lower: the lower variant, B = L
+        s, info = sygst(ad.T, np.asfortranarray(low), itype=1, lower=1)
+        phi = s
+    if info != 0:
         return None
-    lf, li = factors
-    trmm = _trmm(low)
-    t = trmm(1.0, li, np.asfortranarray(herm_tangent(ad, lower=lower)), lower=1)
-    t = trmm(1.0, li, t, side=1, lower=1, trans_a=1, overwrite_b=1)
-    t *= _phi_mask(low.shape[-1], low.dtype)
-    return trmm(1.0, lf, t, lower=1, overwrite_b=1)
+    phi = _phi_of(phi)
+    # Ld^T = Phi^T L^T, a Fortran array: Ld is its C-order transpose
+    return trmm(1.0, low.T, phi.T, side=1, lower=0).T
+
+
+def _phi_of(s):
+    """``Phi(S)`` of a matrix valid below (and on) its diagonal: the lower
+    triangle, half the diagonal, in a new C array."""
+    out = np.tril(s, -1)
+    out.flat[::s.shape[-1] + 1] = np.diagonal(s) * 0.5
+    return out
 
 
 def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, ld=None):
