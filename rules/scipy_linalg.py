@@ -37,8 +37,8 @@ from chainrules.errors import DomainError, MissingRuleError
 from chainrules.rule import MultiOutput
 from chainrules.registry import accepts_sequences, register
 
-from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _phi_mask, _rdt, _tri_mask,
-                           _unbroadcast, check_residual, check_tol, conj, defrule,
+from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _is_zero, _phi_mask, _rdt,
+                           _tri_mask, _unbroadcast, check_residual, check_tol, conj, defrule,
                            herm_tangent, mH, mT, plain)
 from .scipy_linalg_solvers import checked_sylvester
 
@@ -256,6 +256,71 @@ def _solve_triangular_pb(r, g):
         [None] * (len(r.xs) - 2)
 
 
+def _solve_triangular_pbt(r, g, gd, xds, yd=None):
+    """The pullback with tangents of ``op(A) x = b`` for plain real arrays
+    (None elsewhere: the jvp of the pullback then). With ``gb = op(A)^-T g``
+    and ``gA = -tri(gb x^T)`` (on op(A)), their tangents are
+    ``gbd = op(A)^-T (gd - op(Ad)^T gb)`` and ``-tri(gbd x^T + gb xd^T)``,
+    ``xd = op(A)^-1 (bd - op(Ad) x)`` the output's tangent (from the
+    forward sweep when the engine passes it): two triangular solves and
+    outer products, instead of differentiating the traced pullback."""
+    a, b = r.xs[0], r.xs[1]
+    x = r.y
+    if _is_zero(g) or not all(type(v) is np.ndarray and v.dtype.kind == "f"
+                              for v in (a, b, x, g)) or a.ndim != 2:
+        return None
+    gd = np.zeros_like(x) if _is_zero(gd) else gd
+    ad = None if _is_zero(xds[0]) else xds[0]
+    bd = None if _is_zero(xds[1]) else xds[1]
+    if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")
+               for v in (gd, ad, bd, yd)):
+        return None
+    t, lower, unit = _tri_opts(r)
+    t = min(t, 1)                  # real: the conjugate transpose is the transpose
+    vec = b.ndim == 1
+    col = _col if vec else (lambda m: m)
+
+    def solve(rhs, trans):
+        out = sl.solve_triangular(a, col(rhs), trans=trans, lower=lower,
+                                  unit_diagonal=unit, check_finite=False)
+        return np.reshape(out, x.shape)
+
+    def op(m):                     # op(m) for the solve's trans
+        return m if t == 0 else mT(m)
+
+    adt = None if ad is None else op(_tri_of(ad, lower, unit))   # op(Ad), masked
+    if yd is None or _is_zero(yd):
+        rhs = np.zeros_like(x) if bd is None else bd
+        if adt is not None:
+            rhs = rhs - np.reshape(adt @ col(x), x.shape)
+        yd = solve(rhs, t)
+    back = 1 - t                   # op(A)^T's trans
+    gb = solve(g, back)
+    rhs = gd if adt is None else gd - np.reshape(mT(adt) @ col(gb), x.shape)
+    gbd = solve(rhs, back)
+    out = []
+    if r.ids[0] is not None:
+        n = a.shape[-1]
+        mask = _tri_mask(n, a.dtype, lower, 0)
+        if vec:   # outer products, negated through -x and masked in place
+            nx = -x
+            ga = np.multiply.outer(gb, nx)
+            gad = np.multiply.outer(gbd, nx)
+            gad -= np.multiply.outer(gb, yd)
+        else:
+            ga = -(gb @ mT(x))
+            gad = -(gbd @ mT(x) + gb @ mT(yd))
+        ga, gad = op(ga), op(gad)
+        for m in (ga, gad):
+            m *= mask
+            if unit:
+                m.flat[::n + 1] = 0
+        out.append((r.ids[0], ga, gad))
+    if r.ids[1] is not None:
+        out.append((r.ids[1], gb, gbd))
+    return out
+
+
 # -- Cholesky factor and solve ---------------------------------------------------
 def _flag(lower):
     """SciPy's batched ``cho_factor`` returns ``lower`` as an array of one
@@ -457,7 +522,8 @@ if sl is not None:
     defrule(expm, _expm_pf, _expm_pb)
     defrule(sqrtm, _sqrtm_pf, _sqrtm_pb)
     defrule(logm, _logm_pf, _logm_pb, prepare=_logm_prepare)
-    defrule(solve_triangular, _solve_triangular_pf, _solve_triangular_pb)
+    defrule(solve_triangular, _solve_triangular_pf, _solve_triangular_pb,
+            pbt=_solve_triangular_pbt)
     _cho_register()
     _lu_register()
 
