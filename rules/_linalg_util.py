@@ -288,9 +288,10 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
     and ``c, cd`` are ``herm_cotangent`` of ``S, Sd``, which read only their
     symmetric parts: ``S + S^T`` and ``Li^T (Phi(Cd) + Phi(Cd)^T) Li`` are
     congruences (``_congruence``, LAPACK's sygst) and ``Sd + Sd^T`` is the
-    latter minus ``X + X^T`` with ``X = (S + S^T) M``. Five triangular
-    products and two sygst (eight products more when ``ld`` is not given),
-    instead of the jvp of the traced pullback."""
+    latter minus ``X + X^T`` with ``X = (S + S^T) M``. The triangular
+    inverse, five triangular products and two sygst (one product and one
+    sygst more when ``ld`` is not given), instead of the jvp of the traced
+    pullback."""
     if not _plain_real(low, gl, gld, ad) or (ld is not None and not _plain_real(low, ld)):
         return None
     if not np.all(np.diagonal(low)):
