@@ -121,13 +121,8 @@ def mark_builtins(since=None):
     if since is None:
         _builtin = frozenset(DISPATCHERS)
     elif _builtin is not None:
-        _builtin = _builtin | (frozenset(DISPATCHERS) - since)
+        _builtin = _builtin | (frozenset(DISPATCHERS) - frozenset(since))
     # (imported while chainrules itself loads: the final snapshot has them)
-
-
-def registered_ops():
-    """The operations registered so far (a snapshot, for ``mark_builtins``)."""
-    return frozenset(DISPATCHERS)
 
 
 def builtin_ops():

@@ -3,7 +3,18 @@
 import numpy as np
 
 from chainrules.arrays import is_array, ndim_of, shape_of  # noqa: F401  (re-exported)
+from chainrules.registry import mark_builtins, registered_ops
 from chainrules.tracing import untraced
+
+
+def on_demand_family():
+    """Called at the top of a rule family that ``import chainrules`` does not
+    load (SciPy's linalg, signal and integrate are slow to import; the
+    family loads with ``chainrules.scipy`` or ``chainrules.rules.load_all``).
+    Returns the function to call at its end, which marks the operations the
+    family registered in between as built-in (``registry.builtin_ops``)."""
+    before = registered_ops()
+    return lambda: mark_builtins(since=before)
 
 
 def normalize_axis(axis, ndim):

@@ -33,16 +33,14 @@ from chainrules.tangents import is_zero
 from chainrules.primitives import primitive
 from chainrules.tracing import is_traced
 
-from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+from ._util import on_demand_family
 
 try:
     import scipy.integrate as si
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     si = None
 
-# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
-# are slow to import): the operations registered here mark themselves built-in
-_BEFORE = registered_ops()
+_family_loaded = on_demand_family()
 
 __all__ = ["ode_solve", "OdeSpec"]
 
@@ -272,4 +270,4 @@ def _ode_maker(ids, y0, t, *params, _spec):
 if si is not None:
     register(ode_solve)(_ode_maker)
 
-_mark_builtins(since=_BEFORE)
+_family_loaded()

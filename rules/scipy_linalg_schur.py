@@ -22,16 +22,14 @@ from chainrules.errors import DomainError, MissingRuleError
 
 from ._linalg_util import defrule, mH, plain
 
-from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+from ._util import on_demand_family
 
 try:
     import scipy.linalg as sl
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 
-# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
-# are slow to import): the operations registered here mark themselves built-in
-_BEFORE = registered_ops()
+_family_loaded = on_demand_family()
 
 __all__ = ["schur"]
 
@@ -93,4 +91,4 @@ if sl is not None:
     schur = primitive(sl.schur)
     defrule(schur, _schur_pf, multi=True)
 
-_mark_builtins(since=_BEFORE)
+_family_loaded()

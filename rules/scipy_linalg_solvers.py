@@ -26,16 +26,14 @@ from chainrules.errors import DomainError
 
 from ._linalg_util import _fro, _rdt, _unbroadcast, check_residual, conj, defrule, mH, mT, plain
 
-from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+from ._util import on_demand_family
 
 try:
     import scipy.linalg as sl
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 
-# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
-# are slow to import): the operations registered here mark themselves built-in
-_BEFORE = registered_ops()
+_family_loaded = on_demand_family()
 
 __all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
            "checked_sylvester"]
@@ -287,4 +285,4 @@ if sl is not None:
 
 __all__ += ["solve_banded", "solveh_banded"]
 
-_mark_builtins(since=_BEFORE)
+_family_loaded()

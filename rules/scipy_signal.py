@@ -16,16 +16,14 @@ import numpy as np
 from chainrules.derived import bilinear_rule, linear_rule
 from chainrules.primitives import primitive
 
-from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+from ._util import on_demand_family
 
 try:
     import scipy.signal as ss
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     ss = None
 
-# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
-# are slow to import): the operations registered here mark themselves built-in
-_BEFORE = registered_ops()
+_family_loaded = on_demand_family()
 
 __all__ = ["conv_full", "lfilter_x"]
 
@@ -69,4 +67,4 @@ if ss is not None:
     bilinear_rule(conv_full, _conv_transpose_x, _conv_transpose_y)
     linear_rule(lfilter_x, _lfilter_transpose)
 
-_mark_builtins(since=_BEFORE)
+_family_loaded()
