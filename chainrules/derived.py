@@ -17,8 +17,8 @@ import numpy as np
 
 from .arrays import uniform_value
 from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
-from .derived_common import (broadcast_tangent, call_partial, cast_mixed, is_zero_const, plus,
-                             plus_second, names_read, signed_sum, times)
+from .derived_common import (broadcast_tangent, call_partial, cast_mixed, first_times_sum,
+                             is_zero_const, plus, plus_second, names_read, signed_sum, times)
 from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
                              LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
@@ -113,8 +113,8 @@ class UnaryScalarRule(ReverseRule):
         xd = tangents[0]
         if (spec.ratio is not None and type(g) is np.ndarray and type(xd) is np.ndarray
                 and g.shape == xd.shape):
-            cd = _first_times_sum(self._d(), gd, g, call_partial(spec.ratio, self.x, self.y),
-                                  xd)
+            cd = first_times_sum(self._d(), gd, g, call_partial(spec.ratio, self.x, self.y),
+                                 xd)
             if cd is not None:
                 return [(self.x_id, c, cd)]
         cd = ZERO if isinstance(gd, Structural) else times(gd, self._d())
@@ -123,27 +123,6 @@ class UnaryScalarRule(ReverseRule):
                 raise HvpNotSupported(f"{spec.name} was registered without second=")
             cd = plus_second(cd, g, call_partial(spec.d2, self.x, self.y), xd)
         return [(self.x_id, c, cd)]
-
-
-def _first_times_sum(d, gd, g, r, xd):
-    """``d * (gd + g * r * xd)`` in one array of this function's making
-    (ndarrays of one shape and dtype; ``r`` an array or a scalar, ``gd``
-    possibly structural zero), or None where that does not apply. Arrays
-    passed in are never written to."""
-    # (d and r may be ndarray subclasses: a checkpointed segment's values)
-    dt = d.dtype if isinstance(d, np.ndarray) else None
-    if (dt is None or d.shape != g.shape or g.dtype != dt or xd.dtype != dt
-            or (isinstance(r, np.ndarray) and r.dtype != dt)
-            or not (isinstance(gd, Structural) or (type(gd) is np.ndarray
-                                                    and gd.dtype == dt))):
-        return None
-    p = g * xd
-    if not (type(r) is int and r == 1):
-        np.multiply(p, r, out=p)
-    if not isinstance(gd, Structural):
-        np.add(p, gd, out=p)
-    np.multiply(p, d, out=p)
-    return p
 
 
 # -- binary --------------------------------------------------------------------

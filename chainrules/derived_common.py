@@ -115,6 +115,28 @@ def plus_second(cd, g, d2, t):
     return cd + p
 
 
+def first_times_sum(d, gd, g, r, xd):
+    """``d * (gd + g * r * xd)``: the tangent of a unary rule's cotangent when
+    its second partial is ``d * r`` (``second_ratio``), in one array of this
+    function's making, like ``plus_second`` (ndarrays of one shape and dtype;
+    ``r`` an array or a scalar, ``gd`` possibly structural zero), or None
+    where that does not apply. Arrays passed in are never written to."""
+    # (d and r may be ndarray subclasses: a checkpointed segment's values)
+    dt = d.dtype if isinstance(d, _ndarray) else None
+    if (dt is None or d.shape != g.shape or g.dtype != dt or xd.dtype != dt
+            or (isinstance(r, _ndarray) and r.dtype != dt)
+            or not (isinstance(gd, Structural) or (type(gd) is _ndarray
+                                                    and gd.dtype == dt))):
+        return None
+    p = g * xd
+    if not (type(r) is int and r == 1):
+        np.multiply(p, r, out=p)
+    if not isinstance(gd, Structural):
+        np.add(p, gd, out=p)
+    np.multiply(p, d, out=p)
+    return p
+
+
 def plus(a, b):
     if isinstance(a, Structural):
         return b

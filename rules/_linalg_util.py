@@ -161,20 +161,18 @@ def _plain_real(*arrays):
             and arrays[0].dtype in (np.float64, np.float32))
 
 
-def _chol_factors(low, memo):
-    """``(L in Fortran order, L^-1)`` for a plain real lower ``low``, kept in
-    ``memo`` (a dict, or None) for the next sweep; None if L is singular."""
-    if memo is not None and "li" in memo:
-        return memo["lf"], memo["li"]
-    get_blas_funcs, get_lapack_funcs = _blas_lapack()
-    (trtri,) = get_lapack_funcs(("trtri",), (low,))
-    lf = np.asfortranarray(low)
-    li, info = trtri(lf, lower=1)
-    if info != 0:
-        return None
-    if memo is not None:
-        memo["lf"], memo["li"] = lf, li
-    return lf, li
+def _chol_inverse(low, memo):
+    """``L^-1`` for a plain real lower ``low`` (LAPACK trtri on the Fortran
+    view ``low.T``, an upper matrix: no copy), kept in ``memo`` (a dict) for
+    the next sweep of the same recording; None if L is singular."""
+    li = memo.get("li")
+    if li is None:
+        (trtri,) = _blas_lapack()[1](("trtri",), (low,))
+        lit, info = trtri(low.T, lower=0)       # (L^T)^-1 = (L^-1)^T
+        if info != 0:
+            return None
+        li = memo["li"] = lit.T
+    return li
 
 
 def _times_tri(b, m, trmm):
@@ -219,7 +217,7 @@ def _chol_kernels(low):
     return trmm, sygst
 
 
-def chol_pullback_plain(low, gl, lower=True, memo=None):
+def chol_pullback_plain(low, gl, lower=True):
     """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
     factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
     plain real 2-D arrays, by BLAS and LAPACK. Returns None where it does
@@ -229,8 +227,7 @@ def chol_pullback_plain(low, gl, lower=True, memo=None):
     ``L^-T Phi(C) L^-1`` with ``C = L^T gl`` has the symmetric part
     ``S = Li^T (C_l + C_l^T) Li`` (``_congruence``): one triangular product
     and LAPACK's ``sygst``, instead of a triangular inverse and three
-    triangular products. ``memo`` is not read (the signature of the other
-    plain kernels)."""
+    triangular products."""
     if not _plain_real(low, gl) or not np.all(np.diagonal(low)):
         return None
     trmm, sygst = _chol_kernels(low)
@@ -239,14 +236,12 @@ def chol_pullback_plain(low, gl, lower=True, memo=None):
     return None if s is None else _sym_cotangent(s, lower)
 
 
-def chol_tangent_plain(low, ad, lower=True, memo=None):
+def chol_tangent_plain(low, ad, lower=True):
     """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
     plain real 2-D arrays (``Ad`` read from one triangle, as LAPACK read the
     matrix), by LAPACK's ``sygst`` (the congruence ``L^-1 Ad L^-T`` from one
     triangle of ``Ad``) and one BLAS triangular product; None where it does
-    not apply. ``memo`` is not read (the signature of the other plain
-    kernels; tangents are never kept: the same array object may hold
-    another direction in the next sweep)."""
+    not apply."""
     if not _plain_real(low, ad) or not np.all(np.diagonal(low)):
         return None
     trmm, sygst = _chol_kernels(low)
@@ -277,7 +272,10 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
     tangent along the input tangent ``ad`` (the matrix LAPACK reads one
     triangle of) and the cotangent's tangent ``gld``, for plain real 2-D
     arrays; None where it does not apply. ``ld``, if given, is the factor's
-    tangent the forward sweep computed (else it is computed from ``ad``).
+    tangent the forward sweep computed (else it is computed from ``ad``);
+    ``memo`` (a dict) keeps ``L^-1`` for the next sweep of the recording
+    (a function of the factor only: tangents are never kept, the same array
+    object may hold another direction in the next sweep).
     With ``Li = L^-1``:
 
         Ld = L Phi(Li Ad Li^T)                      (the factor's tangent)
@@ -296,12 +294,11 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
         return None
     if not np.all(np.diagonal(low)):
         return None
-    factors = _chol_factors(low, memo)
-    if factors is None:
+    li = _chol_inverse(low, {} if memo is None else memo)
+    if li is None:
         return None
-    li = factors[1]
     if ld is None:
-        ld = chol_tangent_plain(low, ad, lower, memo)
+        ld = chol_tangent_plain(low, ad, lower)
     trmm, sygst = _chol_kernels(low)
     rev_low = np.ascontiguousarray(low[::-1, ::-1]).T
     c = _times_tri(gl.T, low, trmm).T                                 # L^T G
@@ -313,8 +310,8 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
         return None
     s_full = np.triu(s)
     s_full += np.triu(s, 1).T                                         # S + S^T
-    m = trmm(1.0, li, ld, side=1, lower=1)                            # M = Ld Li
-    x = trmm(1.0, m, s_full.T, side=1, lower=1)                       # (S + S^T) M
+    m = _times_tri(ld, li, trmm)                                      # M = Ld Li
+    x = _times_tri(s_full.T, m, trmm)                                 # (S + S^T) M
     y = sd.T - x
     y -= x.T                                                          # lower: Sd + Sd^T
     return _sym_cotangent(s, lower), _sym_cotangent(y.T, lower)

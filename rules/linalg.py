@@ -148,9 +148,7 @@ def _chol_parts(r):
 
 def _cholesky_pf(r, xds):
     upper, low = _chol_parts(r)
-    if r.memo is None:
-        r.memo = {}
-    ld = chol_tangent_plain(low, xds[0], lower=not upper, memo=r.memo)
+    ld = chol_tangent_plain(low, xds[0], lower=not upper)
     if ld is not None:
         return ld.T if upper else ld
     ad = herm_tangent(xds[0], lower=not upper)
@@ -163,9 +161,7 @@ def _cholesky_pf(r, xds):
 def _cholesky_pb(r, g):
     upper, low = _chol_parts(r)
     gl = mH(g) if upper else g
-    if r.memo is None:
-        r.memo = {}
-    plain = chol_pullback_plain(low, gl, lower=not upper, memo=r.memo)
+    plain = chol_pullback_plain(low, gl, lower=not upper)
     if plain is not None:
         return [plain]
     c = (mT(low) @ gl) * _phi_mask(low.shape[-1], low.dtype)

@@ -42,16 +42,14 @@ from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _is_zero, _phi_m
                            herm_tangent, mH, mT, plain)
 from .scipy_linalg_solvers import checked_sylvester
 
-from chainrules.registry import mark_builtins as _mark_builtins, registered_ops
+from ._util import on_demand_family
 
 try:
     import scipy.linalg as sl
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 
-# not loaded by ``import chainrules`` (SciPy's linalg, signal and integrate
-# are slow to import): the operations registered here mark themselves built-in
-_BEFORE = registered_ops()
+_family_loaded = on_demand_family()
 
 __all__ = ["expm", "sqrtm", "logm", "solve_triangular", "cho_factor", "cho_solve",
            "lu_factor", "lu_solve"]
@@ -205,6 +203,16 @@ def _tri_of(a, lower, unit):
     return a * mask
 
 
+def _tri_of_own(m, lower, unit):
+    """``_tri_of`` in place, for an array this module has just made (an
+    outer product, or a view of one): returns ``m``."""
+    n = m.shape[-1]
+    m *= _tri_mask(n, m.dtype, lower, 0)
+    if unit:
+        m.flat[::n + 1] = 0
+    return m
+
+
 def _op(t, m):
     return m if t == 0 else (mT(m) if t == 1 else mH(m))
 
@@ -242,11 +250,7 @@ def _solve_triangular_pb(r, g):
     elif vec and a.ndim == 2 and type(gb) is np.ndarray and type(x) is np.ndarray:
         # an outer product: one pass by the ufunc, masked in place (no BLAS
         # call, no negated or masked copies)
-        m = np.multiply.outer(gb[:, 0], -x)
-        ga = m if t == 0 else mT(m)
-        ga *= _tri_mask(a.shape[-1], a.dtype, lower, 0)
-        if unit:
-            ga.flat[::a.shape[-1] + 1] = 0
+        ga = _tri_of_own(_op(t, np.multiply.outer(gb[:, 0], -x)), lower, unit)
     else:
         m = -(gb @ mT(x2))
         ga = _tri_of(m if t == 0 else mT(m), lower, unit)
@@ -267,7 +271,7 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
     a, b = r.xs[0], r.xs[1]
     x = r.y
     if _is_zero(g) or not all(type(v) is np.ndarray and v.dtype.kind == "f"
-                              for v in (a, b, x, g)) or a.ndim != 2:
+                              for v in (a, b, x, g)) or a.ndim != 2 or b.ndim > 2:
         return None
     gd = np.zeros_like(x) if _is_zero(gd) else gd
     ad = None if _is_zero(xds[0]) else xds[0]
@@ -285,10 +289,7 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
                                   unit_diagonal=unit, check_finite=False)
         return np.reshape(out, x.shape)
 
-    def op(m):                     # op(m) for the solve's trans
-        return m if t == 0 else mT(m)
-
-    adt = None if ad is None else op(_tri_of(ad, lower, unit))   # op(Ad), masked
+    adt = None if ad is None else _op(t, _tri_of(ad, lower, unit))   # op(Ad), masked
     if yd is None or _is_zero(yd):
         rhs = np.zeros_like(x) if bd is None else bd
         if adt is not None:
@@ -300,9 +301,7 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
     gbd = solve(rhs, back)
     out = []
     if r.ids[0] is not None:
-        n = a.shape[-1]
-        mask = _tri_mask(n, a.dtype, lower, 0)
-        if vec:   # outer products, negated through -x and masked in place
+        if vec:   # outer products, negated through -x
             nx = -x
             ga = np.multiply.outer(gb, nx)
             gad = np.multiply.outer(gbd, nx)
@@ -310,12 +309,8 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
         else:
             ga = -(gb @ mT(x))
             gad = -(gbd @ mT(x) + gb @ mT(yd))
-        ga, gad = op(ga), op(gad)
-        for m in (ga, gad):
-            m *= mask
-            if unit:
-                m.flat[::n + 1] = 0
-        out.append((r.ids[0], ga, gad))
+        out.append((r.ids[0], _tri_of_own(_op(t, ga), lower, unit),
+                    _tri_of_own(_op(t, gad), lower, unit)))
     if r.ids[1] is not None:
         out.append((r.ids[1], gb, gbd))
     return out
@@ -527,4 +522,4 @@ if sl is not None:
     _cho_register()
     _lu_register()
 
-_mark_builtins(since=_BEFORE)
+_family_loaded()

@@ -11,7 +11,7 @@ import pytest
 
 import chainrules as cr
 from chainrules.arrays import uniform_array
-from chainrules.derived import _first_times_sum
+from chainrules.derived_common import first_times_sum
 from chainrules.tangents import ZERO
 
 
@@ -81,23 +81,23 @@ def test_builtin_ratios_equal_the_second_derivative(f):
     np.testing.assert_allclose(hv, (d2(x) * x + 2 * d1(x)) * v, rtol=1e-13)
 
 
-def test_fused_sum_bits_and_fallbacks():
+def test_fused_sum_values_and_fallbacks():
     rng = np.random.default_rng(0)
     d, g, gd, xd, r = (rng.standard_normal((4, 3)) for _ in range(5))
     args = [a.copy() for a in (d, gd, g, r, xd)]
-    out = _first_times_sum(*args)
+    out = first_times_sum(*args)
     np.testing.assert_allclose(out, gd * d + g * (d * r) * xd, rtol=1e-14)
     for a, b in zip(args, (d, gd, g, r, xd)):
         np.testing.assert_array_equal(a, b)  # nothing passed in was written
     assert out is not g and out is not xd and out is not gd
     # structural zero gd, a constant ratio, a uniform cotangent
-    np.testing.assert_allclose(_first_times_sum(d, ZERO, g, 1, xd), d * g * xd, rtol=1e-15)
+    np.testing.assert_allclose(first_times_sum(d, ZERO, g, 1, xd), d * g * xd, rtol=1e-15)
     u = uniform_array(np.float64(0.5), (4, 3))
-    np.testing.assert_allclose(_first_times_sum(d, u, u, r, xd), d * (0.5 + 0.5 * r * xd),
+    np.testing.assert_allclose(first_times_sum(d, u, u, r, xd), d * (0.5 + 0.5 * r * xd),
                                rtol=1e-14)
     # mixed dtypes or a non-array partial: the caller takes the general path
     f32 = g.astype(np.float32)
     for bad in itertools.product([d, 2.0], [gd, gd.astype(np.complex128)], [g, f32]):
         if all(a is b for a, b in zip(bad, (d, gd, g))):
             continue
-        assert _first_times_sum(bad[0], bad[1], bad[2], r, xd) is None
+        assert first_times_sum(bad[0], bad[1], bad[2], r, xd) is None
