@@ -96,9 +96,10 @@ class UnaryScalarRule(ReverseRule):
             return [(self.x_id, times(g, spec.d))]
         d = self.dval
         if d is None:
-            c = self._factored(g)
-            if c is not None:
-                return [(self.x_id, c)]
+            if spec.dk is not None:
+                c = self._factored(g)
+                if c is not None:
+                    return [(self.x_id, c)]
             d = spec.d(self.x, self.y)
         return [(self.x_id, g * d if type(g) is np.ndarray else times(g, d))]
 

@@ -49,7 +49,7 @@ def times(g, d):
     """``g * d`` where ``d`` may be a constant partial (1, -1, 0). A uniform
     ``g`` (zero strides: the cotangent of a sum) times a constant stays
     uniform, at no cost."""
-    if isinstance(g, Structural):
+    if type(g) is not _ndarray and isinstance(g, Structural):
         return ZERO
     td = type(d)
     if td is int or td is float:

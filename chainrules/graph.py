@@ -30,7 +30,7 @@ import numpy as np
 
 from .arrays import is_array
 from .errors import GraphFreedError, TangentShapeError
-from .rule import MultiOutput, NodeId, ReverseRule  # noqa: F401  (MultiOutput re-exported)
+from .rule import NODE_IDS, MultiOutput, NodeId, ReverseRule, node_ids  # noqa: F401  (MultiOutput re-exported)
 from .sweep_common import HOOKS, MULTI, EngineHooks, Gradients, rule_label  # noqa: F401
 from .sweep_forward import ForwardSweeps
 from .sweep_reverse import ReverseSweeps
@@ -119,7 +119,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
     def leaf(self, value):
         """Add an input node and return its ``NodeId``."""
         shape, dtype = _meta(value)
-        nid = NodeId(len(self.rules))
+        nid = node_ids(len(self.rules))
         self.rules.append(None)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
@@ -141,7 +141,11 @@ class Tape(ReverseSweeps, ForwardSweeps):
         if dtype is not _F64 and dtype.kind not in "fc":
             return None
         rules = self.rules
-        nid = NodeId(len(rules))
+        n = len(rules)
+        try:
+            nid = NODE_IDS[n]
+        except IndexError:
+            nid = node_ids(n)
         rules.append(rule)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
@@ -153,7 +157,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         """Append a rule with several outputs; return one NodeId per output
         (``None`` for outputs without a derivative)."""
         rules = self.rules
-        parent = NodeId(len(rules))
+        parent = node_ids(len(rules))
         rules.append(rule)
         self.shapes.append(MULTI)
         self.dtypes.append(len(values))

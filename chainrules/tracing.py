@@ -30,6 +30,7 @@ __all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_tra
            "top_tape"]
 
 _list_tuple = (list, tuple)
+_new = object.__new__
 
 
 def _primal_type(v):
@@ -241,52 +242,62 @@ def _dispatch1(op, x):
     nid = tape.record(rule, out)
     if nid is None:
         return out
-    return Traced(out, nid, tape)
+    t = _new(Traced)  # Traced(out, nid, tape) without a Python-level __init__ call
+    t.value = out
+    t.node = nid
+    t.tape = tape
+    return t
 
 
 def _binop(op, a, b):
-    # fast path of the arithmetic operators
-    ta, tb = type(a), type(b)
-    if ta is Traced and tb is not Traced:
-        if tb in _STRUCT:
-            return NotImplemented
+    # fast path of the arithmetic operators: one or two traced arguments of
+    # one tape, no keywords; anything else (mixed levels, an inactive tape)
+    # goes through dispatch
+    if type(a) is Traced:
         tape = a.tape
-        if tape.active:
-            v = a.value
-            tv = type(v)
-            maker = GENERIC_MAKERS.get(op) or lookup(
-                op, (tv if tv is not Traced else _primal_type(v), tb))
-            out, rule = maker([a.node, None], v, b)
-            if rule is None:
-                return out
-            nid = tape.record(rule, out)
-            return out if nid is None else Traced(out, nid, tape)
-    elif tb is Traced and ta is not Traced:
+        va = a.value
+        if type(b) is Traced:
+            if b.tape is not tape:
+                return dispatch(op, (a, b), None)
+            vb = b.value
+            ids = [a.node, b.node]
+            tb = type(vb)
+            if tb is Traced:
+                tb = _primal_type(vb)
+        else:
+            tb = type(b)
+            if tb in _STRUCT:
+                return NotImplemented
+            vb = b
+            ids = [a.node, None]
+        ta = type(va)
+        if ta is Traced:
+            ta = _primal_type(va)
+    else:  # b is the traced one
+        ta = type(a)
         if ta in _STRUCT:
             return NotImplemented
         tape = b.tape
-        if tape.active:
-            v = b.value
-            tv = type(v)
-            maker = GENERIC_MAKERS.get(op) or lookup(
-                op, (ta, tv if tv is not Traced else _primal_type(v)))
-            out, rule = maker([None, b.node], a, v)
-            if rule is None:
-                return out
-            nid = tape.record(rule, out)
-            return out if nid is None else Traced(out, nid, tape)
-    elif ta is Traced and tb is Traced and a.tape is b.tape and a.tape.active:
-        tape = a.tape
-        va, vb = a.value, b.value
-        tva, tvb = type(va), type(vb)
-        maker = GENERIC_MAKERS.get(op) or lookup(op, (tva if tva is not Traced else _primal_type(va),
-                            tvb if tvb is not Traced else _primal_type(vb)))
-        out, rule = maker([a.node, b.node], va, vb)
-        if rule is None:
-            return out
-        nid = tape.record(rule, out)
-        return out if nid is None else Traced(out, nid, tape)
-    return dispatch(op, (a, b), None)
+        va = a
+        vb = b.value
+        ids = [None, b.node]
+        tb = type(vb)
+        if tb is Traced:
+            tb = _primal_type(vb)
+    if not tape.active:
+        return dispatch(op, (a, b), None)
+    maker = GENERIC_MAKERS.get(op) or lookup(op, (ta, tb))
+    out, rule = maker(ids, va, vb)
+    if rule is None:
+        return out
+    nid = tape.record(rule, out)
+    if nid is None:
+        return out
+    t = _new(Traced)
+    t.value = out
+    t.node = nid
+    t.tape = tape
+    return t
 
 
 _STRUCT = set()  # filled below: structural tangent types defer to their own operators
