@@ -101,17 +101,27 @@ def is_array(v):
             and hasattr(v, "shape"))
 
 
+def _shape_dtype(v, dtype):
+    # an ndarray's or NumPy scalar's own attributes: np.shape and
+    # np.result_type take microseconds, a cost every grad call would pay
+    if type(v) is _ndarray or isinstance(v, np.generic):
+        return v.shape, v.dtype if dtype is None else dtype
+    return np.shape(v), np.result_type(v) if dtype is None else dtype
+
+
 def zeros_like_value(v, dtype=None):
     """Zeros of ``v``'s shape and dtype (or ``dtype``), of ``v``'s array type:
     NumPy's fast path for ndarrays and scalars, ``np.zeros_like`` (which
     dispatches to dask and other array types) for the rest."""
     if type(v) is _ndarray or not is_array(v):
-        return np.zeros(np.shape(v), np.result_type(v) if dtype is None else dtype)
+        return np.zeros(*_shape_dtype(v, dtype))
     return np.zeros_like(v, dtype=dtype)
 
 
 def ones_like_value(v, dtype=None):
-    """Ones of ``v``'s shape and dtype (or ``dtype``) and array type."""
+    """Ones of ``v``'s shape and dtype (or ``dtype``) and array type (the
+    seed of a gradient: a 0-d one for a scalar output, made directly)."""
     if type(v) is _ndarray or not is_array(v):
-        return np.ones(np.shape(v), np.result_type(v) if dtype is None else dtype)
+        shape, dt = _shape_dtype(v, dtype)
+        return np.array(1, dt) if shape == () else np.ones(shape, dt)
     return np.ones_like(v, dtype=dtype)
