@@ -333,6 +333,9 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
                     xi, yi, x if save_x else None, y if save_y else None,
                     z if save_z else None, None if xi is None else x.shape,
                     None if yi is None else y.shape, z.shape, spec)
+            zdt = z.dtype
+            if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
+                return z, rule  # one dtype throughout, the common case: no call
             return z, cast_mixed(xi, x, yi, y, z, rule)
 
         register(op, *types)(binary_maker)

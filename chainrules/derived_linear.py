@@ -276,6 +276,9 @@ def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
                                 None if xi is None else y, op, transpose_x, transpose_y,
                                 None if xi is None else x.shape,
                                 None if yi is None else y.shape, args, kwargs)
+        zdt = z.dtype
+        if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
+            return z, rule  # one dtype throughout, the common case: no call
         return z, cast_mixed(xi, x, yi, y, z, rule)
 
     register(op, *types)(bilinear_maker)
