@@ -2,6 +2,8 @@
 
     python benchmarks/profile_ops.py [--workloads chain,mlp_grad] [--calls 200] [--top 25]
 
+Workloads: chain, mlp_grad, rosen_hvp, mlp_hvp, lstm_grad, gp_grad, gp_hvp, tv_grad.
+
 For each workload it prints
 
 1. a phase breakdown without any profiler: NumPy forward, traced forward
@@ -35,7 +37,8 @@ sys.path.insert(0, HERE)
 
 import chainrules as cr  # noqa: E402
 import common  # noqa: E402
-from common import CHAIN_OPS, chain, mlp_loss, mlp_params, rosen  # noqa: E402
+from common import (CHAIN_OPS, chain, gp_nlml, lstm_loss, lstm_params, mlp_loss,  # noqa: E402
+                    mlp_params, rosen, tv_loss)
 
 ROOT = os.path.dirname(HERE)
 
@@ -72,6 +75,26 @@ def workload(name, d, shift):
         W1, V1, X, Y = d["W1"], d["V1"], d["X"], d["Y"]
         f = lambda W1: mlp_loss(np, (W1, b1, W2, b2, W3, b3), X, Y, shift)  # noqa: E731
         return f, (W1,), (lambda: cr.hvp(f, W1, V1)), None
+    if name == "lstm_grad":
+        p, X, T = lstm_params(d), d["lstm_X"], d["lstm_T"]
+        f = lambda p: lstm_loss(np, p, X, T, shift)  # noqa: E731
+        vg = cr.value_and_grad(f)
+        return f, (p,), (lambda: vg(p)), None
+    if name in ("gp_grad", "gp_hvp"):
+        import chainrules.scipy.linalg as sla
+
+        D, y, eye, theta = d["gp_D"], d["gp_y"], d["gp_I"], d["gp_theta"]
+        f = lambda theta: gp_nlml(np, sla, theta, D, y, eye)  # noqa: E731
+        if name == "gp_grad":
+            vg = cr.value_and_grad(f)
+            return f, (theta,), (lambda: vg(theta)), None
+        v = d["gp_v"]
+        return f, (theta,), (lambda: cr.hvp(f, theta, v)), None
+    if name == "tv_grad":
+        x, fimg = d["tv_x"], d["tv_f"]
+        f = lambda x: tv_loss(np, x, fimg)  # noqa: E731
+        vg = cr.value_and_grad(f)
+        return f, (x,), (lambda: vg(x)), None
     raise SystemExit(f"unknown workload {name}")
 
 
