@@ -30,8 +30,7 @@ import numpy as np
 
 from .arrays import is_array
 from .errors import GraphFreedError, TangentShapeError
-from .rule import (NODE_IDS, MultiOutput, NodeId, ReverseRule,  # noqa: F401  (re-exported)
-                   node_ids)
+from .rule import NODE_IDS, MultiOutput, ReverseRule, node_ids  # noqa: F401  (re-exported)
 from .sweep_common import HOOKS, MULTI, EngineHooks, Gradients, rule_label  # noqa: F401
 from .sweep_forward import ForwardSweeps
 from .sweep_reverse import ReverseSweeps

@@ -1,0 +1,90 @@
+"""Instructions per call of a chainrules workload, counted by callgrind.
+
+    python benchmarks/instructions.py                 # the 200-op chain's value_and_grad
+    python benchmarks/instructions.py --case numpy    # the same chain in plain NumPy
+    python benchmarks/instructions.py --case sum      # value_and_grad of np.sum (fixed cost)
+
+Wall-clock timings of the per-op overhead move by tens of percent between
+runs on a shared 2-core machine. Instruction counts do not: valgrind's
+callgrind counts what the CPU executes, so two runs of the same code agree to
+the instruction, whatever else the machine is doing. That makes the count the
+measure to use for a change to the per-op hot path (tracing, rule makers,
+the tape, the reverse sweep), measured before and after.
+
+The script runs the case N1 and N2 times after a warm-up, each in a process of
+its own under ``valgrind --tool=callgrind``, and reports (count(N2) -
+count(N1)) / (N2 - N1), so that start-up and imports cancel out. For counts
+that repeat exactly it fixes what would otherwise vary between runs: one BLAS
+thread (a spinning OpenBLAS pool executes instructions while it waits), the
+hash seed, address-space randomisation (``setarch -R``) and the garbage
+collector (off during the counted calls). Needs valgrind (Debian's package).
+"""
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+_CHILD = r"""
+import gc, sys
+sys.path.insert(0, {here!r})
+import numpy as np
+import chainrules as cr
+from common import chain
+
+n, case = int(sys.argv[1]), sys.argv[2]
+x = np.random.default_rng(0).standard_normal(16)
+if case == "chain":
+    vg = cr.value_and_grad(lambda x: chain(np, x))
+    call = lambda: vg(x)
+elif case == "numpy":
+    call = lambda: chain(np, x)
+elif case == "sum":
+    vg = cr.value_and_grad(lambda x: np.sum(x))
+    call = lambda: vg(x)
+else:
+    raise SystemExit("unknown case " + case)
+for _ in range(3):
+    call()
+gc.collect()
+gc.disable()
+for _ in range(n):
+    call()
+"""
+
+
+def count(n, case):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+           sys.executable, "-c", _CHILD.format(here=HERE), str(n), case]
+    if shutil.which("setarch"):
+        cmd = ["setarch", platform.machine(), "-R"] + cmd
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if m is None:
+        raise SystemExit("callgrind gave no count:\n" + out.stderr[-2000:])
+    return int(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", default="chain", choices=("chain", "numpy", "sum"))
+    ap.add_argument("--calls", default="10,30", help="N1,N2 (default 10,30)")
+    a = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    n1, n2 = (int(v) for v in a.calls.split(","))
+    c1, c2 = count(n1, a.case), count(n2, a.case)
+    per_call = (c2 - c1) / (n2 - n1)
+    print(f"{a.case}: {per_call:,.0f} instructions per call "
+          f"(callgrind, ({c2:,} - {c1:,}) / {n2 - n1})")
+
+
+if __name__ == "__main__":
+    main()
