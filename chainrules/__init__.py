@@ -10,8 +10,8 @@ from .derived import bilinear_rule, linear_rule, scalar_rule, unbroadcast
 from .errors import (AutodiffError, ComplexOutputError, DomainError, EscapedTracerError,
                      GraphFreedError, HvpNotSupported, MissingRuleError,
                      NonDifferentiableInputError,
-                     NonScalarOutputError, NumericalInstabilityError, TangentShapeError,
-                     TruthValueError, UntraceableError)
+                     NonScalarOutputError, NumericalInstabilityError, RuleError,
+                     TangentShapeError, TruthValueError, UntraceableError)
 from .graph import Gradients, MultiOutput, Tape
 from .registry import non_differentiable, register, rrule
 from .rule import NodeId, ReverseRule
@@ -42,7 +42,7 @@ __all__ = [
     "AutodiffError", "MissingRuleError", "HvpNotSupported", "NonScalarOutputError",
     "TangentShapeError", "NumericalInstabilityError", "UntraceableError",
     "EscapedTracerError", "GraphFreedError", "NonDifferentiableInputError",
-    "ComplexOutputError", "DomainError", "TruthValueError",
+    "ComplexOutputError", "DomainError", "TruthValueError", "RuleError",
     "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
     "checkpoint", "checkpoint_sequential",
     "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",

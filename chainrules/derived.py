@@ -18,7 +18,8 @@ import numpy as np
 from .arrays import uniform_value
 from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
 from .derived_common import (broadcast_tangent, call_partial, cast_mixed, first_times_sum,
-                             is_zero_const, plus, plus_second, names_read, signed_sum, times)
+                             is_zero_const, NotKept, plus, plus_second, saved_values, signed_sum,
+                             times)
 from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
                              LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
@@ -31,8 +32,8 @@ __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
 
 # -- unary ---------------------------------------------------------------------
 class _UnarySpec:
-    __slots__ = ("op", "d", "d2", "ratio", "save_x", "save_y", "name", "const", "linear",
-                 "dk", "dfn")
+    __slots__ = ("op", "d", "d2", "ratio", "saves", "name", "const", "linear", "dk",
+                 "dfn")
 
     def __init__(self):
         # optional second_ratio: f''/f' as a function of (x, y), so that the
@@ -128,8 +129,7 @@ class UnaryScalarRule(ReverseRule):
 
 # -- binary --------------------------------------------------------------------
 class _BinarySpec:
-    __slots__ = ("op", "dx", "dy", "dxx", "dxy", "dyy", "reads_x", "reads_y", "name",
-                 "linear")
+    __slots__ = ("op", "dx", "dy", "dxx", "dxy", "dyy", "saves", "name", "linear")
 
 
 class BinaryScalarRule(ReverseRule):
@@ -245,7 +245,7 @@ class BinaryScalarRule(ReverseRule):
         return out
 
 
-def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
+def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=None):
     """Register an elementwise rule from partial derivatives.
 
     Unary: ``scalar_rule(np.tanh, lambda x, y: 1 - y**2,
@@ -255,8 +255,17 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
     output. Three or more arguments: one partial per argument, each of
     ``(*args, z)``, and ``second=`` the upper triangle of the second
     partials row by row (``chainrules.derived_nary``). A partial may be a
-    constant (``1``, ``-1``, ``0``). Arguments a
-    partial does not read are not saved, so ``tanh`` keeps only its output.
+    constant (``1``, ``-1``, ``0``).
+
+    ``saves`` declares which values the partials read, by their place:
+    ``"x"`` and ``"y"`` (input, output) for a unary rule, ``"x"``, ``"y"``,
+    ``"z"`` (inputs, output) for a binary one, whatever the partials call
+    their parameters (``saves="y"`` for tanh keeps only its output). The rule
+    keeps only those; undeclared, it keeps every value (none when every
+    partial is a constant), which is always right and costs memory. A
+    partial reading a value not declared fails with a TypeError on ``None``
+    at its first derivative; ``chainrules.testing.check_saves`` checks a
+    declaration.
     A unary rule may also give ``second_ratio(x, y) = f''(x) / f'(x)`` where
     that is cheaper than ``f''`` (``-2 * y`` for tanh, ``1`` for exp): Hessian
     sweeps then scale one sum by the first partial they already hold.
@@ -284,13 +293,14 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
             spec.d2 = lambda x, y: call_partial(d, x, y) * call_partial(ratio, x, y)
         spec.const = not callable(spec.d)
         spec.linear = spec.const and is_zero_const(spec.d2)
-        reads = names_read(spec.d, ("x", "y")) | names_read(
-            second if second is not None else second_ratio, ("x", "y"))
-        save_x, save_y = "x" in reads, "y" in reads
+        spec.saves = saved_values(name, ("x", "y"), (spec.d, spec.d2, second_ratio), saves)
+        save_x, save_y = "x" in spec.saves, "y" in spec.saves
+        # what the rule holds in place of a value it does not keep
+        no_x, no_y = NotKept(name, "x"), NotKept(name, "y")
 
         def unary_maker(ids, x, **kwargs):
             y = op(x, **kwargs) if kwargs else op(x)
-            rule = UnaryScalarRule(ids[0], x if save_x else None, y if save_y else None,
+            rule = UnaryScalarRule(ids[0], x if save_x else no_x, y if save_y else no_y,
                                    spec)
             xdt, ydt = x.dtype, y.dtype
             if xdt is not ydt and xdt != ydt:
@@ -299,6 +309,7 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
                 rule = CastCotangents(rule, {ids[0]: xdt}, ydt)
             return y, rule
 
+        unary_maker.spec = spec
         register(op, *types)(unary_maker)
         return op
     if len(partials) == 2:
@@ -311,9 +322,10 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
             spec.dxx, spec.dxy, spec.dyy = second
         spec.linear = (not callable(spec.dx) and not callable(spec.dy)
                        and all(is_zero_const(d) for d in (spec.dxx, spec.dxy, spec.dyy)))
-        fns = (spec.dx, spec.dy, spec.dxx, spec.dxy, spec.dyy)
-        reads = set().union(*(names_read(f, ("x", "y", "z")) for f in fns))
-        save_x, save_y, save_z = "x" in reads, "y" in reads, "z" in reads
+        spec.saves = saved_values(name, ("x", "y", "z"),
+                                  (spec.dx, spec.dy, spec.dxx, spec.dxy, spec.dyy), saves)
+        save_x, save_y, save_z = "x" in spec.saves, "y" in spec.saves, "z" in spec.saves
+        no_x, no_y, no_z = NotKept(name, "x"), NotKept(name, "y"), NotKept(name, "z")
 
         dx_const = not callable(spec.dx) and spec.dxx == 0 and spec.dxy == 0
         dy_const = not callable(spec.dy) and spec.dyy == 0 and spec.dxy == 0
@@ -330,17 +342,21 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None):
             else:
                 # traced values always have .shape; constants' shapes are not needed
                 rule = BinaryScalarRule(
-                    xi, yi, x if save_x else None, y if save_y else None,
-                    z if save_z else None, None if xi is None else x.shape,
+                    xi, yi, x if save_x else no_x, y if save_y else no_y,
+                    z if save_z else no_z, None if xi is None else x.shape,
                     None if yi is None else y.shape, z.shape, spec)
             zdt = z.dtype
             if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
                 return z, rule  # one dtype throughout, the common case: no call
             return z, cast_mixed(xi, x, yi, y, z, rule)
 
+        binary_maker.spec = spec
         register(op, *types)(binary_maker)
         return op
     if len(partials) >= 3:
+        if saves is not None:
+            raise TypeError(f"scalar_rule({name}): a rule of three or more arguments keeps "
+                            "every value; saves= applies to one and two arguments")
         from .derived_nary import NarySpec, nary_maker
 
         register(op, *types)(nary_maker(NarySpec(op, name, partials, second)))

@@ -3,12 +3,13 @@ which saved values a partial reads, products with constant or callable
 partials, sums of possibly structural tangents, and the cotangent casts of
 inputs narrower than the output."""
 
-import dis
+import inspect
 
 import numpy as np
 
 from .arrays import shape_of, uniform_array, uniform_value
 from .broadcast import CastCotangents
+from .errors import RuleError
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -20,20 +21,72 @@ def broadcast_tangent(t, shape):
     return t
 
 
-def names_read(fn, names):
-    """Which of ``names`` the function reads (its parameters, positionally)."""
-    if not callable(fn):
-        return set()
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return set(names)
-    params = code.co_varnames[:code.co_argcount]
-    if code.co_flags & 0x04:  # *args: cannot tell
-        return set(names)
-    used = {ins.argval for ins in dis.get_instructions(code)
-            if ins.opname.startswith("LOAD_") and isinstance(ins.argval, str)}
-    used |= set(code.co_cellvars)
-    return {names[i] for i, p in enumerate(params) if i < len(names) and p in used}
+def saved_values(name, roles, partials, saves):
+    """The values (named by their place, ``roles``: ``("x", "y")`` for a
+    unary rule, ``("x", "y", "z")`` for a binary one) that a rule keeps for
+    its partials: the declared ``saves`` (a string of role letters or a
+    collection of role names), or, undeclared, every value when any partial
+    is a function and none when all are constants. Each function partial
+    must accept one positional argument per role; checked here, at
+    registration, so a wrong arity fails at once instead of at the first
+    derivative."""
+    fns = [f for f in partials if callable(f)]
+    n = len(roles)
+    for f in fns:
+        try:
+            sig = inspect.signature(f)
+        except (TypeError, ValueError):  # builtins without a signature
+            continue
+        try:
+            sig.bind(*range(n))
+        except TypeError:
+            raise TypeError(
+                f"scalar_rule({name}): the partial {getattr(f, '__name__', f)!r} must take "
+                f"{n} positional arguments ({', '.join(roles)}), the "
+                + ("input and the output" if n == 2 else "two inputs and the output")
+            ) from None
+    if saves is None:
+        return frozenset(roles) if fns else frozenset()
+    names = frozenset(saves)
+    if not names <= frozenset(roles):
+        raise TypeError(
+            f"scalar_rule({name}): saves={saves!r} names {sorted(names - set(roles))}; the "
+            f"values a partial can read are {', '.join(roles)} (by their place, whatever the "
+            "partials call their parameters)")
+    return names
+
+
+class NotKept:
+    """Stands in a derived rule for a value it does not keep (one its
+    ``saves=`` leaves out): any use of it raises ``RuleError`` naming the
+    rule and the value, so an incomplete declaration fails loudly at the
+    first derivative instead of as an arithmetic error on ``None``."""
+
+    __slots__ = ("rule", "role")
+
+    def __init__(self, rule, role):
+        self.rule = rule
+        self.role = role
+
+    def refuse(self, *args, **kwargs):
+        raise RuleError(
+            f"the rule of {self.rule} read its value {self.role!r}, which its scalar_rule "
+            f"does not keep: add {self.role!r} to its saves= (or leave saves= out to keep "
+            "every value)")
+
+    __array_ufunc__ = __array_function__ = __array__ = refuse
+    __getattr__ = __getitem__ = __iter__ = __len__ = __bool__ = refuse
+    __float__ = __int__ = __complex__ = __index__ = refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = refuse
+    __neg__ = __pos__ = __abs__ = __invert__ = refuse
+    __hash__ = None
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
+            "or", "xor", "lshift", "rshift", "divmod"):
+    setattr(NotKept, f"__{_op}__", NotKept.refuse)
+    setattr(NotKept, f"__r{_op}__", NotKept.refuse)
+del _op
 
 
 def call_partial(d, *args):

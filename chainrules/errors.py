@@ -193,3 +193,22 @@ class TruthValueError(AutodiffError, ValueError):
     ...     print(type(e).__name__)
     TruthValueError
     """
+
+
+class RuleError(AutodiffError, TypeError):
+    """A rule broke the rule protocol: it returned more or fewer cotangents
+    than it has inputs, or a partial of a ``scalar_rule`` read a value that
+    its ``saves=`` declaration does not keep. The message names the rule and
+    what to change in its definition.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> f = cr.primitive(lambda x: np.tanh(x))
+    >>> _ = cr.scalar_rule(f, lambda x, y: 1 - x * x, saves="y")
+    >>> try:
+    ...     cr.grad(lambda x: np.sum(f(x)))(np.ones(2))
+    ... except cr.RuleError as e:
+    ...     print(type(e).__name__)
+    RuleError
+    """

@@ -250,12 +250,13 @@ scalar_rule(
     lambda x, y, z: 1 / y,
     lambda x, y, z: -z / y,
     second=(0, lambda x, y, z: -1 / y**2, lambda x, y, z: 2 * z / y**2),
+    saves="yz",
 )
-scalar_rule(np.reciprocal, lambda x, y: -(y * y), second=lambda x, y: 2 * y * y * y)
-scalar_rule(np.square, lambda x, y: 2 * x, second=2)
-scalar_rule(np.sqrt, lambda x, y: 0.5 / y, second=lambda x, y: -0.25 / (y * x))
+scalar_rule(np.reciprocal, lambda x, y: -(y * y), second=lambda x, y: 2 * y * y * y, saves="y")
+scalar_rule(np.square, lambda x, y: 2 * x, second=2, saves="x")
+scalar_rule(np.sqrt, lambda x, y: 0.5 / y, second=lambda x, y: -0.25 / (y * x), saves="xy")
 scalar_rule(np.cbrt, lambda x, y: 1 / (3 * (y * y)),
-            second=lambda x, y: -2 / (9 * (y * y) * (y * y) * y))
+            second=lambda x, y: -2 / (9 * (y * y) * (y * y) * y), saves="y")
 
 
 # -- power ---------------------------------------------------------------------------
@@ -362,7 +363,7 @@ def _check_base(op, x):
 
 def _register_power(op, fast_path):
     dx, dy, second = _power_partials(op)
-    scalar_rule(op, dx, dy, second=second)
+    scalar_rule(op, dx, dy, second=second, saves="xyz")
     general = lookup(op, (np.ndarray, np.ndarray))
     name = op_name(op)
 
@@ -406,7 +407,7 @@ def _nonzero(r):
 scalar_rule(np.hypot, lambda x, y, z: x / _nonzero(z), lambda x, y, z: y / _nonzero(z),
             second=(lambda x, y, z: y * y / _nonzero(z) ** 3,
                     lambda x, y, z: -(x * y) / _nonzero(z) ** 3,
-                    lambda x, y, z: x * x / _nonzero(z) ** 3))
+                    lambda x, y, z: x * x / _nonzero(z) ** 3), saves="xyz")
 
 
 def _r2(x, y):
@@ -417,16 +418,16 @@ def _r2(x, y):
 scalar_rule(np.arctan2, lambda x, y, z: y / _r2(x, y), lambda x, y, z: -x / _r2(x, y),
             second=(lambda x, y, z: -2 * x * y / _r2(x, y) ** 2,
                     lambda x, y, z: (x * x - y * y) / _r2(x, y) ** 2,
-                    lambda x, y, z: 2 * x * y / _r2(x, y) ** 2))
+                    lambda x, y, z: 2 * x * y / _r2(x, y) ** 2), saves="xy")
 scalar_rule(np.logaddexp, lambda x, y, z: np.exp(x - z), lambda x, y, z: np.exp(y - z),
             second=(lambda x, y, z: np.exp(x - z) * np.exp(y - z),
                     lambda x, y, z: -(np.exp(x - z) * np.exp(y - z)),
-                    lambda x, y, z: np.exp(x - z) * np.exp(y - z)))
+                    lambda x, y, z: np.exp(x - z) * np.exp(y - z)), saves="xyz")
 _LN2 = 0.6931471805599453
 scalar_rule(np.logaddexp2, lambda x, y, z: np.exp2(x - z), lambda x, y, z: np.exp2(y - z),
             second=(lambda x, y, z: _LN2 * np.exp2(x - z) * np.exp2(y - z),
                     lambda x, y, z: -_LN2 * np.exp2(x - z) * np.exp2(y - z),
-                    lambda x, y, z: _LN2 * np.exp2(x - z) * np.exp2(y - z)))
+                    lambda x, y, z: _LN2 * np.exp2(x - z) * np.exp2(y - z)), saves="xyz")
 
 
 # -- piecewise-linear binary functions -------------------------------------------

@@ -27,39 +27,41 @@ _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _PI = math.pi
 
-scalar_rule(np.exp, lambda x, y: y, second=lambda x, y: y, second_ratio=1)
-scalar_rule(np.exp2, lambda x, y: _LN2 * y, second=lambda x, y: (_LN2 * _LN2) * y)
-scalar_rule(np.expm1, lambda x, y: y + 1, second=lambda x, y: y + 1, second_ratio=1)
+scalar_rule(np.exp, lambda x, y: y, second=lambda x, y: y, second_ratio=1, saves="y")
+scalar_rule(np.exp2, lambda x, y: _LN2 * y, second=lambda x, y: (_LN2 * _LN2) * y, saves="y")
+scalar_rule(np.expm1, lambda x, y: y + 1, second=lambda x, y: y + 1, second_ratio=1, saves="y")
 scalar_rule(np.log, lambda x, y: 1 / x, second=lambda x, y: -1 / (x * x),
-            second_ratio=lambda x, y: -1 / x)
-scalar_rule(np.log2, lambda x, y: 1 / (_LN2 * x), second=lambda x, y: -1 / (_LN2 * x * x))
+            second_ratio=lambda x, y: -1 / x, saves="x")
+scalar_rule(np.log2, lambda x, y: 1 / (_LN2 * x), second=lambda x, y: -1 / (_LN2 * x * x),
+            saves="x")
 scalar_rule(np.log10, lambda x, y: 1 / (_LN10 * x),
-            second=lambda x, y: -1 / (_LN10 * x * x))
-scalar_rule(np.log1p, lambda x, y: 1 / (1 + x), second=lambda x, y: -1 / ((1 + x) * (1 + x)))
+            second=lambda x, y: -1 / (_LN10 * x * x), saves="x")
+scalar_rule(np.log1p, lambda x, y: 1 / (1 + x), second=lambda x, y: -1 / ((1 + x) * (1 + x)),
+            saves="x")
 
-scalar_rule(np.sin, lambda x, y: np.cos(x), second=lambda x, y: -y)
-scalar_rule(np.cos, lambda x, y: -np.sin(x), second=lambda x, y: -y)
+scalar_rule(np.sin, lambda x, y: np.cos(x), second=lambda x, y: -y, saves="xy")
+scalar_rule(np.cos, lambda x, y: -np.sin(x), second=lambda x, y: -y, saves="xy")
 scalar_rule(np.tan, lambda x, y: 1 + y * y, second=lambda x, y: 2 * y * (1 + y * y),
-            second_ratio=lambda x, y: 2 * y)
+            second_ratio=lambda x, y: 2 * y, saves="y")
 scalar_rule(np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x),
-            second=lambda x, y: x / np.sqrt(1 - x * x) ** 3)
+            second=lambda x, y: x / np.sqrt(1 - x * x) ** 3, saves="x")
 scalar_rule(np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x),
-            second=lambda x, y: -x / np.sqrt(1 - x * x) ** 3)
+            second=lambda x, y: -x / np.sqrt(1 - x * x) ** 3, saves="x")
 scalar_rule(np.arctan, lambda x, y: 1 / (1 + x * x),
-            second=lambda x, y: -2 * x / ((1 + x * x) * (1 + x * x)))
+            second=lambda x, y: -2 * x / ((1 + x * x) * (1 + x * x)), saves="x")
 
-scalar_rule(np.sinh, lambda x, y: np.cosh(x), second=lambda x, y: y)
-scalar_rule(np.cosh, lambda x, y: np.sinh(x), second=lambda x, y: y)
+scalar_rule(np.sinh, lambda x, y: np.cosh(x), second=lambda x, y: y, saves="xy")
+scalar_rule(np.cosh, lambda x, y: np.sinh(x), second=lambda x, y: y, saves="xy")
 scalar_rule(np.tanh, lambda x, y: 1 - y * y, second=lambda x, y: -2 * y * (1 - y * y),
-            second_ratio=lambda x, y: -2 * y)
+            second_ratio=lambda x, y: -2 * y, saves="y")
 scalar_rule(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1),
-            second=lambda x, y: -x / np.sqrt(x * x + 1) ** 3)
+            second=lambda x, y: -x / np.sqrt(x * x + 1) ** 3, saves="x")
 # 1/(sqrt(x-1) sqrt(x+1)), not 1/sqrt(x*x-1): the same for real x > 1, and the
 # right branch of NumPy's principal arccosh for complex x
 scalar_rule(np.arccosh, lambda x, y: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)),
-            second=lambda x, y: -x / (np.sqrt(x - 1) * np.sqrt(x + 1)) ** 3)
+            second=lambda x, y: -x / (np.sqrt(x - 1) * np.sqrt(x + 1)) ** 3, saves="x")
 scalar_rule(np.arctanh, lambda x, y: 1 / (1 - x * x),
-            second=lambda x, y: 2 * x / ((1 - x * x) * (1 - x * x)))
+            second=lambda x, y: 2 * x / ((1 - x * x) * (1 - x * x)), saves="x")
 
 _D2R = _PI / 180.0
 _R2D = 180.0 / _PI
@@ -95,7 +97,7 @@ def _sinc_d2(x, y):
     return np.where(small, series, -(_PI * _PI) * y - 2 * (np.cos(_PI * xs) - y) / (xs * xs))
 
 
-scalar_rule(np.sinc, _sinc_d, second=_sinc_d2)
+scalar_rule(np.sinc, _sinc_d, second=_sinc_d2, saves="xy")
 
 
 # -- nan_to_num ----------------------------------------------------------------------

@@ -41,38 +41,38 @@ def _register():
     # logistic
     scalar_rule(sc.expit, lambda x, y: y * (1 - y),
                 second=lambda x, y: y * (1 - y) * (1 - 2 * y),
-                second_ratio=lambda x, y: 1 - 2 * y)
+                second_ratio=lambda x, y: 1 - 2 * y, saves="y")
     scalar_rule(sc.logit, lambda x, y: 1 / (x * (1 - x)),
-                second=lambda x, y: (2 * x - 1) / (x * (1 - x)) ** 2)
+                second=lambda x, y: (2 * x - 1) / (x * (1 - x)) ** 2, saves="x")
     scalar_rule(sc.log_expit, lambda x, y: sc.expit(-x),
-                second=lambda x, y: -sc.expit(x) * sc.expit(-x))
+                second=lambda x, y: -sc.expit(x) * sc.expit(-x), saves="x")
     # error functions and normal distribution
     scalar_rule(sc.erf, lambda x, y: 2 / _SQRT_PI * np.exp(-x * x),
-                second=lambda x, y: -4 / _SQRT_PI * x * np.exp(-x * x))
+                second=lambda x, y: -4 / _SQRT_PI * x * np.exp(-x * x), saves="x")
     scalar_rule(sc.erfc, lambda x, y: -2 / _SQRT_PI * np.exp(-x * x),
-                second=lambda x, y: 4 / _SQRT_PI * x * np.exp(-x * x))
+                second=lambda x, y: 4 / _SQRT_PI * x * np.exp(-x * x), saves="x")
     scalar_rule(sc.erfinv, lambda x, y: _SQRT_PI / 2 * np.exp(y * y),
-                second=lambda x, y: y * (np.pi / 2) * np.exp(2 * y * y))
+                second=lambda x, y: y * (np.pi / 2) * np.exp(2 * y * y), saves="y")
     scalar_rule(sc.ndtr, lambda x, y: np.exp(-x * x / 2) / _SQRT_2PI,
-                second=lambda x, y: -x * np.exp(-x * x / 2) / _SQRT_2PI)
+                second=lambda x, y: -x * np.exp(-x * x / 2) / _SQRT_2PI, saves="x")
     scalar_rule(sc.ndtri, lambda x, y: _SQRT_2PI * np.exp(y * y / 2),
-                second=lambda x, y: y * (2 * np.pi) * np.exp(y * y))
+                second=lambda x, y: y * (2 * np.pi) * np.exp(y * y), saves="y")
     scalar_rule(sc.log_ndtr, lambda x, y: np.exp(-x * x / 2 - y) / _SQRT_2PI,
                 second=lambda x, y: -np.exp(-x * x / 2 - y) / _SQRT_2PI * (
-                    x + np.exp(-x * x / 2 - y) / _SQRT_2PI))
+                    x + np.exp(-x * x / 2 - y) / _SQRT_2PI), saves="xy")
     # gamma family
-    scalar_rule(sc.gammaln, lambda x, y: sc.digamma(x), second=lambda x, y: trigamma(x))
+    scalar_rule(sc.gammaln, lambda x, y: sc.digamma(x), second=lambda x, y: trigamma(x), saves="x")
     scalar_rule(sc.digamma, lambda x, y: trigamma(x),
-                second=lambda x, y: -2 * sc.zeta(3.0, x))
+                second=lambda x, y: -2 * sc.zeta(3.0, x), saves="x")
     scalar_rule(sc.gamma, lambda x, y: y * sc.digamma(x),
-                second=lambda x, y: y * (sc.digamma(x) ** 2 + trigamma(x)))
+                second=lambda x, y: y * (sc.digamma(x) ** 2 + trigamma(x)), saves="xy")
     # scipy.special.zeta(s, q) is a Python wrapper of the ufunc _zeta
     from scipy.special import _ufuncs
 
     scalar_rule(_ufuncs._zeta, _no_derivative("s (the first argument of zeta)"),
                 lambda s, q, z: -s * sc.zeta(s + 1, q),
                 second=(_no_derivative("s"), 0,
-                        lambda s, q, z: s * (s + 1) * sc.zeta(s + 2, q)))
+                        lambda s, q, z: s * (s + 1) * sc.zeta(s + 2, q)), saves="xy")
 
     def _psi_ab(a, b):
         return sc.digamma(a + b)
@@ -82,7 +82,7 @@ def _register():
                 lambda a, b, z: sc.digamma(b) - _psi_ab(a, b),
                 second=(lambda a, b, z: trigamma(a) - trigamma(a + b),
                         lambda a, b, z: -trigamma(a + b),
-                        lambda a, b, z: trigamma(b) - trigamma(a + b)))
+                        lambda a, b, z: trigamma(b) - trigamma(a + b)), saves="xy")
     scalar_rule(sc.beta,
                 lambda a, b, z: z * (sc.digamma(a) - _psi_ab(a, b)),
                 lambda a, b, z: z * (sc.digamma(b) - _psi_ab(a, b)),
@@ -92,19 +92,20 @@ def _register():
                                              * (sc.digamma(b) - _psi_ab(a, b))
                                              - trigamma(a + b)),
                         lambda a, b, z: z * ((sc.digamma(b) - _psi_ab(a, b)) ** 2
-                                             + trigamma(b) - trigamma(a + b))))
+                                             + trigamma(b) - trigamma(a + b))), saves="xyz")
     # x log y family
     scalar_rule(sc.xlogy, lambda x, y, z: np.log(y), lambda x, y, z: x / y,
-                second=(0, lambda x, y, z: 1 / y, lambda x, y, z: -x / y ** 2))
+                second=(0, lambda x, y, z: 1 / y, lambda x, y, z: -x / y ** 2), saves="xy")
     scalar_rule(sc.xlog1py, lambda x, y, z: np.log1p(y), lambda x, y, z: x / (1 + y),
-                second=(0, lambda x, y, z: 1 / (1 + y), lambda x, y, z: -x / (1 + y) ** 2))
-    scalar_rule(sc.entr, lambda x, y: -(np.log(x) + 1), second=lambda x, y: -1 / x)
+                second=(0, lambda x, y, z: 1 / (1 + y), lambda x, y, z: -x / (1 + y) ** 2),
+                saves="xy")
+    scalar_rule(sc.entr, lambda x, y: -(np.log(x) + 1), second=lambda x, y: -1 / x, saves="x")
     scalar_rule(sc.rel_entr, lambda x, y, z: np.log(x / y) + 1, lambda x, y, z: -x / y,
                 second=(lambda x, y, z: 1 / x, lambda x, y, z: -1 / y,
-                        lambda x, y, z: x / y ** 2))
+                        lambda x, y, z: x / y ** 2), saves="xy")
     scalar_rule(sc.kl_div, lambda x, y, z: np.log(x / y), lambda x, y, z: 1 - x / y,
                 second=(lambda x, y, z: 1 / x, lambda x, y, z: -1 / y,
-                        lambda x, y, z: x / y ** 2))
+                        lambda x, y, z: x / y ** 2), saves="xy")
 
     # modified Bessel functions, derivatives in x: I_v' = (I_{v-1} + I_{v+1}) / 2;
     # for the scaled ive(v, x) = exp(-|x|) I_v(x) subtract sign(x) ive(v, x)
@@ -123,29 +124,31 @@ def _register():
                 - s * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) + s * s * z)
 
     nov = _no_derivative("the order v")
-    scalar_rule(sc.iv, nov, _iv_d, second=(nov, 0, _iv_dd))
-    scalar_rule(sc.ive, nov, _ive_d, second=(nov, 0, _ive_dd))
-    scalar_rule(sc.i0, lambda x, y: sc.i1(x), second=lambda x, y: (y + sc.iv(2, x)) / 2)
+    scalar_rule(sc.iv, nov, _iv_d, second=(nov, 0, _iv_dd), saves="xyz")
+    scalar_rule(sc.ive, nov, _ive_d, second=(nov, 0, _ive_dd), saves="xyz")
+    scalar_rule(sc.i0, lambda x, y: sc.i1(x), second=lambda x, y: (y + sc.iv(2, x)) / 2, saves="xy")
     scalar_rule(sc.i1, lambda x, y: (sc.i0(x) + sc.iv(2, x)) / 2,
-                second=lambda x, y: (3 * y + sc.iv(3, x)) / 4)
+                second=lambda x, y: (3 * y + sc.iv(3, x)) / 4, saves="xy")
     scalar_rule(sc.i0e, lambda x, y: sc.i1e(x) - np.sign(x) * y,
-                second=lambda x, y: _ive_dd(0, x, y))
-    scalar_rule(sc.i1e, lambda x, y: _ive_d(1, x, y), second=lambda x, y: _ive_dd(1, x, y))
+                second=lambda x, y: _ive_dd(0, x, y), saves="xy")
+    scalar_rule(sc.i1e, lambda x, y: _ive_d(1, x, y), second=lambda x, y: _ive_dd(1, x, y),
+                saves="xy")
 
     # more of the error-function family: erfc(erfcinv(y)) = y; erfcx = exp(x^2) erfc(x);
     # Dawson's F' = 1 - 2 x F; Faddeeva w' = -2 z w + 2i / sqrt(pi) (holomorphic)
     scalar_rule(sc.erfcinv, lambda x, y: -_SQRT_PI / 2 * np.exp(y * y),
-                second=lambda x, y: y * (np.pi / 2) * np.exp(2 * y * y))
+                second=lambda x, y: y * (np.pi / 2) * np.exp(2 * y * y), saves="y")
     scalar_rule(sc.erfcx, lambda x, y: 2 * x * y - 2 / _SQRT_PI,
-                second=lambda x, y: (2 + 4 * x * x) * y - 4 / _SQRT_PI * x)
+                second=lambda x, y: (2 + 4 * x * x) * y - 4 / _SQRT_PI * x, saves="xy")
     scalar_rule(sc.dawsn, lambda x, y: 1 - 2 * x * y,
-                second=lambda x, y: (4 * x * x - 2) * y - 2 * x)
+                second=lambda x, y: (4 * x * x - 2) * y - 2 * x, saves="xy")
     scalar_rule(sc.wofz, lambda x, y: -2 * x * y + 2j / _SQRT_PI,
-                second=lambda x, y: (4 * x * x - 2) * y - 4j / _SQRT_PI * x)
+                second=lambda x, y: (4 * x * x - 2) * y - 4j / _SQRT_PI * x, saves="xy")
     # 1/Gamma is entire: at its zeros x = -n the formula -rgamma psi is 0 * inf,
     # replaced by the limits (-1)^n n! and -2 (-1)^n n! psi(n + 1)
-    scalar_rule(sc.rgamma, _rgamma_d, second=_rgamma_dd)
-    scalar_rule(sc.loggamma, lambda x, y: sc.digamma(x), second=lambda x, y: _trigamma_real(x))
+    scalar_rule(sc.rgamma, _rgamma_d, second=_rgamma_dd, saves="x")
+    scalar_rule(sc.loggamma, lambda x, y: sc.digamma(x), second=lambda x, y: _trigamma_real(x),
+                saves="x")
     from chainrules.registry import non_differentiable
 
     non_differentiable(sc.gammasgn)
@@ -153,13 +156,13 @@ def _register():
     scalar_rule(sc.huber, _huber_dd, _huber_dr,
                 second=(lambda d, r, z: -_outside(d, r),
                         lambda d, r, z: _outside(d, r) * np.sign(r),
-                        lambda d, r, z: 1 - _outside(d, r)))
+                        lambda d, r, z: 1 - _outside(d, r)), saves="xy")
     scalar_rule(sc.pseudo_huber,
                 lambda d, r, z: _hypot(d, r) + d * d / _hypot(d, r) - 2 * d,
                 lambda d, r, z: d * r / _hypot(d, r),
                 second=(lambda d, r, z: 3 * d / _hypot(d, r) - (d / _hypot(d, r)) ** 3 - 2,
                         lambda d, r, z: (r / _hypot(d, r)) ** 3,
-                        lambda d, r, z: (d / _hypot(d, r)) ** 3))
+                        lambda d, r, z: (d / _hypot(d, r)) ** 3), saves="xy")
 
 
 def _hypot(d, r):

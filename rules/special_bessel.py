@@ -37,17 +37,19 @@ def _register():
     nov = no_derivative("scipy.special Bessel functions", "the order v")
     for f in (sc.jv, sc.yv):
         d, dd = first_kind(f)
-        scalar_rule(f, nov, d, second=(nov, 0, dd))
+        scalar_rule(f, nov, d, second=(nov, 0, dd), saves="xyz")
     # yn(n, x): integer order, same recurrence through yv
     d, dd = first_kind(sc.yv)
-    scalar_rule(sc.yn, nov, d, second=(nov, 0, dd))
+    scalar_rule(sc.yn, nov, d, second=(nov, 0, dd), saves="xyz")
 
-    scalar_rule(sc.j0, lambda x, y: -sc.j1(x), second=lambda x, y: (sc.jv(2, x) - y) / 2)
+    scalar_rule(sc.j0, lambda x, y: -sc.j1(x), second=lambda x, y: (sc.jv(2, x) - y) / 2,
+                saves="xy")
     scalar_rule(sc.j1, lambda x, y: (sc.j0(x) - sc.jv(2, x)) / 2,
-                second=lambda x, y: (sc.jv(3, x) - 3 * y) / 4)
-    scalar_rule(sc.y0, lambda x, y: -sc.y1(x), second=lambda x, y: (sc.yv(2, x) - y) / 2)
+                second=lambda x, y: (sc.jv(3, x) - 3 * y) / 4, saves="xy")
+    scalar_rule(sc.y0, lambda x, y: -sc.y1(x), second=lambda x, y: (sc.yv(2, x) - y) / 2,
+                saves="xy")
     scalar_rule(sc.y1, lambda x, y: (sc.y0(x) - sc.yv(2, x)) / 2,
-                second=lambda x, y: (sc.yv(3, x) - 3 * y) / 4)
+                second=lambda x, y: (sc.yv(3, x) - 3 * y) / 4, saves="xy")
 
     # modified, second kind
     def kv_d(v, x, z):
@@ -63,13 +65,15 @@ def _register():
         return ((sc.kve(v - 2, x) + 2 * z + sc.kve(v + 2, x)) / 4
                 - (sc.kve(v - 1, x) + sc.kve(v + 1, x)) + z)
 
-    scalar_rule(sc.kv, nov, kv_d, second=(nov, 0, kv_dd))
-    scalar_rule(sc.kve, nov, kve_d, second=(nov, 0, kve_dd))
-    scalar_rule(sc.k0, lambda x, y: -sc.k1(x), second=lambda x, y: (sc.kv(2, x) + y) / 2)
+    scalar_rule(sc.kv, nov, kv_d, second=(nov, 0, kv_dd), saves="xyz")
+    scalar_rule(sc.kve, nov, kve_d, second=(nov, 0, kve_dd), saves="xyz")
+    scalar_rule(sc.k0, lambda x, y: -sc.k1(x), second=lambda x, y: (sc.kv(2, x) + y) / 2,
+                saves="xy")
     scalar_rule(sc.k1, lambda x, y: -(sc.k0(x) + sc.kv(2, x)) / 2,
-                second=lambda x, y: (sc.kv(3, x) + 3 * y) / 4)
-    scalar_rule(sc.k0e, lambda x, y: y - sc.k1e(x), second=lambda x, y: kve_dd(0, x, y))
-    scalar_rule(sc.k1e, lambda x, y: kve_d(1, x, y), second=lambda x, y: kve_dd(1, x, y))
+                second=lambda x, y: (sc.kv(3, x) + 3 * y) / 4, saves="xy")
+    scalar_rule(sc.k0e, lambda x, y: y - sc.k1e(x), second=lambda x, y: kve_dd(0, x, y), saves="xy")
+    scalar_rule(sc.k1e, lambda x, y: kve_d(1, x, y), second=lambda x, y: kve_dd(1, x, y),
+                saves="xy")
 
 
 if sc is not None:

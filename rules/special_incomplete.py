@@ -96,11 +96,12 @@ def _register():
         return _like(_gamma_density(a, x) * (np.log(x) - sc.digamma(a)), z)
 
     scalar_rule(sc.gammainc, lambda a, x, z: _like(_gammainc_da(a, x, 1), z), p_x,
-                second=(lambda a, x, z: _like(_gammainc_da(a, x, 2), z), p_ax, p_xx))
+                second=(lambda a, x, z: _like(_gammainc_da(a, x, 2), z), p_ax, p_xx), saves="xyz")
     scalar_rule(sc.gammaincc, lambda a, x, z: -_like(_gammainc_da(a, x, 1), z),
                 lambda a, x, z: -p_x(a, x, z),
                 second=(lambda a, x, z: -_like(_gammainc_da(a, x, 2), z),
-                        lambda a, x, z: -p_ax(a, x, z), lambda a, x, z: -p_xx(a, x, z)))
+                        lambda a, x, z: -p_ax(a, x, z), lambda a, x, z: -p_xx(a, x, z)),
+                saves="xyz")
 
     noa = no_derivative("scipy.special inverse incomplete gamma", "the shape a")
 
@@ -115,7 +116,7 @@ def _register():
 
     for f, sign in ((sc.gammaincinv, 1), (sc.gammainccinv, -1)):
         d, dd = inv_d(sign)
-        scalar_rule(f, noa, d, second=(noa, 0, dd))
+        scalar_rule(f, noa, d, second=(noa, 0, dd), saves="xz")
 
     # -- incomplete beta -----------------------------------------------------------
     def beta_density(a, b, x):

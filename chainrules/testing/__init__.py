@@ -2,7 +2,8 @@
 
 * checkers: ``check_rrule``, ``check_frule`` (``check_jvp``), ``check_hvp``,
   ``check_rule`` (several modes from one recording), ``check_grads`` (whole
-  functions, nested to any order) and ``check_nondiff``; they raise
+  functions, nested to any order), ``check_nondiff`` and ``check_saves``
+  (a ``scalar_rule``'s ``saves=`` against what its partials read); they raise
   ``CheckFailure`` and return a ``CheckReport``;
 * finite differences: ``fd_jvp`` and ``fd_jacobian`` (``chainrules.testing.fd``);
 * Hypothesis strategies: ``chainrules.testing.strategies``;
@@ -21,9 +22,10 @@ from .checks import (CheckFailure, CheckReport, FiniteDifferenceUnreliable, adjo
                      check_frule, check_grads, check_hvp, check_jvp, check_nondiff,
                      check_rrule, check_rule, default_rtol, finite_difference)
 from .fd import fd_jacobian, fd_jvp
+from .saves import check_saves
 from .specs import RuleSpec, all_specs
 
 __all__ = ["check_rrule", "check_frule", "check_jvp", "check_hvp", "check_rule",
-           "check_grads", "check_nondiff", "CheckFailure", "FiniteDifferenceUnreliable",
+           "check_grads", "check_nondiff", "check_saves", "CheckFailure", "FiniteDifferenceUnreliable",
            "CheckReport", "default_rtol", "adjoint_rtol", "finite_difference", "fd_jvp",
            "fd_jacobian", "strategies", "RuleSpec", "all_specs"]
