@@ -11,9 +11,9 @@ The table is generated from the registry (``builtin_ops()``, named with
   Most makers are built by shared helpers (``scalar_rule``,
   ``non_differentiable``, ``linalg.defrule``, ...), so a maker's
   ``__module__`` names the helper, not the family. The registration site is
-  therefore recorded once, in a fresh interpreter that watches
-  ``chainrules.registry.register`` while ``chainrules`` is imported: the
-  family is the innermost module being imported at that moment (a later
+  therefore recorded once, in a fresh interpreter that watches the
+  registry's dispatchers while ``chainrules`` is imported: the family is the
+  innermost module being imported at that moment (a later
   registration for the same signature replaces the earlier one, as in the
   registry). A maker registered outside any import falls back to its
   ``__module__``.
@@ -28,7 +28,10 @@ import json
 import subprocess
 import sys
 
-__all__ = ["coverage_rows", "coverage_table", "main", "REGENERATE"]
+__all__ = ["coverage_rows", "coverage_table", "main", "REGENERATE", "AUDIT_HEADING"]
+
+#: the heading of the section that depends on the installed NumPy's version
+AUDIT_HEADING = "## NumPy functions without a rule"
 
 REGENERATE = "python -m chainrules.testing.coverage --write docs/coverage.md"
 
@@ -51,43 +54,56 @@ def _type_key(types):
 
 # Runs in a fresh interpreter: sys.argv[1] is the parent's sys.path (JSON).
 # Prints {"file": chainrules.__file__, "sites": [[op_name, type_key, family], ...]}.
+# The modules being imported are tracked by wrapping the loaders of
+# chainrules' modules (a meta path finder), and registrations by wrapping
+# multipledispatch's Dispatcher.add: no frame or bytecode is read.
 _SITES_SCRIPT = r"""
-import json, sys
+import importlib.abc, json, sys
 sys.path[:] = json.loads(sys.argv[1])
-sites = {}
+from multipledispatch import Dispatcher
 
-def _family(frame):
-    inner = None
-    while frame is not None:
-        name = frame.f_globals.get("__name__") or ""
-        if name.startswith("chainrules") and name not in ("chainrules.registry",
-                                                          "chainrules.derived"):
-            if frame.f_code.co_name == "<module>":
-                return name
-            inner = inner or name
-        frame = frame.f_back
-    return inner
+importing, sites = [], {}
+SKIP = ("chainrules.registry", "chainrules.derived")
 
-def _watch(frame, event, arg):
-    if event != "call" or frame.f_code.co_name != "deco":
-        return
-    g = frame.f_globals
-    if g.get("__name__") != "chainrules.registry":
-        return
-    loc = frame.f_locals
-    op, types = loc.get("op"), loc.get("types")
-    if "maker" not in loc or types is None:
-        return
-    key = (g["op_name"](op), tuple(f"{t.__module__}.{t.__qualname__}" for t in types))
-    sites[key] = _family(frame.f_back)
+class Track(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if not name.startswith("chainrules"):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
 
-sys.setprofile(_watch)
+        def exec_module(module):
+            importing.append(name)
+            try:
+                run(module)
+            finally:
+                importing.pop()
+        spec.loader.exec_module = exec_module
+        return spec
+
+add = Dispatcher.add
+
+def watched_add(self, signature, func):
+    family = next((m for m in reversed(importing) if m not in SKIP), None)
+    types = tuple(f"{t.__module__}.{t.__qualname__}" for t in signature[:-1])
+    sites[(self.name, types)] = family
+    return add(self, signature, func)
+
+sys.meta_path.insert(0, Track())
+Dispatcher.add = watched_add
 try:
     import chainrules
     import chainrules.rules
     chainrules.rules.load_all()
 finally:
-    sys.setprofile(None)
+    Dispatcher.add = add
 print(json.dumps({"file": chainrules.__file__,
                   "sites": [[k[0], list(k[1]), v] for k, v in sites.items()]}))
 """
@@ -255,13 +271,17 @@ def _twins_section():
 
 def _audit_section():
     """The NumPy audit: functions with no rule, each with its reason."""
+    import numpy as np
+
     from .numpy_audit import JUSTIFIED, audit_rows
 
     rows = [(m, n) for m, n, s in audit_rows() if s in ("justified", "uncovered")]
-    lines = ["", "## NumPy functions without a rule", "",
+    lines = ["", AUDIT_HEADING, "",
              "Every public function of `numpy`, `numpy.linalg` and `numpy.fft` not covered",
              "above, with the reason it needs no rule (`chainrules/testing/numpy_audit.py`;",
              "`tests/testing/test_numpy_audit.py` fails for any function left unexplained).",
+             f"Generated against NumPy {np.__version__}: NumPy adds and removes functions",
+             "between releases.",
              "", "| function | reason |", "|---|---|"]
     lines += [f"| `{m}.{n}` | {_cell(JUSTIFIED.get(n, '**not covered**'))} |"
               for m, n in rows]

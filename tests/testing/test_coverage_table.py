@@ -21,10 +21,22 @@ def rows():
     return coverage.coverage_rows()
 
 
+def _split_audit(page):
+    """(the page before the NumPy audit, the NumPy version the audit states)."""
+    head, _, audit = page.partition(coverage.AUDIT_HEADING)
+    stated = audit.split("Generated against NumPy ", 1)[1].split(":", 1)[0]
+    return head, stated
+
+
 def test_docs_coverage_page_is_up_to_date(rows):
     with open(PAGE, encoding="utf-8") as f:
         on_disk = f.read()
-    assert coverage.coverage_table(rows) == on_disk, (
+    made = coverage.coverage_table(rows)
+    if _split_audit(on_disk)[1] != np.__version__:
+        # another NumPy (another Python's wheels): its audit lists other
+        # functions; the registry's tables must still be identical
+        made, on_disk = _split_audit(made)[0], _split_audit(on_disk)[0]
+    assert made == on_disk, (
         "docs/coverage.md is out of date with the registry and the specs; regenerate it "
         f"with `{coverage.REGENERATE}` (from the repository root) and commit it")
 
