@@ -158,7 +158,10 @@ class SourceLocation:
 def user_frame():
     """The first stack frame outside chainrules, NumPy and SciPy, as a
     ``SourceLocation`` (``None`` when the whole stack is internal)."""
-    f = sys._getframe(1)
+    try:
+        f = sys._getframe(1)
+    except (AttributeError, ValueError):  # no frames to read: no user line to name
+        return None
     while f is not None:
         code = f.f_code
         if not _is_internal(code):

@@ -14,10 +14,16 @@ def untraceable(what, alternative):
 
 def foreign_caller():
     """The library function (SciPy, ...) that asked for a plain array, if the
-    conversion did not come from NumPy or the user's own code."""
+    conversion did not come from NumPy or the user's own code. Frames are read
+    only to word the error; where they cannot be read (an interpreter without
+    ``sys._getframe``, a shallow stack) this is None and the generic message
+    is raised instead."""
     import sys
 
-    f = sys._getframe(2)
+    try:
+        f = sys._getframe(2)
+    except (AttributeError, ValueError):
+        return None
     while f is not None:
         mod = f.f_globals.get("__name__", "")
         if mod.startswith(("numpy", "chainrules")):
@@ -44,7 +50,10 @@ class ConversionGuards:
             caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
             from .scipy._hints import twin_for_frame
 
-            twin = twin_for_frame(frame)
+            try:
+                twin = twin_for_frame(frame)
+            except Exception:  # a frame laid out otherwise: no hint, same error
+                twin = None
             if twin is not None:
                 way = f"call {twin} instead: it has the same signature and is differentiable"
             else:
