@@ -26,10 +26,13 @@
   written with the same machinery as ``np.linalg`` (see rules/linalg.py). The
   factor arrays are differentiated as the arrays SciPy returns: the triangle
   holding the factor, and for ``cho_factor`` the other triangle, which holds
-  a copy of the input. ``cho_solve`` and ``lu_solve`` read only their factor's
+  a copy of the input before SciPy 1.18 and zeros from 1.18 on (asked of
+  SciPy once). ``cho_solve`` and ``lu_solve`` read only their factor's
   triangles, so their cotangents live there. Pivots carry no derivative.
   ``lu_solve`` is differentiated for real dtypes only.
 """
+
+import functools
 
 import numpy as np
 
@@ -324,6 +327,16 @@ def _flag(lower):
     return bool(arr.flat[0]) if arr.size else False
 
 
+@functools.cache
+def _cho_keeps_input():
+    """Whether this SciPy's ``cho_factor`` leaves a copy of the input in the
+    triangle that does not hold the factor (SciPy before 1.18) or zeroes it
+    (1.18 on): the tangent of that triangle is the input's tangent, or zero.
+    Asked of SciPy itself, once, on a 2 x 2 matrix."""
+    c, _ = sl.cho_factor(np.array([[4.0, 1.0], [1.0, 3.0]]), lower=False)
+    return bool(c[1, 0] != 0)
+
+
 def _cho_factor_pf(r, xds):
     c, lower = r.y
     lower = _flag(lower)
@@ -336,7 +349,9 @@ def _cho_factor_pf(r, xds):
     s = li @ herm_tangent(ad, lower=lower) @ mH(li)
     ld = low @ (s * _phi_mask(n, c.dtype))
     fd = ld if lower else mH(ld)
-    return fd * tri + ad * (1 - tri), None
+    if _cho_keeps_input():
+        return fd * tri + ad * (1 - tri), None
+    return fd * tri, None
 
 
 def _cho_register():
