@@ -129,6 +129,21 @@ def _scipy_solve_triangular():
     return solve_triangular
 
 
+@functools.cache
+def scipy_takes_batches():
+    """Whether the installed SciPy's linalg functions take stacks of
+    matrices (``(..., n, n)``; SciPy 1.16 on, and Python 3.10 has no such
+    SciPy): asked of SciPy once, on a stack of one 1 x 1 matrix."""
+    try:
+        import scipy.linalg as sl
+
+        sl.solve_triangular(np.ones((1, 1, 1)), np.ones((1, 1, 1)))
+        sl.sqrtm(np.ones((1, 1, 1)))
+    except Exception:
+        return False
+    return True
+
+
 def tri_solve(low, b, trans=0):
     """``op(low)^-1 b`` for a lower-triangular ``low`` (``trans``: 0 for
     ``low``, 1 for its transpose), by a triangular solve (BLAS trsm, a third
@@ -139,8 +154,9 @@ def tri_solve(low, b, trans=0):
     dask and other NEP-18 arrays implement lazily, where SciPy would convert
     them to NumPy)."""
     solve = _scipy_solve_triangular()
-    if (solve is not None and type(untraced(low)) is np.ndarray
-            and type(untraced(b)) is np.ndarray):
+    lv, bv = untraced(low), untraced(b)
+    if (solve is not None and type(lv) is np.ndarray and type(bv) is np.ndarray
+            and ((lv.ndim == 2 and bv.ndim <= 2) or scipy_takes_batches())):
         return solve(low, b, trans=trans, lower=True, check_finite=False)
     return np.linalg.solve(mT(low) if trans else low, b)
 

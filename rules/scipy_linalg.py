@@ -42,7 +42,7 @@ from chainrules.registry import accepts_sequences, register
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _is_zero, _phi_mask, _rdt,
                            _tri_mask, _unbroadcast, check_residual, check_tol, conj, defrule,
-                           herm_tangent, mH, mT, plain)
+                           herm_tangent, mH, mT, plain, scipy_takes_batches)
 from .scipy_linalg_solvers import checked_sylvester
 
 from ._util import on_demand_family
@@ -106,6 +106,19 @@ def _frechet(f, a, e, fa, op):
     return m[..., :n, n:]
 
 
+def _real_for_real(op, t, x, y):
+    """The derivative ``t`` of a real result ``y`` of a real input ``x`` is
+    real: SciPy before 1.16 may compute the square root or logarithm it is
+    made of as complex (a real matrix with complex eigenvalues), with an
+    imaginary part at rounding level, checked here and dropped."""
+    if np.iscomplexobj(plain(t)) and not _cplx(x) and not np.iscomplexobj(plain(y)):
+        tp = plain(t)
+        check_residual(op, "the derivative of a real result (its imaginary part is not "
+                       "rounding noise)", tp.imag, 2 * _fro(tp) + 1e-300, tp.dtype)
+        return np.real(t)
+    return t
+
+
 def _expm_pf(r, xds):
     return _frechet(expm, r.xs[0], xds[0], r.y, "scipy.linalg.expm")
 
@@ -157,14 +170,14 @@ def _check_root(op, a, s, complex_input):
 def _sqrtm_pf(r, xds):
     s = r.y
     _check_root(_SQRTM, r.xs[0], s, _cplx(r.xs[0]))
-    return checked_sylvester(_SQRTM, s, s, xds[0])
+    return _real_for_real(_SQRTM, checked_sylvester(_SQRTM, s, s, xds[0]), r.xs[0], s)
 
 
 def _sqrtm_pb(r, g):
     s = r.y
     _check_root(_SQRTM, r.xs[0], s, _cplx(r.xs[0]))
     st = mT(s)
-    return [checked_sylvester(_SQRTM, st, st, g)]
+    return [_real_for_real(_SQRTM, checked_sylvester(_SQRTM, st, st, g), r.xs[0], s)]
 
 
 def _logm_prepare(xs, kw):
@@ -178,7 +191,7 @@ def _logm_pf(r, xds):
     s = r.aux
     _check_root(_LOGM, r.xs[0], s, _cplx(r.xs[0]))
     ls = checked_sylvester(_LOGM, s, s, xds[0])
-    return 2 * _frechet(logm, s, ls, r.y * 0.5, _LOGM)
+    return _real_for_real(_LOGM, 2 * _frechet(logm, s, ls, r.y * 0.5, _LOGM), r.xs[0], r.y)
 
 
 def _logm_pb(r, g):
@@ -186,7 +199,7 @@ def _logm_pb(r, g):
     _check_root(_LOGM, r.xs[0], s, _cplx(r.xs[0]))
     st = mT(s)
     w = 2 * _frechet(logm, st, g, mT(r.y) * 0.5, _LOGM)
-    return [checked_sylvester(_LOGM, st, st, w)]
+    return [_real_for_real(_LOGM, checked_sylvester(_LOGM, st, st, w), r.xs[0], r.y)]
 
 
 # -- triangular solves -----------------------------------------------------------
@@ -448,6 +461,16 @@ def _check_lu(lu):
                           "pivot), where the LU factors have no derivative")
 
 
+def _one_matrix(op, *arrays):
+    """SciPy before 1.16 factors one matrix per call: its lu_factor reads a
+    stack as something else without a word. A stack is refused there, so no
+    derivative of that result is ever given."""
+    if not scipy_takes_batches() and any(np.ndim(a) > 2 for a in arrays):
+        raise MissingRuleError(
+            f"{op} of a stack of matrices needs SciPy 1.16 or later (this SciPy takes one "
+            "matrix per call); differentiate one matrix at a time")
+
+
 def _lu_register():
     def lu_factor_pf(r, xds):
         lu, piv = r.y
@@ -463,6 +486,7 @@ def _lu_register():
     d = _Def("scipy.linalg.lu_factor", lu_factor_pf)
 
     def lu_factor_maker(ids, *xs, **kw):
+        _one_matrix("scipy.linalg.lu_factor", xs[0])
         lu, piv = lu_factor(*xs, **kw)
         return MultiOutput((lu, piv)), LinalgRule(d, tuple(ids), xs, (lu, piv), kw)
 
@@ -517,6 +541,7 @@ def _lu_register():
 
     def lu_solve_maker(ids, lu_and_piv, b, *rest, **kw):
         lu, piv = lu_and_piv
+        _one_matrix("scipy.linalg.lu_solve", lu)
         luid = ids[0][0] if type(ids[0]) is tuple else None
         y = lu_solve((lu, piv), b, *rest, **kw)
         kw2 = dict(kw, _piv=piv)

@@ -18,7 +18,7 @@ import numpy as np
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced
 
-from ._linalg_util import _rdt, herm_tangent, mH, mT, plain
+from ._linalg_util import _rdt, herm_tangent, mH, mT, plain, scipy_takes_batches
 
 try:
     import scipy.linalg as sl
@@ -294,6 +294,10 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if a.shape[-2] != n:
         raise MissingRuleError("chainrules.scipy.linalg.lu differentiates square "
                                "matrices only")
+    if a.ndim > 2 and not scipy_takes_batches():
+        raise MissingRuleError("chainrules.scipy.linalg.lu of a stack of matrices needs "
+                               "SciPy 1.16 or later (before it, lu_factor takes one matrix "
+                               "per call); differentiate one matrix at a time")
     from .scipy_linalg import lu_factor
     pm = sl.lu(plain(a), check_finite=check_finite)[0]
     pa = mT(pm).astype(_rdt(a.dtype)) @ a  # P^T A = L U without pivoting

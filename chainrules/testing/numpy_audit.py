@@ -45,6 +45,8 @@ _CATEGORIES = {
     "np.matrix (deprecated class)": "asmatrix bmat",
     "traced through the ufunc machinery as floor_divide and remainder": "divmod",
     "deprecated alias of np.vstack (which has a rule)": "row_stack",
+    "deprecated alias (NumPy before 2.4) whose body calls np.trapezoid, which has a "
+    "decomposition": "trapz",
     "Bessel I0: use scipy.special.i0, which has the SciPy rule family": "i0",
 }
 

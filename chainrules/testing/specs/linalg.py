@@ -308,13 +308,22 @@ except ImportError:  # pragma: no cover
     _sl = None
 
 if _sl is not None and hasattr(_sl, "expm"):
+    from chainrules.rules._linalg_util import scipy_takes_batches
+
+    def _sbatch(draw):  # SciPy's functions take stacks of matrices from 1.16 on
+        return _batch(draw) if scipy_takes_batches() else ()
+
+    def _swellcond(draw, dtype):
+        b = _sbatch(draw)
+        return (draw(crs.well_conditioned_matrices(dtype, _n(draw), b)),), {}
+
     def _small(draw, dtype):
-        b = _batch(draw)
+        b = _sbatch(draw)
         a = draw(crs.arrays(dtype, b + (_n(draw, 1, 3),) * 2)) * 0.4
         return (a.astype(dtype),), {}
 
     def _tri_args(draw, dtype):
-        n, bt = _n(draw), _batch(draw)
+        n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.well_conditioned_matrices(dtype, n, bt))
         b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
         kw = {"lower": draw(st.booleans()), "trans": draw(st.sampled_from([0, 1, "T"])),
@@ -322,12 +331,12 @@ if _sl is not None and hasattr(_sl, "expm"):
         return (a, b), kw
 
     def _cho_factor_args(draw, dtype):
-        a = draw(crs.spd_matrices(dtype, _n(draw), _batch(draw)))
+        a = draw(crs.spd_matrices(dtype, _n(draw), _sbatch(draw)))
         a = a + np.triu(draw(crs.arrays(dtype, a.shape)), 1) * 0.1  # asymmetric copy
         return (a.astype(dtype),), {"lower": draw(st.booleans())}
 
     def _cho_solve_args(draw, dtype):
-        n, bt = _n(draw), _batch(draw)
+        n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.spd_matrices(dtype, n, bt))
         c, lower = _sl.cho_factor(a, lower=draw(st.booleans()))
         b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
@@ -337,13 +346,13 @@ if _sl is not None and hasattr(_sl, "expm"):
         return _sl.cho_solve((c, lower), b)
 
     def _lu_factor_args(draw, dtype):  # 1x1 is linear: Hessian = rounding noise
-        return (draw(crs.well_conditioned_matrices(dtype, _n(draw, 2), _batch(draw))),), {}
+        return (draw(crs.well_conditioned_matrices(dtype, _n(draw, 2), _sbatch(draw))),), {}
 
     def _lu_factor_call(a):
         return _sl.lu_factor(a)[0]
 
     def _lu_solve_args(draw, dtype):
-        n, bt = _n(draw), _batch(draw)
+        n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.arrays(dtype, bt + (n, n))) * 0.3 + np.eye(n)[::-1] * 2
         lu, piv = _sl.lu_factor(a.astype(dtype))
         b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
@@ -354,8 +363,8 @@ if _sl is not None and hasattr(_sl, "expm"):
 
     SPECS += [
         RuleSpec(_sl.expm, _small, DC, name="scipy.linalg.expm"),
-        RuleSpec(_sl.sqrtm, wellcond(batch=True), DC, name="scipy.linalg.sqrtm"),
-        RuleSpec(_sl.logm, wellcond(batch=True), DC, name="scipy.linalg.logm"),
+        RuleSpec(_sl.sqrtm, _swellcond, DC, name="scipy.linalg.sqrtm"),
+        RuleSpec(_sl.logm, _swellcond, DC, name="scipy.linalg.logm"),
         RuleSpec(_sl.solve_triangular, _tri_args, C, name="scipy.linalg.solve_triangular"),
         RuleSpec(_sl.cho_factor, _cho_factor_args, DC, call=lambda a, lower: _sl.cho_factor(
             a, lower=lower)[0], name="scipy.linalg.cho_factor"),
