@@ -239,15 +239,25 @@ class ClosureRule(ReverseRule):
         if len(ids) == 1 and not isinstance(res, tuple):
             res = (res,)
         if not isinstance(res, (tuple, list)) or len(res) != len(ids):
-            from .errors import TangentShapeError
+            from .errors import RuleError
 
-            raise TangentShapeError(
+            raise RuleError(
                 f"{self.name}: the pullback must return one cotangent per positional "
                 f"argument ({len(ids)}), got {type(res).__name__}"
                 + (f" of length {len(res)}" if isinstance(res, (tuple, list)) else ""))
         out = []
-        for i, c in zip(ids, res):
+        for k, (i, c) in enumerate(zip(ids, res)):
             if type(i) is tuple:
+                if not isinstance(c, (tuple, list)) and len(i) == 1:
+                    c = (c,)
+                if not isinstance(c, (tuple, list)) or len(c) != len(i):
+                    from .errors import RuleError
+
+                    raise RuleError(
+                        f"{self.name}: argument {k} is a sequence of {len(i)} values, so "
+                        "its cotangent must be a list or tuple of as many cotangents; got "
+                        + (f"{len(c)}" if isinstance(c, (tuple, list)) else
+                           type(c).__name__))
                 out.extend((j, cj) for j, cj in zip(i, c) if j is not None)
             elif i is not None:
                 out.append((i, c))

@@ -6,6 +6,7 @@ cotangents into buffers the sweep owns, and naming the rule that failed.
 
 import numpy as np
 
+from .errors import RuleError
 from .rule import rule_name
 from .tangents import ZERO, NoTangent, ZeroTangent
 
@@ -146,12 +147,57 @@ def rule_label(rule):
 def note_failure(exc, rule, i, method):
     """Name the rule that raised, on the exception itself (it propagates
     unchanged otherwise)."""
-    add = getattr(exc, "add_note", None)
-    if add is None or getattr(exc, "_chainrules_noted", False):
+    if getattr(exc, "_chainrules_noted", False):
         return
-    add(f"raised by {method} of rule {type(rule).__qualname__} for the operation "
-        f"{rule_name(rule)} (node {int(i)} of its tape)")
+    note = (f"raised by {method} of rule {type(rule).__qualname__} for the operation "
+            f"{rule_name(rule)} (node {int(i)} of its tape)")
     try:
+        add = getattr(exc, "add_note", None)
+        if add is not None:
+            add(note)
+        else:  # Python 3.10: the same list PEP 678's add_note keeps
+            exc.__notes__ = list(getattr(exc, "__notes__", ())) + [note]
         exc._chainrules_noted = True
     except AttributeError:  # pragma: no cover - exceptions with __slots__
         pass
+
+
+#: rule classes of the library itself, whose results the property sweep
+#: checks: the sweeps verify the results of every other (user) rule class
+_verified_classes = set()
+
+
+def library_rule(cls):
+    """True for a rule class defined in chainrules (cached per class)."""
+    if cls in _verified_classes:
+        return True
+    if (getattr(cls, "__module__", "") or "").startswith("chainrules"):
+        _verified_classes.add(cls)
+        return True
+    return False
+
+
+def verify_results(rule, results, what):
+    """A user rule's pullback results, ``(NodeId, cotangent[, tangent])``
+    tuples, name only the rule's inputs, each at most as often as it is an
+    input (an input left out has a zero cotangent); else ``RuleError``: a
+    cotangent for another node would silently land on it."""
+    inputs = list(rule.inputs())
+    try:
+        nids = [r[0] for r in results]
+    except (TypeError, IndexError, KeyError):
+        raise RuleError(
+            f"{rule_name(rule)}.{what} must return a list of (NodeId, cotangent"
+            + (", tangent" if what == "pullback_with_tangents" else "")
+            + f") tuples, one per input; got {type(results).__name__}") from None
+    for nid in nids:
+        if nid in inputs:
+            inputs.remove(nid)
+            continue
+        extra = "more cotangents than it has inputs" if nid in rule.inputs() else (
+            f"a cotangent for node {nid!r}, which is not one of its inputs")
+        raise RuleError(
+            f"{rule_name(rule)}.{what} returned {extra} (inputs() = "
+            f"{tuple(rule.inputs())!r}, results for {tuple(nids)!r}); return one "
+            "(NodeId, cotangent) per input, leaving out only inputs whose cotangent "
+            "is zero")

@@ -7,8 +7,8 @@ tangents and cotangents that sweep reads (``tangent_demand``,
 import numpy as np
 
 from .rule import ReverseRule
-from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, accumulate, accumulate_slot,
-                           add_at, note_failure)
+from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, _verified_classes, accumulate,
+                           accumulate_slot, add_at, library_rule, note_failure, verify_results)
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -210,6 +210,8 @@ class ForwardSweeps:
                 raise
             if check is not None:
                 check(self, i, g, triples)
+            if type(rule) not in _verified_classes and not library_rule(type(rule)):
+                verify_results(rule, triples, "pullback_with_tangents")
             if not retain_graph:
                 rules[i] = None
             for nid, c, cd in triples:

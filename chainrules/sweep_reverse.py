@@ -4,8 +4,8 @@ lead to a chosen set (``wrt``)."""
 
 import numpy as np
 
-from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, accumulate, accumulate_slot,
-                           add_at, note_failure)
+from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, _verified_classes, accumulate,
+                           accumulate_slot, add_at, library_rule, note_failure, verify_results)
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -69,6 +69,8 @@ class ReverseSweeps:
                 raise
             if check is not None:
                 check(self, i, g, pairs)
+            if type(rule) not in _verified_classes and not library_rule(type(rule)):
+                verify_results(rule, pairs, "pullback")
             if not retain_graph:
                 rules[i] = None
             for nid, c in pairs:
