@@ -16,6 +16,7 @@ import numpy as np
 
 from . import pytree
 from .arrays import is_array, shape_of, zeros_like_value
+from .guards import is_plain_subclass, refuse_subclass
 from .errors import (ComplexOutputError, NonDifferentiableInputError, NonScalarOutputError,
                      TangentShapeError)
 from .tangents import NOTANGENT, ZERO, Structural
@@ -67,8 +68,21 @@ def private_copy(v):
     return copy() if copy is not None else np.copy(v)
 
 
+def plain_leaf(leaf, where):
+    """An input leaf as chainrules computes with it: an ndarray subclass that
+    is an ndarray in all but name (``np.memmap``) as a plain ndarray view;
+    any other subclass refused (``NonDifferentiableInputError``)."""
+    t = type(leaf)
+    if t is np.ndarray or not isinstance(leaf, np.ndarray):
+        return leaf
+    if is_plain_subclass(t):
+        return leaf.view(np.ndarray)
+    refuse_subclass(t, where)
+
+
 def trace_arg(tape, arg, fname, argnum, private=False):
     leaves, td = pytree.flatten(arg)
+    leaves = [plain_leaf(leaf, f"{fname}: argument {argnum}") for leaf in leaves]
     if private:
         leaves = [private_copy(leaf) for leaf in leaves]
     if td is pytree.LEAF and not is_inexact(arg):

@@ -136,7 +136,11 @@ class DomainError(AutodiffError, ValueError):
 
 
 class NonDifferentiableInputError(AutodiffError, TypeError):
-    """An integer or boolean value was passed where a derivative is wanted.
+    """An integer or boolean value was passed where a derivative is wanted,
+    or an array chainrules cannot compute with faithfully met a traced value:
+    an ndarray subclass with semantics of its own (``np.matrix``, masked
+    arrays, user subclasses; ``np.memmap`` is computed with as the ndarray it
+    is).
 
     Examples
     --------

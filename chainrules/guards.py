@@ -4,7 +4,26 @@ index, ``item()``, ``tolist()``, in-place writes, ``deepcopy``) raises
 ``UntraceableError`` saying what to do instead. ``ConversionGuards`` is a
 mixin of ``chainrules.tracing.Traced``."""
 
-from .errors import UntraceableError
+import numpy as np
+
+from .errors import NonDifferentiableInputError, UntraceableError
+
+#: ndarray subclasses whose arithmetic and results are an ndarray's
+#: (np.memmap: an ndarray backed by a file; the engine's own checkpoint
+#: segment arrays, added by ``treat_as_ndarray``); every other subclass is
+#: refused
+_plain_subclasses = (np.memmap,)
+
+
+def treat_as_ndarray(cls):
+    """Declare an ndarray subclass whose values compute exactly as ndarrays."""
+    global _plain_subclasses
+    _plain_subclasses = _plain_subclasses + (cls,)
+    return cls
+
+
+def is_plain_subclass(t):
+    return issubclass(t, _plain_subclasses)
 
 
 def untraceable(what, alternative):
@@ -37,6 +56,28 @@ def foreign_caller():
             return outer
         return None
     return None
+
+
+def refuse_subclass(t, where):
+    """Raise for an ndarray subclass ``t`` met by ``where`` (an op or an
+    entry point): chainrules computes with ndarray semantics, and a
+    subclass's operators and results may differ (``np.matrix``: ``*`` is a
+    matrix product; masked arrays leave masked entries out), so its
+    derivative could be wrong."""
+    name = f"{t.__module__}.{t.__qualname__}"
+    if issubclass(t, np.matrix):
+        why = "for np.matrix, * is a matrix product and ** a matrix power"
+    elif issubclass(t, np.ma.MaskedArray):
+        why = "masked arrays leave their masked entries out of every operation"
+    else:
+        why = "its operators, indexing or results may differ from an ndarray's"
+    raise NonDifferentiableInputError(
+        f"{where}: an array of type {name} (a subclass of np.ndarray) reached a "
+        f"differentiated computation; chainrules computes with plain ndarray semantics "
+        f"and {why}, so the result and its derivative could silently differ from what "
+        "the subclass computes. Pass np.asarray(x) (a plain ndarray; for a masked array "
+        "x.filled(value) or x.compressed()) and write the subclass's operations with "
+        "NumPy functions (np.matmul for a matrix product).")
 
 
 class ConversionGuards:
@@ -100,3 +141,30 @@ class ConversionGuards:
 
     def __deepcopy__(self, memo):
         untraceable("deepcopy", "copy the plain value with chainrules.stop_gradient")
+
+
+#: ndarray methods that write into the array, and what to write instead: on a
+#: traced value each raises UntraceableError (a traced value is never
+#: modified in place, so no stale value can be left behind)
+_IN_PLACE = {
+    "fill": "build a new array: np.full_like(x, v)",
+    "sort": "use the sorted copy y = np.sort(x, axis)",
+    "partition": "use the partitioned copy y = np.partition(x, kth, axis)",
+    "put": "use chainrules.numpy.index_update(x.ravel(), indices, v).reshape(x.shape)",
+    "resize": "use np.resize(x, shape) or np.reshape(x, shape), which return new arrays",
+    "itemset": "use chainrules.numpy.index_update(x, index, v)",
+    "setfield": "build a new array out of place",
+}
+
+
+def _refuse_in_place(name, alternative):
+    def method(self, *args, **kwargs):
+        untraceable(f"the in-place method x.{name}()", alternative)
+    method.__name__ = name
+    method.__doc__ = f"Refused on a traced value (it writes in place): {alternative}."
+    return method
+
+
+for _name, _alternative in _IN_PLACE.items():
+    setattr(ConversionGuards, _name, _refuse_in_place(_name, _alternative))
+del _name, _alternative

@@ -22,7 +22,7 @@ import numpy as np
 
 from .array_methods import ArrayMethods
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError
-from .guards import ConversionGuards, untraceable
+from .guards import ConversionGuards, is_plain_subclass, refuse_subclass, untraceable
 from .rule import MultiOutput
 from .registry import ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS, lookup, op_name
 
@@ -140,6 +140,8 @@ def dispatch(op, args, kwargs):
             vals.append(ta(sub_vals))
             types.append(ta)
         else:
+            if ta not in _PLAIN and ta not in _STRUCT:
+                _unusual_operand(ta, op)
             ids.append(None)
             vals.append(a)
             types.append(ta)
@@ -266,7 +268,7 @@ def _binop(op, a, b):
                 tb = _primal_type(vb)
         else:
             tb = type(b)
-            if tb in _STRUCT:
+            if tb not in _PLAIN and _unusual_operand(tb, op):
                 return NotImplemented
             vb = b
             ids = [a.node, None]
@@ -275,7 +277,7 @@ def _binop(op, a, b):
             ta = _primal_type(va)
     else:  # b is the traced one
         ta = type(a)
-        if ta in _STRUCT:
+        if ta not in _PLAIN and _unusual_operand(ta, op):
             return NotImplemented
         tape = b.tape
         va = a
@@ -301,6 +303,22 @@ def _binop(op, a, b):
 
 
 _STRUCT = set()  # filled below: structural tangent types defer to their own operators
+# types of constant operands met and found plain (not structural, not a
+# refused ndarray subclass): the fast paths test membership only
+_PLAIN = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.int64,
+          np.complex128, np.complex64}
+
+
+def _unusual_operand(t, op):
+    """For a constant operand's type not yet in ``_PLAIN``: True for a
+    structural tangent (the operator defers to it), raise for an ndarray
+    subclass chainrules does not follow, else remember the type as plain."""
+    if t in _STRUCT:
+        return True
+    if issubclass(t, np.ndarray) and not is_plain_subclass(t):
+        refuse_subclass(t, op_name(op))
+    _PLAIN.add(t)
+    return False
 _BASIC_INDEX = frozenset((int, slice, type(None), type(Ellipsis)))
 
 
