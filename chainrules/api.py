@@ -10,6 +10,7 @@ import functools
 import numpy as np
 
 from . import pytree
+from .transformed import Transformed
 from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
                         like_output, normalize_argnums, scalar_output_dtype, trace_args,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
@@ -79,7 +80,8 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
             value = (value, unwrap_level(aux, tape))
         return value, (g[0] if single else g)
 
-    return value_and_grad_f
+    return Transformed(value_and_grad_f, value_and_grad, f, (),
+                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
 def grad(f, argnums=0, has_aux=False, holomorphic=False):
@@ -98,7 +100,8 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
             return g, value[1]
         return g
 
-    return grad_f
+    return Transformed(grad_f, grad, f, (),
+                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
 def _out_leaves(out, tape):

@@ -39,7 +39,9 @@ import math
 import numpy as np
 
 from . import pytree
+from .transformed import Transformed
 from .errors import AutodiffError, UntraceableError
+from .guards import treat_as_ndarray
 from .graph import Tape
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
@@ -129,6 +131,7 @@ def _unseg(v):
     return v
 
 
+@treat_as_ndarray
 class _Seg(np.ndarray):
     """A plain ndarray inside a checkpointed segment under a saving policy:
     its NumPy calls let the active ``_Saver`` save or replay expensive
@@ -345,7 +348,7 @@ def checkpoint(f=None, policy="nothing"):
         return pytree.unflatten(out_td, res)
 
     checkpointed.policy = policy
-    return checkpointed
+    return Transformed(checkpointed, checkpoint, f, (), dict(policy=policy))
 
 
 def _first_run_saving(f, td, plain, traced_pos, wants, fname, top):

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import pytree
 from .api import grad
+from .transformed import Transformed
 from .arguments import (function_name, is_inexact, normalize_argnums, scalar_output_dtype,
                         trace_args, unwrap_level)
 from .arrays import shape_of
@@ -181,7 +182,9 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
             rec.tape.free()
         return (jac, rec.aux) if has_aux else jac
 
-    return jacobian_f
+    return Transformed(jacobian_f, jacobian, f, (),
+                       dict(argnums=argnums, mode=mode, has_aux=has_aux,
+                            holomorphic=holomorphic))
 
 
 def _jacobian(rec, mode, holomorphic, fname, single):
@@ -319,7 +322,7 @@ def hessian(f, argnums=0, has_aux=False):
                 H = jacobian(inner, argnums)(*args, **kwargs)
         return (H, rec.aux) if has_aux else H
 
-    return hessian_f
+    return Transformed(hessian_f, hessian, f, (), dict(argnums=argnums, has_aux=has_aux))
 
 
 def _hessian(rec, fname, single):

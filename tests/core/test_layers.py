@@ -25,7 +25,7 @@ import chainrules
 PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
-    {"errors", "arrays", "pytree", "array_methods", "guards"},
+    {"errors", "arrays", "pytree", "array_methods", "guards", "transformed"},
     {"tangents"},
     {"rule"},
     {"registry"},
