@@ -18,12 +18,18 @@ def on_demand_family():
 
 
 def normalize_axis(axis, ndim):
-    """``axis`` (None, int or tuple, possibly negative) as a sorted tuple."""
+    """``axis`` (None, int or tuple, possibly negative) as a sorted tuple.
+    A 0-d array has no axis to reduce: NumPy's reductions accept ``axis`` 0
+    and -1 on it and reduce over nothing, so the tuple is empty."""
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        return tuple(sorted(a % ndim if ndim else 0 for a in axis))
-    return (axis % ndim if ndim else 0,)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if ndim == 0:
+        for a in axes:
+            if a not in (0, -1):
+                raise np.exceptions.AxisError(a, 0)
+        return ()
+    return tuple(sorted(a % ndim for a in axes))
 
 
 def array_value(x):

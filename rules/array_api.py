@@ -75,6 +75,8 @@ def _cumulative(op, identity):
             if ndim_of(x) > 1:
                 raise ValueError("axis must be specified for multi-dimensional arrays")
             axis = 0
+        elif isinstance(axis, (tuple, list)) and len(axis) == 1:
+            axis = axis[0]  # NumPy takes a one-axis tuple here too
         y = op(x, axis=axis, dtype=dtype)
         if include_initial:
             shape = list(shape_of(y))

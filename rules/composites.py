@@ -173,6 +173,8 @@ def _gradient_axis(f, h, axis, edge_order):
 def _gradient(f, *varargs, axis=None, edge_order=1):
     f = _asarray(f)
     nd = ndim_of(f)
+    if nd == 0:  # as NumPy: no axis to take differences along
+        np.gradient(np.asarray(untraced(f)), *varargs, axis=axis, edge_order=edge_order)
     axes = tuple(range(nd)) if axis is None else (
         tuple(a % nd for a in axis) if isinstance(axis, (tuple, list)) else (axis % nd,))
     if any(type(v).__name__ == "Traced" for v in varargs):

@@ -52,7 +52,16 @@ def _polysub(a1, a2):
 
 @decompose(np.polymul)
 def _polymul(a1, a2):
-    return np.convolve(_asarray(a1), _asarray(a2))
+    # as NumPy (through np.poly1d): leading zero coefficients are dropped
+    # first (an all-zero polynomial keeps its last coefficient)
+    return np.convolve(_strip_leading_zeros(_asarray(a1)), _strip_leading_zeros(_asarray(a2)))
+
+
+def _strip_leading_zeros(p):
+    nz = np.flatnonzero(np.asarray(array_value(p)))
+    if nz.size == 0:
+        return p[-1:] if shape_of(p)[0] else p
+    return p[int(nz[0]):] if nz[0] else p
 
 
 @decompose(np.polyder)
@@ -128,7 +137,7 @@ def _poly(seq_of_zeros):
     z = _asarray(seq_of_zeros)
     if ndim_of(z) == 2 and shape_of(z)[0] == shape_of(z)[1] and shape_of(z)[0] != 0:
         z = np.linalg.eigvals(z)
-    a = np.ones(1)
+    a = np.ones(1, dtype=np.result_type(untraced(z)))  # float32 roots: float32, as NumPy
     for k in range(shape_of(z)[0]):
         a = np.convolve(a, np.stack([np.ones((), dtype=np.result_type(untraced(z))), -z[k]]))
     zv = np.asarray(array_value(z))
@@ -238,14 +247,29 @@ def _resize(a, new_shape):
 
 @decompose(np.trim_zeros)
 def _trim_zeros(filt, trim="fb", axis=None):
+    """The bounding box of the nonzero entries along ``axis`` (every axis by
+    default), as NumPy trims: a basic slice of the traced array."""
     f = _asarray(filt)
     v = np.asarray(array_value(f))
-    nz = np.flatnonzero(v)
-    if nz.size == 0:
-        return f[:0]
-    lo = nz[0] if "f" in trim.lower() else 0
-    hi = nz[-1] + 1 if "b" in trim.lower() else v.shape[0]
-    return f[lo:hi]
+    # the installed NumPy's own checks of trim and axis (they differ by release)
+    np.trim_zeros(v, trim) if axis is None else np.trim_zeros(v, trim, axis=axis)
+    trim = trim.lower()
+    nd = v.ndim
+    given = range(nd) if axis is None else (axis if isinstance(axis, (tuple, list)) else (axis,))
+    axes = set()
+    for a in given:
+        if not -nd <= a < nd:
+            raise np.exceptions.AxisError(f"axis {a} is out of bounds for array of "
+                                          f"dimension {nd}")
+        axes.add(a % nd)
+    if not axes:
+        return f
+    nz = np.nonzero(v)
+    if nz[0].size == 0:  # all zeros: empty along every trimmed axis
+        return f[tuple(slice(0, 0) if k in axes else slice(None) for k in range(nd))]
+    return f[tuple(slice(int(nz[k].min()) if "f" in trim else None,
+                         int(nz[k].max()) + 1 if "b" in trim else None)
+                   if k in axes else slice(None) for k in range(nd))]
 
 
 @decompose(np.meshgrid)
@@ -262,7 +286,8 @@ def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         out[1] = np.reshape(out[1], (-1, 1) + (1,) * (nd - 2))
     if not sparse:
         full = np.broadcast_shapes(*[shape_of(o) for o in out])
-        out = [np.broadcast_to(o, full) + np.zeros(full) for o in out]
+        out = [np.broadcast_to(o, full) + np.zeros(full, dtype=np.result_type(untraced(o)))
+               for o in out]
     return tuple(out)
 
 
@@ -279,7 +304,9 @@ def _sort_complex(a):
     a = _asarray(a)
     order = np.argsort(np.asarray(array_value(a)) + 0j, axis=-1)
     out = np.take_along_axis(a, order, axis=-1)
-    return out if np.iscomplexobj(array_value(a)) else out + 0j
+    # NumPy's complex type for real input (complex128 for float32 too)
+    dtype = np.sort_complex(np.zeros(1, np.result_type(untraced(a)))).dtype
+    return out if np.result_type(untraced(out)) == dtype else out.astype(dtype)
 
 
 @decompose(np.bincount)
@@ -290,9 +317,14 @@ def _bincount(x, weights=None, minlength=0):
     from chainrules.numpy import index_add
 
     xv = np.asarray(x)
-    n = max(int(xv.max()) + 1 if xv.size else 0, minlength)
     w = _asarray(weights)
-    return index_add(np.zeros(n, dtype=np.result_type(untraced(w), 1.0)), xv, w)
+    wv = array_value(w)
+    if type(wv) is np.ndarray:
+        # NumPy's own result on the plain values: its checks, length and
+        # dtype (float64 whatever the weights' float type)
+        return index_add(np.zeros_like(np.bincount(xv, wv, minlength)), xv, w)
+    n = max(int(xv.max()) + 1 if xv.size else 0, minlength)
+    return index_add(np.zeros(n, dtype=np.float64), xv, w)
 
 
 # -- floating-point decomposition -------------------------------------------------------------
@@ -376,6 +408,8 @@ for _op in (np.nanargmax, np.nanargmin, np.isin, np.intersect1d, np.union1d, np.
             np.may_share_memory, np.shares_memory, np.heaviside, np.spacing, np.nextafter):
     if not is_registered(_op) and _op not in DECOMPOSITIONS:
         DECOMPOSITIONS[_op] = _plain(_op)  # integer, boolean or step results
+if hasattr(np, "in1d"):  # NumPy before 2.4: the deprecated alias of np.isin
+    DECOMPOSITIONS.setdefault(np.in1d, _plain(np.in1d))
 
 
 def _writer(name, alternative):

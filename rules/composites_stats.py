@@ -107,6 +107,8 @@ def _quantile(a, q, axis, keepdims, method, skip_nan, name):
     xv = np.asarray(array_value(a))
     qv = np.asarray(q, dtype=float)
     nd = ndim_of(a)
+    if nd == 0 and axis is not None:  # as NumPy: no axis to take quantiles along
+        raise np.exceptions.AxisError(axis if isinstance(axis, int) else axis[0], 0)
     axes = normalize_axis(axis, nd)
     kd = tuple(1 if i in axes else s for i, s in enumerate(shape_of(a)))
     # the rank of every quantile in every slice (the count skips NaNs for nan*)
@@ -236,7 +238,9 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
         ddof = correction
     a = _asarray(a)
     nan = _nan_mask(a)
-    keep = (~nan).astype(np.result_type(array_value(a).dtype, np.float32))
+    # counts in the real dtype of the input (a complex input's variance is real)
+    real = np.empty(0, array_value(a).dtype).real.dtype
+    keep = (~nan).astype(np.result_type(real, np.float32))
     n = np.sum(keep, axis=axis, keepdims=True)
     x0 = np.where(nan, 0, a)
     m = np.sum(x0, axis=axis, keepdims=True) / np.where(n > 0, n, 1)
@@ -253,7 +257,11 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
 @decompose(np.nanstd)
 def _nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
             mean=np._NoValue, correction=np._NoValue):
-    return np.sqrt(_nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
+    v = _nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction)
+    # as np.std's rule: derivative 0 where the deviation is 0 (a single value
+    # or equal values), not 0 * inf
+    zero = array_value(v) == 0
+    return np.where(zero, 0, np.sqrt(np.where(zero, 1, v)))
 
 
 # -- unique, histogram ------------------------------------------------------------------------
@@ -263,6 +271,7 @@ def _unique(ar, return_index=False, return_inverse=False, return_counts=False, a
     """Values differentiable (each unique value's cotangent goes to its first
     occurrence, a valid subgradient); indices and counts are plain."""
     if axis is not None:
+        np.unique(np.asarray(array_value(ar)), axis=axis)  # NumPy's own errors first
         raise MissingRuleError("numpy.unique(axis=...) on traced values has no rule; "
                                "flatten first or pass the plain values")
     a = _asarray(ar)

@@ -134,7 +134,9 @@ def _permuted_index(x, axis, arg):
         if len(shape) == 0:
             return (None,)
         return np.unravel_index(arg(np.ravel(v), 0), shape)
-    axis = axis % max(len(shape), 1)
+    if len(shape) == 0:  # a 0-d array has no axis to sort along: NumPy's own error
+        np.sort(np.asarray(v), axis=axis)
+    axis = axis % len(shape)
     return _along_axis_index(arg(v, axis), axis, shape)
 
 

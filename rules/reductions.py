@@ -187,7 +187,7 @@ def _cum_params(a, axis=None, dtype=None, out=None):
 
 
 def _cumsum_transpose(g, shape, axis=None, dtype=None):
-    if axis is None:
+    if axis is None or not shape:  # flattened (a 0-d input's axis 0 too): shape (n,)
         return np.reshape(_flip(np.cumsum(_flip(g, 0), axis=0), 0), shape)
     ax = axis % len(shape)
     return _flip(np.cumsum(_flip(g, ax), axis=ax), ax)

@@ -226,14 +226,16 @@ def _cumprod_maker(ids, *args, **kwargs):
     dtype = p["dtype"]
     y = np.cumprod(x, axis=axis) if dtype is None else np.cumprod(x, axis=axis, dtype=dtype)
     shape = shape_of(x)
+    # flattened: axis None, or a 0-d input (whose axis 0 gives shape (1,) too)
+    flat = axis is None or not shape
 
     def to_last(v):
-        if axis is None:
+        if flat:
             return np.reshape(v, (-1,)), lambda c: np.reshape(c, shape)
-        return _to_last(v, (axis % len(shape),))
+        return _to_last(v, normalize_axis(axis, len(shape)))
 
     def out_to_last(v):  # the output of cumprod has the layout of x (or 1-D)
-        return to_last(v)[0] if axis is not None else v
+        return v if flat else to_last(v)[0]
 
     def cumprod_pullback(g, xv):
         xf, back = to_last(xv)
@@ -256,14 +258,14 @@ def _cumprod_maker(ids, *args, **kwargs):
         xf, back = to_last(xv)
         tf = to_last(t)[0]
         if shape_of(xf)[-1] == 1:
-            return back(tf) if axis is not None else tf
+            return tf if flat else back(tf)
         m, upper = _cumprod_parts(xf)
         if m is None:
             d = np.cumprod(xf, axis=-1) * np.cumsum(tf / xf, axis=-1)
         else:
             tk = np.reshape(tf, tf.shape + (1,))
             d = np.sum(tk * m * upper, axis=-2)
-        d = back(d) if axis is not None else d
+        d = d if flat else back(d)
         return d if dtype is None else d.astype(dtype)
 
     return y, ComposedRule((ids[0],), (0,), (x,), cumprod_pullback, cumprod_pushforward,

@@ -113,3 +113,23 @@ def test_polyder_past_the_degree_matches_numpy(dtype):
                 check_rule(np.polyder, p, m)
             else:  # nothing depends on p
                 np.testing.assert_array_equal(ct, np.zeros_like(p))
+
+
+def test_trim_zeros_follows_numpy_on_every_axis_form():
+    """The bounding box of the nonzeros along the trimmed axes, as NumPy
+    (N-d inputs and axis= where the installed NumPy takes them)."""
+    import inspect
+
+    takes_axis = "axis" in inspect.signature(np.trim_zeros).parameters
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        shape = tuple(rng.integers(1, 4, size=rng.integers(1, 4 if takes_axis else 2)))
+        v = rng.standard_normal(shape) * (rng.random(shape) < 0.4)
+        axes = [None] + (list(range(-len(shape), len(shape))) if takes_axis else [])
+        for trim in ("fb", "f", "b"):
+            for axis in axes:
+                kw = {} if axis is None else {"axis": axis}
+                ref = np.trim_zeros(v, trim, **kw)
+                out, t = cr.jvp(lambda x: np.trim_zeros(x, trim, **kw), (v,), (2 * v,))
+                np.testing.assert_array_equal(out, ref)
+                np.testing.assert_array_equal(t, 2 * ref)
