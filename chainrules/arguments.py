@@ -86,6 +86,13 @@ def trace_arg(tape, arg, fname, argnum, private=False):
     if private:
         leaves = [private_copy(leaf) for leaf in leaves]
     if td is pytree.LEAF and not is_inexact(arg):
+        module = (type(arg).__module__ or "").split(".")[0]
+        if module in ("pandas", "xarray", "polars"):
+            raise NonDifferentiableInputError(
+                f"{fname}: argument {argnum} is a {module} {type(arg).__name__}; "
+                "chainrules differentiates NumPy arrays: pass its values, "
+                f"x.to_numpy(), and rebuild the {type(arg).__name__} from the result "
+                "if you need one")
         raise NonDifferentiableInputError(
             f"{fname}: argument {argnum} has type {type(arg).__name__}"
             + (f" and dtype {arg.dtype}" if hasattr(arg, "dtype") else "")

@@ -32,30 +32,40 @@ def untraceable(what, alternative):
 
 
 def foreign_caller():
-    """The library function (SciPy, ...) that asked for a plain array, if the
-    conversion did not come from NumPy or the user's own code. Frames are read
-    only to word the error; where they cannot be read (an interpreter without
-    ``sys._getframe``, a shallow stack) this is None and the generic message
-    is raised instead."""
+    """``(kind, frame)``: who asked for a plain array, when it was not NumPy's
+    protocols or the user's own code: ``"scipy"`` (a SciPy, scikit-learn or
+    array-API Python function: its outermost frame), ``"pandas"`` (a pandas
+    object converting its operand), ``"vectorize"`` (``np.vectorize``), or
+    ``(None, None)``. Frames are read only to word the error; where they
+    cannot be read (no ``sys._getframe``, a shallow stack, another frame
+    layout) the answer is ``(None, None)`` and the generic message is
+    raised instead."""
     import sys
 
     try:
         f = sys._getframe(2)
-    except (AttributeError, ValueError):
-        return None
-    while f is not None:
-        mod = f.f_globals.get("__name__", "")
-        if mod.startswith(("numpy", "chainrules")):
-            f = f.f_back
-            continue
-        if mod.startswith(("scipy", "sklearn", "array_api_compat")):
-            outer = f
-            while outer.f_back is not None and outer.f_back.f_globals.get(
-                    "__name__", "").startswith(("scipy", "array_api_compat")):
-                outer = outer.f_back
-            return outer
-        return None
-    return None
+        while f is not None:
+            mod = f.f_globals.get("__name__", "") or ""
+            if mod.startswith("numpy"):
+                if isinstance(f.f_locals.get("self"), np.vectorize):
+                    return "vectorize", f
+                f = f.f_back
+                continue
+            if mod.startswith("chainrules"):
+                f = f.f_back
+                continue
+            if mod.startswith(("scipy", "sklearn", "array_api_compat")):
+                outer = f
+                while outer.f_back is not None and (outer.f_back.f_globals.get(
+                        "__name__", "") or "").startswith(("scipy", "array_api_compat")):
+                    outer = outer.f_back
+                return "scipy", outer
+            if mod.startswith("pandas"):
+                return "pandas", f
+            return None, None
+    except Exception:  # frames laid out otherwise: the generic message
+        return None, None
+    return None, None
 
 
 def refuse_subclass(t, where):
@@ -86,8 +96,21 @@ class ConversionGuards:
     __slots__ = ()
 
     def __array__(self, dtype=None, copy=None):
-        frame = foreign_caller()
-        if frame is not None:
+        kind, frame = foreign_caller()
+        if kind == "pandas":
+            untraceable(
+                "converting to a plain array inside pandas",
+                "pandas objects convert the arrays they are combined with to NumPy "
+                "(X @ w with X a DataFrame, a Series times an array); take the data out "
+                "of pandas first, X.to_numpy() and y.to_numpy(), and compute with NumPy")
+        if kind == "vectorize":
+            untraceable(
+                "np.vectorize",
+                "np.vectorize calls its function on plain Python scalars, so it cannot "
+                "be traced; write the function with NumPy's array functions (np.where "
+                "for branches), or make it one operation with chainrules.primitive and "
+                "give it a rule")
+        if kind == "scipy":
             caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
             from .scipy._hints import twin_for_frame
 
@@ -106,17 +129,25 @@ class ConversionGuards:
                 f"converting to a plain array inside {caller}",
                 f"{caller} is a Python-level function that calls np.asarray, which "
                 f"NumPy's protocols cannot intercept; {way}")
+        scalar = np.ndim(self.value) == 0
         untraceable("converting to a plain array (np.asarray / np.array)",
                      "keep using NumPy functions on it; to build an array from "
                      "traced pieces use np.stack / np.concatenate or "
                      "chainrules.numpy.array (np.full with a traced fill value: "
                      "chainrules.numpy.full); use chainrules.stop_gradient(x) for "
-                     "an explicit constant copy")
+                     "an explicit constant copy"
+                     + (". A traced scalar here often comes from a Python list passed "
+                        "as the differentiated argument: a list is a pytree of scalars, "
+                        "each traced on its own; pass np.array(the_list) to "
+                        "differentiate one array" if scalar else ""))
 
     # -- conversions -------------------------------------------------------------
     def __float__(self):
-        untraceable("float()", "keep the value as an array, or use "
-                                "float(chainrules.stop_gradient(x)) deliberately")
+        untraceable("float(x), or a function of the math module (math.exp(x) converts "
+                    "x with float first)",
+                    "use NumPy's functions on arrays (np.exp(x), np.sqrt(x), ...) and keep "
+                    "the value as an array; float(chainrules.stop_gradient(x)) converts "
+                    "deliberately")
 
     def __complex__(self):
         untraceable("complex()", "use complex(chainrules.stop_gradient(x)) deliberately")

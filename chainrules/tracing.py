@@ -426,8 +426,16 @@ class Traced(ConversionGuards, ArrayMethods):
                 "select values differentiably")
         return bool(v)
 
+    # print debugging shows the value, as for an ndarray (printing does not
+    # convert it, so nothing is refused)
     def __repr__(self):
-        return f"Traced({self.value!r}, node={int(self.node)}, level={self.tape.level})"
+        return f"Traced({untraced(self)!r})"
+
+    def __str__(self):
+        return str(untraced(self))
+
+    def __format__(self, spec):
+        return format(untraced(self), spec)
 
     def __copy__(self):
         return self
