@@ -172,9 +172,9 @@ def user_frame():
 
 # -- checks ------------------------------------------------------------------
 def _plain(v):
-    while type(v).__name__ == "Traced":
-        v = v.value
-    return v
+    from .tracing import untraced
+
+    return untraced(v)
 
 
 def _bad(v):
@@ -213,7 +213,7 @@ def _describe_node(tape, i):
     from .rule import rule_name
 
     rule = tape.rules[i] if i < len(tape.rules) else None
-    if type(rule).__name__ == "Select":  # output k of a multi-output node
+    if type(rule) is _graph.Select:  # output k of a multi-output node
         k = rule.k
         i = rule.parent
         rule = tape.rules[i]
@@ -231,7 +231,7 @@ def _describe_node(tape, i):
 
 def _where(tape, i):
     rule = tape.rules[i] if i < len(tape.rules) else None
-    if type(rule).__name__ == "Select":
+    if type(rule) is _graph.Select:
         i = rule.parent
     src = tape.sources[i] if tape.sources is not None and i < len(tape.sources) else None
     if src is None:

@@ -104,11 +104,6 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
-def _out_leaves(out, tape):
-    leaves, td = pytree.flatten(out)
-    return leaves, td
-
-
 def vjp(f, *primals, has_aux=False):
     """``out, f_vjp = vjp(f, *primals)``; ``f_vjp(cotangent)`` returns a tuple
     with one cotangent per primal. ``f_vjp`` may be called many times.

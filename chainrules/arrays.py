@@ -88,6 +88,11 @@ def uniform_value(a):
     return None
 
 
+#: types that implement NumPy's protocols without being arrays of data: the
+#: traced value (``chainrules.tracing`` adds it)
+NOT_ARRAYS = set()
+
+
 def is_array(v):
     """True for an ndarray and for other array types that implement NumPy's
     protocols (dask.array, CuPy-like arrays): anything with a shape, a dtype
@@ -95,7 +100,7 @@ def is_array(v):
     tv = type(v)
     if tv is _ndarray:
         return True
-    if tv.__name__ == "Traced" or isinstance(v, np.generic):
+    if tv in NOT_ARRAYS or isinstance(v, np.generic):
         return False
     return (hasattr(tv, "__array_function__") and hasattr(v, "dtype")
             and hasattr(v, "shape"))

@@ -15,6 +15,12 @@ from .errors import NonDifferentiableInputError, UntraceableError
 _plain_subclasses = (np.memmap,)
 
 
+#: ``frame -> "chainrules.scipy.<twin>" or None``: the differentiable twin
+#: of the SciPy function running in ``frame`` (installed by
+#: ``chainrules.twin_hints``)
+TWIN_HINT = None
+
+
 def treat_as_ndarray(cls):
     """Declare an ndarray subclass whose values compute exactly as ndarrays."""
     global _plain_subclasses
@@ -112,10 +118,8 @@ class ConversionGuards:
                 "give it a rule")
         if kind == "scipy":
             caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
-            from .scipy._hints import twin_for_frame
-
             try:
-                twin = twin_for_frame(frame)
+                twin = None if TWIN_HINT is None else TWIN_HINT(frame)
             except Exception:  # a frame laid out otherwise: no hint, same error
                 twin = None
             if twin is not None:

@@ -29,7 +29,7 @@ from .transformed import Transformed
 from .arguments import (function_name, is_inexact, normalize_argnums, scalar_output_dtype,
                         trace_args, unwrap_level)
 from .arrays import shape_of
-from .errors import HvpNotSupported, MissingRuleError, NonDifferentiableInputError
+from .errors import HvpNotSupported, NonDifferentiableInputError
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, Structural
 from .tracing import Traced, untraced
@@ -104,21 +104,7 @@ def _stack(pieces, axis):
     """Stack equally shaped pieces; differentiable when they are traced."""
     if not any(type(p) is Traced for p in pieces):
         return np.stack([np.asarray(p) for p in pieces], axis=axis)
-    try:
-        return np.stack(pieces, axis=axis)
-    except MissingRuleError:
-        # no rule for np.stack yet: build it from products with basis vectors
-        n = len(pieces)
-        total = None
-        for k, p in enumerate(pieces):
-            e = np.zeros(n)
-            e[k] = 1.0
-            pk = np.reshape(p, shape_of(p) + (1,)) * e
-            total = pk if total is None else total + pk
-        if axis == 0:
-            nd = len(shape_of(pieces[0]))
-            total = np.transpose(total, (nd,) + tuple(range(nd)))
-        return total
+    return np.stack(pieces, axis=axis)
 
 
 def _finish(block, shape):

@@ -32,7 +32,6 @@ __all__ = ["Structural", "ZeroTangent", "NoTangent", "add", "scale", "inner", "z
 class Structural:
     __slots__ = ()
     __array_ufunc__ = None  # make ndarray binary operators defer to us
-    _instance = None
 
     def __new__(cls):
         inst = cls.__dict__.get("_singleton")

@@ -21,6 +21,7 @@ methods from ``array_methods.py``, as mixins).
 import numpy as np
 
 from .array_methods import ArrayMethods
+from .arrays import NOT_ARRAYS
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError
 from .guards import ConversionGuards, is_plain_subclass, refuse_subclass, untraceable
 from .rule import MultiOutput
@@ -173,14 +174,40 @@ def _holds_traced(seq, top):
     return False
 
 
+def holds_traced(obj):
+    """Whether ``obj`` is traced or a (nested) list/tuple holding a traced value."""
+    if type(obj) is Traced:
+        return True
+    if type(obj) is list or type(obj) is tuple:
+        return any(holds_traced(o) for o in obj)
+    return False
+
+
+def nested_array(obj, dtype=None):
+    """``np.array(obj)`` for nested lists/tuples of traced and plain values,
+    built with ``np.stack`` level by level (pieces of one level share a
+    shape, as for ``np.array``); traced when any piece is. NumPy converts the
+    elements of a list itself, so no protocol would see the traced ones."""
+    if not holds_traced(obj):
+        return np.array(obj, dtype=dtype)
+    out = _stacked(obj)
+    return out if dtype is None else out.astype(dtype)
+
+
+def _stacked(obj):
+    if type(obj) is Traced:
+        return obj
+    if not isinstance(obj, (list, tuple)) or not holds_traced(obj):
+        return np.asarray(obj)
+    return np.stack([_stacked(o) for o in obj])
+
+
 def _sequences_as_arrays(op, args, top):
     """Lists and tuples holding traced values, as the op's rule takes them:
     at the positions where the rule takes a sequence of arrays
     (``SEQUENCE_ARGS``), each nested list among the pieces becomes one array;
     anywhere else the whole list is an array_like and becomes one traced
     array (what ``np.asarray`` would make of it)."""
-    from .numpy import array
-
     seq = SEQUENCE_ARGS.get(op)
     out = list(args)
     for i, a in enumerate(args):
@@ -190,10 +217,10 @@ def _sequences_as_arrays(op, args, top):
         if seq is ALL or (seq is not None and i in seq):
             if any((type(b) is list or type(b) is tuple) and _holds_traced(b, top)
                    for b in a):
-                out[i] = ta(array(b) if (type(b) is list or type(b) is tuple)
+                out[i] = ta(nested_array(b) if (type(b) is list or type(b) is tuple)
                             and _holds_traced(b, top) else b for b in a)
         else:
-            out[i] = array(a)
+            out[i] = nested_array(a)
     return tuple(out)
 
 
@@ -595,6 +622,7 @@ def _init_struct():
 
 
 _init_struct()
+NOT_ARRAYS.add(Traced)  # it has NumPy's protocols, but its data is its value's
 
 
 def is_traced(x):

@@ -19,7 +19,7 @@ import numpy as np
 from chainrules.arrays import ndim_of, shape_of
 from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
-from chainrules.tracing import untraced
+from chainrules.tracing import is_traced, untraced
 
 from ._util import array_like
 
@@ -177,7 +177,7 @@ def _gradient(f, *varargs, axis=None, edge_order=1):
         np.gradient(np.asarray(untraced(f)), *varargs, axis=axis, edge_order=edge_order)
     axes = tuple(range(nd)) if axis is None else (
         tuple(a % nd for a in axis) if isinstance(axis, (tuple, list)) else (axis % nd,))
-    if any(type(v).__name__ == "Traced" for v in varargs):
+    if any(is_traced(v) for v in varargs):
         raise MissingRuleError("numpy.gradient with traced spacing has no rule; the "
                                "spacing is differentiated as a constant only")
     if not varargs:
@@ -204,7 +204,7 @@ def _polyval(p, x):
 
 @decompose(np.polyfit)
 def _polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
-    if type(x).__name__ == "Traced":
+    if is_traced(x):
         raise MissingRuleError("numpy.polyfit with traced sample points x has no rule; "
                                "x is differentiated as a constant only")
     if full or cov:
@@ -229,7 +229,7 @@ def _polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
 # -- interpolation -------------------------------------------------------------------------
 @decompose(np.interp)
 def _interp(x, xp, fp, left=None, right=None, period=None):
-    if type(xp).__name__ == "Traced":
+    if is_traced(xp):
         raise MissingRuleError("numpy.interp with traced xp (the sample coordinates) has "
                                "no rule; differentiate x and fp, keep xp constant")
     xpv = np.asarray(xp, dtype=float)

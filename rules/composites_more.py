@@ -15,7 +15,7 @@ import numpy as np
 from chainrules.arrays import ndim_of, shape_of
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import DECOMPOSITIONS, decompose, is_registered
-from chainrules.tracing import untraced
+from chainrules.tracing import is_traced, untraced
 
 from ._util import array_like, array_value
 
@@ -26,7 +26,7 @@ _asarray = array_like
 
 
 def _traced(v):
-    return type(v).__name__ == "Traced"
+    return is_traced(v)
 
 
 # -- polynomials ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from chainrules.arrays import ndim_of, shape_of
 from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
-from chainrules.tracing import untraced
+from chainrules.tracing import is_traced, untraced
 
 from ._util import array_like, array_value, normalize_axis
 
@@ -100,7 +100,7 @@ def _quantile(a, q, axis, keepdims, method, skip_nan, name):
     if method not in _METHODS:
         raise MissingRuleError(
             f"numpy.{name} with method={method!r} has no rule; use one of {_METHODS}")
-    if type(q).__name__ == "Traced":
+    if is_traced(q):
         raise MissingRuleError(f"numpy.{name}: q is a constant (the derivative with "
                                "respect to the probability is not implemented)")
     a = _asarray(a)

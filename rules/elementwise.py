@@ -19,7 +19,7 @@ from chainrules.errors import MissingRuleError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import Structural
-from chainrules.tracing import untraced
+from chainrules.tracing import is_traced, untraced
 
 from .arithmetic import make_piecewise
 
@@ -137,7 +137,7 @@ def nan_to_num_maker(ids, x, *args, **kwargs):
     """Derivative 1 where ``x`` is finite, 0 where it was replaced (NaN,
     +-inf); for complex ``x`` per real and imaginary part."""
     if any(i is not None for i in ids[1:]) or any(
-            type(v).__name__ == "Traced" for v in kwargs.values()):
+            is_traced(v) for v in kwargs.values()):
         raise MissingRuleError("np.nan_to_num is differentiated in x only; pass the "
                                "replacement values (nan=, posinf=, neginf=) as constants")
     # never in place on a traced primal
