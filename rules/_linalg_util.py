@@ -178,15 +178,14 @@ def _plain_real(*arrays):
 
 
 def _chol_inverse(low, memo):
-    """``L^-1`` for a plain real lower ``low`` (LAPACK trtri on the Fortran
-    view ``low.T``, an upper matrix: no copy), kept in ``memo`` (a dict) for
-    the next sweep of the same recording; None if L is singular."""
+    """``L^-1`` for a plain real lower ``low`` with no zero on its diagonal
+    (LAPACK trtri on the Fortran view ``low.T``, an upper matrix: no copy;
+    trtri fails only on an exactly zero diagonal entry), kept in ``memo`` (a
+    dict) for the next sweep of the same recording."""
     li = memo.get("li")
     if li is None:
         (trtri,) = _blas_lapack()[1](("trtri",), (low,))
-        lit, info = trtri(low.T, lower=0)       # (L^T)^-1 = (L^-1)^T
-        if info != 0:
-            return None
+        lit, _ = trtri(low.T, lower=0)          # (L^T)^-1 = (L^-1)^T
         li = memo["li"] = lit.T
     return li
 
@@ -204,16 +203,16 @@ def _congruence(rev_low, c, sygst):
     """``S = Li^T (C_l + C_l^T) Li`` for ``Li = L^-1``, ``C_l`` the lower
     triangle of ``c`` with half its diagonal (so the middle matrix is the
     symmetric one whose lower triangle is c's), by LAPACK's ``sygst``; S is
-    returned as a view whose upper triangle holds it (S is symmetric), or
-    None where LAPACK reports a zero pivot.
+    returned as a view whose upper triangle holds it (S is symmetric).
 
     sygst computes ``inv(B) A inv(B^T)`` for a lower B: with both axes
     reversed (``J``), ``B = J L^T J`` (``rev_low``: the Fortran view of a
     reversed C copy of L) and ``A = J c^T J`` (read below its diagonal:
-    c's lower triangle) give ``J S J``, its lower triangle S's upper one."""
+    c's lower triangle) give ``J S J``, its lower triangle S's upper one.
+    (sygst reports only illegal arguments: it has no failure to check.)"""
     a = np.ascontiguousarray(c[::-1, ::-1]).T
-    out, info = sygst(a, rev_low, itype=1, lower=1, overwrite_a=1)
-    return None if info != 0 else out[::-1, ::-1]
+    out, _ = sygst(a, rev_low, itype=1, lower=1, overwrite_a=1)
+    return out[::-1, ::-1]
 
 
 def _sym_cotangent(s, lower):
@@ -249,7 +248,7 @@ def chol_pullback_plain(low, gl, lower=True):
     trmm, sygst = _chol_kernels(low)
     c = _times_tri(gl.T, low, trmm).T                 # C = L^T gl (a C-order view)
     s = _congruence(np.ascontiguousarray(low[::-1, ::-1]).T, c, sygst)
-    return None if s is None else _sym_cotangent(s, lower)
+    return _sym_cotangent(s, lower)
 
 
 def chol_tangent_plain(low, ad, lower=True):
@@ -262,14 +261,12 @@ def chol_tangent_plain(low, ad, lower=True):
         return None
     trmm, sygst = _chol_kernels(low)
     # the Fortran view ad.T holds ad's lower triangle above its diagonal
+    # (sygst reports only illegal arguments: it has no failure to check)
     if lower:   # sygst's upper variant: inv(U^T) A inv(U) with U = L^T (low.T)
-        s, info = sygst(ad.T, low.T, itype=1, lower=0)
+        s, _ = sygst(ad.T, low.T, itype=1, lower=0)
         phi = s.T                      # S below the diagonal (C order)
     else:       # ad's upper triangle is ad.T's lower: the lower variant, B = L
-        s, info = sygst(ad.T, np.asfortranarray(low), itype=1, lower=1)
-        phi = s
-    if info != 0:
-        return None
+        phi, _ = sygst(ad.T, np.asfortranarray(low), itype=1, lower=1)
     phi = _phi_of(phi)
     # Ld^T = Phi^T L^T, a Fortran array: Ld is its C-order transpose
     return trmm(1.0, low.T, phi.T, side=1, lower=0).T
@@ -306,13 +303,10 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
     inverse, five triangular products and two sygst (one product and one
     sygst more when ``ld`` is not given), instead of the jvp of the traced
     pullback."""
-    if not _plain_real(low, gl, gld, ad) or (ld is not None and not _plain_real(low, ld)):
-        return None
-    if not np.all(np.diagonal(low)):
+    if (not _plain_real(low, gl, gld, ad) or (ld is not None and not _plain_real(low, ld))
+            or not np.all(np.diagonal(low))):
         return None
     li = _chol_inverse(low, {} if memo is None else memo)
-    if li is None:
-        return None
     if ld is None:
         ld = chol_tangent_plain(low, ad, lower)
     trmm, sygst = _chol_kernels(low)
@@ -322,8 +316,6 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
     cd += _times_tri(gld.T, low, trmm)                                # + (L^T Gd)^T
     s = _congruence(rev_low, c, sygst)
     sd = _congruence(rev_low, cd.T, sygst)
-    if s is None or sd is None:
-        return None
     s_full = np.triu(s)
     s_full += np.triu(s, 1).T                                         # S + S^T
     m = _times_tri(ld, li, trmm)                                      # M = Ld Li
@@ -447,8 +439,8 @@ class LinalgRule(ReverseRule):
     def pullback_with_tangents(self, g, gd, tangents, out_tangent=None):
         xds = self._expand(tangents)
         if _all_zero(g) or all(_is_zero(t) for t in xds):
-            c = {} if _all_zero(g) else dict(self.pullback(g))
-            cd = {} if _all_zero(gd) else dict(self.pullback(gd))
+            # no second-order term: two pullbacks (each [] for a zero cotangent)
+            c, cd = dict(self.pullback(g)), dict(self.pullback(gd))
             return [(i, c.get(i, ZERO), cd.get(i, ZERO)) for i in self.inputs()]
         if self.d.pbt is not None:
             out = self.d.pbt(self, g, gd, xds, out_tangent)

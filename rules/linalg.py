@@ -171,9 +171,9 @@ def _cholesky_pb(r, g):
 
 
 def _cholesky_pbt(r, g, gd, xds, yd=None):
+    # called with a traced input and a nonzero cotangent only
+    # (LinalgRule.pullback_with_tangents takes the other cases)
     upper, low = _chol_parts(r)
-    if r.ids[0] is None or _is_zero(g):
-        return None
     flip = mH if upper else (lambda m: m)
     gd = _zeros(r.y) if _is_zero(gd) else gd
     ad = _zeros(r.xs[0]) if _is_zero(xds[0]) else xds[0]
@@ -427,8 +427,7 @@ def _w_vector(x, y, axes, ord_, keepdims):
     yk = np.reshape(y, _kept_shape(np.shape(y), axes)) if not keepdims else y
     if ord_ is None or ord_ == 2:
         return _safe_div(conj(x), yk)
-    if ord_ == 0:
-        return None
+    # ord=0 (a count of nonzeros) never gets here: norm_maker records no rule
     ab, sg = _abs_sign(x)
     if ord_ == 1:
         return conj(sg)
@@ -471,8 +470,6 @@ def _w_matrix(x, y, axes, ord_, keepdims):
 
 def _norm_pf(r, xds):
     w, axes = _norm_weights(r)
-    if w is None:
-        return ZERO
     _, _, keepdims = _norm_args(r)
     t = np.sum(w * xds[0], axis=axes, keepdims=keepdims)
     return np.real(t) if _cplx(t) else t
@@ -480,8 +477,6 @@ def _norm_pf(r, xds):
 
 def _norm_pb(r, g):
     w, axes = _norm_weights(r)  # recomputed from the inputs: differentiable again
-    if w is None:
-        return [ZERO] + [None] * (len(r.xs) - 1)
     _, _, keepdims = _norm_args(r)
     gk = g if keepdims else np.reshape(g, _kept_shape(g.shape, axes))
     return [gk * w] + [None] * (len(r.xs) - 1)

@@ -29,7 +29,9 @@
   a copy of the input before SciPy 1.18 and zeros from 1.18 on (asked of
   SciPy once). ``cho_solve`` and ``lu_solve`` read only their factor's
   triangles, so their cotangents live there. Pivots carry no derivative.
-  ``lu_solve`` is differentiated for real dtypes only.
+  For complex input, ``trans=2`` (``'C'``) solves with the conjugate
+  transpose, which is not holomorphic in the factor: its rules carry the
+  conjugates (``x = A^-H b`` pulls ``g`` back to ``conj(A^-1 conj(g))``).
 """
 
 import functools
@@ -250,17 +252,22 @@ def _solve_triangular_pf(r, xds):
 def _solve_triangular_pb(r, g):
     a, b = r.xs[0], r.xs[1]
     t, lower, unit = _tri_opts(r)
-    if t == 2 and a.dtype.kind == "c":
-        raise MissingRuleError("scipy.linalg.solve_triangular(trans='C') is not "
-                               "differentiated for complex input; use trans='T' on "
-                               "np.conjugate(a)")
+    if not _cplx(a):
+        t = min(t, 1)              # real: the conjugate transpose is the transpose
     x = r.y
     vec = b.ndim == 1
     g2, x2 = (_col(g), _col(x)) if vec else (g, x)
     # the factor was checked (or not) by the forward call; a non-finite
-    # cotangent gives non-finite results either way
-    gb = solve_triangular(a, g2, trans=0 if t else 1, lower=lower, unit_diagonal=unit,
-                          check_finite=False)
+    # cotangent gives non-finite results either way. gb = op(A)^-T g: for
+    # op(A) = A^H that is conj(A)^-1 g = conj(A^-1 conj(g))
+    if t == 2:
+        gb = conj(solve_triangular(a, conj(g2), trans=0, lower=lower, unit_diagonal=unit,
+                                   check_finite=False))
+    else:
+        gb = solve_triangular(a, g2, trans=0 if t else 1, lower=lower, unit_diagonal=unit,
+                              check_finite=False)
+    # the cotangent of op(A) is -gb x^T; op's transpose (conjugated for A^H)
+    # carries it to A
     if r.ids[0] is None:
         ga = None
     elif vec and a.ndim == 2 and type(gb) is np.ndarray and type(x) is np.ndarray:
@@ -268,8 +275,7 @@ def _solve_triangular_pb(r, g):
         # call, no negated or masked copies)
         ga = _tri_of_own(_op(t, np.multiply.outer(gb[:, 0], -x)), lower, unit)
     else:
-        m = -(gb @ mT(x2))
-        ga = _tri_of(m if t == 0 else mT(m), lower, unit)
+        ga = _tri_of(_op(t, -(gb @ mT(x2))), lower, unit)
     gb = np.reshape(gb, x.shape) if vec else gb
     return [_unbroadcast(ga, a.shape) if ga is not None else None,
             _unbroadcast(gb, b.shape) if r.ids[1] is not None else None] + \
@@ -493,8 +499,10 @@ def _lu_register():
     register(lu_factor)(lu_factor_maker)
 
     def _trans(r):
-        t = r.kw.get("trans", 0)
-        return {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}[t]
+        """0: A x = b, 1: A^T x = b, 2: A^H x = b (complex factor only: for a
+        real one the conjugate transpose is the transpose)."""
+        t = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}[r.kw.get("trans", 0)]
+        return 1 if t == 2 and not _cplx(r.xs[0]) else t
 
     def lu_solve_pf(r, xds):
         lu, b = r.xs
@@ -507,7 +515,7 @@ def _lu_register():
         ud = lud * _tri_mask(n, lu.dtype, False, 0)
         ad = mT(pt) @ (ld @ up + low @ ud)
         t = _trans(r)
-        ad = ad if t == 0 else mT(ad)
+        ad = _op(t, ad)
         x = r.y
         vec = b.ndim == 1
         rhs = (_col(bd) - ad @ _col(x)) if vec else bd - ad @ x
@@ -515,18 +523,20 @@ def _lu_register():
         return np.reshape(out, x.shape) if vec else out
 
     def lu_solve_pb(r, g):
+        # x = op(A)^-1 b with A = P^T L U: gb = op(A)^-T g (for op(A) = A^H,
+        # conj(A^-1 conj(g))), the cotangent of op(A) is -gb x^T, carried to
+        # A by op's transpose (conjugated for A^H), then to L and U
         lu, b = r.xs
-        if lu.dtype.kind == "c" or b.dtype.kind == "c":
-            raise MissingRuleError("scipy.linalg.lu_solve is differentiated for real "
-                                   "dtypes only; use np.linalg.solve for complex systems")
         piv = r.kw["_piv"]
         t = _trans(r)
         x = r.y
         vec = b.ndim == 1
         g2, x2 = (_col(g), _col(x)) if vec else (g, x)
-        gb = lu_solve((lu, piv), g2, trans=1 - t)
-        gop = -(gb @ mT(x2))
-        ga = gop if t == 0 else mT(gop)
+        if t == 2:
+            gb = conj(lu_solve((lu, piv), conj(g2), trans=0))
+        else:
+            gb = lu_solve((lu, piv), g2, trans=1 - t)
+        ga = _op(t, -(gb @ mT(x2)))
         n = lu.shape[-1]
         pt = _perm_matrix(piv, n, lu.dtype)
         low, up = _lu_parts(lu)

@@ -148,17 +148,22 @@ def solve_args(draw, dtype):
 
 
 def norm_args(draw, dtype):
-    kind = draw(st.sampled_from(["vector", "matrix", "flat"]))
-    if kind == "flat":
-        x = draw(crs.arrays(dtype, draw(crs.shapes(1, 3)), "nonzero"))
-        return (x,), {"keepdims": draw(st.booleans())}
-    if kind == "vector":
-        shape = draw(crs.shapes(1, 3))
-        x = draw(crs.arrays(dtype, shape, "distinct" if dtype != np.complex128 else "nonzero"))
-        ords = [None, 1, 2, np.inf, -np.inf, 3.0, 1.5]
-        axis = draw(st.integers(-len(shape), len(shape) - 1))
-        return (x,), {"ord": draw(st.sampled_from(ords)), "axis": axis,
-                      "keepdims": draw(st.booleans())}
+    """x alone: the 2-norm of all its entries."""
+    x = draw(crs.arrays(dtype, draw(crs.shapes(1, 3)), "nonzero"))
+    return (x,), {"keepdims": draw(st.booleans())}
+
+
+def vector_norm_args(draw, dtype):
+    shape = draw(crs.shapes(1, 3))
+    x = draw(crs.arrays(dtype, shape, "distinct" if dtype != np.complex128 else "nonzero"))
+    ords = [None, 1, 2, np.inf, -np.inf, 3.0, 1.5]
+    kw = {"ord": draw(st.sampled_from(ords)), "keepdims": draw(st.booleans())}
+    if len(shape) != 1 or draw(st.booleans()):  # a 1-d x takes no axis too
+        kw["axis"] = draw(st.integers(-len(shape), len(shape) - 1))
+    return (x,), kw
+
+
+def matrix_norm_args(draw, dtype):
     b = _batch(draw)
     a = rect(2, 4, batch=False)(draw, dtype)[0][0]
     if b:
@@ -169,7 +174,10 @@ def norm_args(draw, dtype):
     ord_ = draw(st.sampled_from(ords))
     if ord_ in (1, -1, np.inf, -np.inf):
         a = _apart_abs_sums(a, ax[0] if ord_ in (1, -1) else ax[1])
-    return (a.astype(dtype),), {"ord": ord_, "axis": ax, "keepdims": draw(st.booleans())}
+    kw = {"ord": ord_, "axis": ax, "keepdims": draw(st.booleans())}
+    if not b and ax == (-2, -1) and draw(st.booleans()):
+        del kw["axis"]  # a 2-d x: the matrix norm over both axes
+    return (a.astype(dtype),), kw
 
 
 def _apart_abs_sums(a, axis):
@@ -232,6 +240,8 @@ def tensorinv_args(draw, dtype):
 def tensorsolve_args(draw, dtype):
     a = draw(crs.well_conditioned_matrices(dtype, 6)).reshape(2, 3, 6)
     b = draw(crs.arrays(dtype, (2, 3)))
+    if draw(st.booleans()):  # the unknown's axis first, moved back by axes=
+        return (np.ascontiguousarray(np.moveaxis(a, -1, 0)), b), {"axes": (0,)}
     return (a, b), {}
 
 
@@ -293,8 +303,13 @@ SPECS = [
     RuleSpec(np.linalg.pinv, pinv_herm_args, D, name="np.linalg.pinv-herm"),
     RuleSpec(np.linalg.lstsq, lstsq_args, DC, call=_lstsq_call),
     RuleSpec(np.linalg.norm, norm_args, C),
+    RuleSpec(np.linalg.norm, vector_norm_args, C, name="np.linalg.norm-vector"),
+    RuleSpec(np.linalg.norm, matrix_norm_args, C, name="np.linalg.norm-matrix"),
     RuleSpec(np.linalg.matrix_power, matrix_power_args, C),
     RuleSpec(np.linalg.multi_dot, multi_dot_args, C, call=_multi_dot_call),
+    # the other arrays held constant
+    RuleSpec(np.linalg.multi_dot, multi_dot_args, D, call=_multi_dot_call, wrt=(1,),
+             name="np.linalg.multi_dot-wrt1"),
     RuleSpec(np.linalg.tensorinv, tensorinv_args, DC),
     RuleSpec(np.linalg.tensorsolve, tensorsolve_args, DC),
     RuleSpec(np.linalg.matrix_rank, _rank_args, D, modes=frozenset({"nondiff"})),
@@ -326,7 +341,8 @@ if _sl is not None and hasattr(_sl, "expm"):
         n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.well_conditioned_matrices(dtype, n, bt))
         b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
-        kw = {"lower": draw(st.booleans()), "trans": draw(st.sampled_from([0, 1, "T"])),
+        kw = {"lower": draw(st.booleans()),
+              "trans": draw(st.sampled_from([0, 1, 2, "N", "T", "C"])),
               "unit_diagonal": draw(st.booleans())}
         return (a, b), kw
 
@@ -356,7 +372,7 @@ if _sl is not None and hasattr(_sl, "expm"):
         a = draw(crs.arrays(dtype, bt + (n, n))) * 0.3 + np.eye(n)[::-1] * 2
         lu, piv = _sl.lu_factor(a.astype(dtype))
         b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
-        return (lu, b), {"piv": piv, "trans": draw(st.sampled_from([0, 1]))}
+        return (lu, b), {"piv": piv, "trans": draw(st.sampled_from([0, 1, 2]))}
 
     def _lu_solve_call(lu, b, piv, trans):
         return _sl.lu_solve((lu, piv), b, trans=trans)
@@ -366,12 +382,17 @@ if _sl is not None and hasattr(_sl, "expm"):
         RuleSpec(_sl.sqrtm, _swellcond, DC, name="scipy.linalg.sqrtm"),
         RuleSpec(_sl.logm, _swellcond, DC, name="scipy.linalg.logm"),
         RuleSpec(_sl.solve_triangular, _tri_args, C, name="scipy.linalg.solve_triangular"),
+        # one argument differentiated, the other held constant
+        RuleSpec(_sl.solve_triangular, _tri_args, DC, wrt=(1,),
+                 name="scipy.linalg.solve_triangular-b"),
+        RuleSpec(_sl.solve_triangular, _tri_args, D, wrt=(0,),
+                 name="scipy.linalg.solve_triangular-a"),
         RuleSpec(_sl.cho_factor, _cho_factor_args, DC, call=lambda a, lower: _sl.cho_factor(
             a, lower=lower)[0], name="scipy.linalg.cho_factor"),
         RuleSpec(_sl.cho_solve, _cho_solve_args, C, call=_cho_solve_call,
                  name="scipy.linalg.cho_solve"),
         RuleSpec(_sl.lu_factor, _lu_factor_args, DC, call=_lu_factor_call,
                  name="scipy.linalg.lu_factor"),
-        RuleSpec(_sl.lu_solve, _lu_solve_args, F, call=_lu_solve_call,
+        RuleSpec(_sl.lu_solve, _lu_solve_args, C, call=_lu_solve_call,
                  name="scipy.linalg.lu_solve"),
     ]

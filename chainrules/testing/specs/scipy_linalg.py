@@ -46,6 +46,9 @@ if _sv is not None and hasattr(_sv, "solve_sylvester"):
         RuleSpec(_sv._solve_discrete_lyapunov, _dlyap_args,
                  ("float64", "float32", "complex128"),
                  name="scipy.linalg.solve_discrete_lyapunov"),
+        # q alone (a held constant)
+        RuleSpec(_sv._solve_discrete_lyapunov, _dlyap_args, ("float64",), wrt=(1,),
+                 name="scipy.linalg.solve_discrete_lyapunov-q"),
     ]
 
 if _sv is not None and hasattr(_sv, "solve_banded"):
