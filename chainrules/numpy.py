@@ -26,27 +26,11 @@ Without traced values these functions behave like ``np.array``,
 
 import numpy as np
 
-from .rules.indexing import index_add, index_update
-from .tracing import Traced
+from .primitives import primitive
+from .tracing import Traced, holds_traced, nested_array
 
 __all__ = ["array", "asarray", "full", "full_like", "r_", "c_", "index_update",
            "index_add"]
-
-
-def _has_traced(obj):
-    if type(obj) is Traced:
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_has_traced(o) for o in obj)
-    return False
-
-
-def _build(obj):
-    if type(obj) is Traced:
-        return obj
-    if not isinstance(obj, (list, tuple)) or not _has_traced(obj):
-        return np.asarray(obj)
-    return np.stack([_build(o) for o in obj])
 
 
 def array(obj, dtype=None):
@@ -60,21 +44,16 @@ def array(obj, dtype=None):
     >>> float(cr.grad(lambda x: np.sum(array([[x, 2.0], [1.0, x]]) ** 2))(3.0))
     12.0
     """
-    if not _has_traced(obj):
-        return np.array(obj, dtype=dtype)
-    out = _build(obj)
-    if dtype is not None:
-        out = out.astype(dtype)
-    return out
+    return nested_array(obj, dtype)
 
 
 def asarray(obj, dtype=None):
     """Like ``array``; a traced value is returned as is."""
     if type(obj) is Traced and (dtype is None or np.dtype(dtype) == obj.dtype):
         return obj
-    if not _has_traced(obj):
+    if not holds_traced(obj):
         return np.asarray(obj, dtype=dtype)
-    return array(obj, dtype)
+    return nested_array(obj, dtype)
 
 
 def full(shape, fill_value, dtype=None):
@@ -131,3 +110,38 @@ class _Concatenator:
 
 r_ = _Concatenator(columns=False)
 c_ = _Concatenator(columns=True)
+
+
+# -- out-of-place updates (their rules: chainrules.rules.indexing) ---------------------
+def _promoted_copy(x, values):
+    x = np.asarray(x)
+    return np.array(x, dtype=np.result_type(x, values), copy=True)
+
+
+@primitive
+def index_update(x, index, values):
+    """``x`` with ``x[index] = values`` applied out of place (differentiable).
+
+    The result has ``np.result_type(x, values)``. Repeated positions in an
+    advanced ``index`` are ambiguous (which write wins) and raise when
+    differentiated; use ``index_add`` for accumulation.
+
+    >>> index_update(np.zeros(3), 1, 5.0)
+    array([0., 5., 0.])
+    """
+    out = _promoted_copy(x, values)
+    out[index] = values
+    return out
+
+
+@primitive
+def index_add(x, index, values):
+    """``x`` with ``values`` added at ``index`` out of place, repeated indices
+    accumulating (like ``np.add.at``); differentiable in ``x`` and ``values``.
+
+    >>> index_add(np.zeros(3), [0, 0, 2], 1.0)
+    array([2., 0., 1.])
+    """
+    out = _promoted_copy(x, values)
+    np.add.at(out, index, values)
+    return out

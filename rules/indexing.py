@@ -33,7 +33,7 @@ from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
 from chainrules.registry import accepts_sequences, lookup, op_name, register
 from chainrules.tangents import ZERO, Structural
-from chainrules.primitives import primitive
+from chainrules.numpy import index_add, index_update
 from chainrules.tracing import getitem, untraced
 
 from ._util import shape_of
@@ -220,6 +220,9 @@ class MaskedSumRule(PiecesRule):
                                 for nid, m, s in zip(self.ids, self.masks, self.shapes))
 
     def pushforward(self, tangents):
+        # the engine pushes forward only when some traced piece has an array
+        # tangent, so at least one term is added; every mask has the output's
+        # shape, so each term (and the total) has it too
         ts = self._tangents(tangents)
         total = None
         for t, m in zip(ts, self.masks):
@@ -227,12 +230,7 @@ class MaskedSumRule(PiecesRule):
                 continue
             term = t * m
             total = term if total is None else total + term
-        if total is None:
-            return ZERO
-        total = to_dtype(total, self.out_dtype)
-        if total.shape != self.out_shape:
-            total = np.broadcast_to(total, self.out_shape)
-        return total
+        return to_dtype(total, self.out_dtype)
 
 
 def _pieces(ids_i, value):
@@ -308,41 +306,7 @@ def _choose_maker(ids, a, choices, out=None, mode="raise"):
 accepts_sequences(np.choose, 1)
 
 
-# -- index_update, index_add ------------------------------------------------------------
-def _promoted_copy(x, values):
-    x = np.asarray(x)
-    return np.array(x, dtype=np.result_type(x, values), copy=True)
-
-
-@primitive
-def index_update(x, index, values):
-    """``x`` with ``x[index] = values`` applied out of place (differentiable).
-
-    The result has ``np.result_type(x, values)``. Repeated positions in an
-    advanced ``index`` are ambiguous (which write wins) and raise when
-    differentiated; use ``index_add`` for accumulation.
-
-    >>> index_update(np.zeros(3), 1, 5.0)
-    array([0., 5., 0.])
-    """
-    out = _promoted_copy(x, values)
-    out[index] = values
-    return out
-
-
-@primitive
-def index_add(x, index, values):
-    """``x`` with ``values`` added at ``index`` out of place, repeated indices
-    accumulating (like ``np.add.at``); differentiable in ``x`` and ``values``.
-
-    >>> index_add(np.zeros(3), [0, 0, 2], 1.0)
-    array([2., 0., 1.])
-    """
-    out = _promoted_copy(x, values)
-    np.add.at(out, index, values)
-    return out
-
-
+# -- index_update, index_add (defined in chainrules.numpy) -----------------------------
 class IndexUpdateRule(ZipLinearRule):
     """``index_update`` (``keep`` is the mask of untouched entries) or
     ``index_add`` (``keep`` is None)."""
@@ -387,8 +351,8 @@ class IndexUpdateRule(ZipLinearRule):
         tx = next(it) if self.x_id is not None else ZERO
         tv = next(it) if self.v_id is not None else ZERO
         if isinstance(tv, Structural):
-            if isinstance(tx, Structural):
-                return ZERO
+            # tx is an array: the engine never pushes forward a rule whose
+            # every input tangent is structurally zero
             return to_dtype(tx if self.keep is None else tx * self.keep, self.out_dtype)
         if isinstance(tx, Structural):
             tx = np.zeros(self.x_shape, self.out_dtype)

@@ -2,7 +2,7 @@
 
 Every import in a core module, at module level or inside a function, is an
 edge of the import graph; the graph must have no cycle, and each module may
-import only modules of its own layer or below (DESIGN.md draws the layers):
+import only modules of its own layer or below (docs/design.md draws the layers):
 
 errors, arrays, pytree -> tangents -> rule -> registry -> sweep_common ->
 sweep_reverse, sweep_forward -> graph (the engine: the tape and its sweeps)
@@ -35,7 +35,7 @@ LAYERS = [
     {"tracing"},
     {"arguments", "broadcast", "derived", "derived_common", "derived_linear", "derived_nary",
      "primitives", "transpose"},
-    {"anomaly", "api", "jacobians", "linearization", "checkpoint"},
+    {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 
@@ -65,8 +65,8 @@ def test_core_modules_import_only_lower_layers():
     bad = []
     for mod, k in LAYER.items():
         for dep in _imports(mod):
-            if dep == "rules":
-                bad.append(f"{mod} imports the rule library")
+            if dep in ("rules", "scipy", "testing"):
+                bad.append(f"{mod} imports chainrules.{dep}, which sits above the core")
             elif dep in LAYER and LAYER[dep] > k:
                 bad.append(f"{mod} (layer {k}) imports {dep} (layer {LAYER[dep]})")
     assert not bad, "\n".join(bad)
@@ -90,7 +90,7 @@ def test_core_import_graph_has_no_cycle():
 
 
 def test_every_core_module_is_in_a_layer():
-    core = {p.stem for p in PKG.glob("*.py")} - {"__init__", "numpy"}
+    core = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
     assert core <= set(LAYER), f"modules without a layer: {sorted(core - set(LAYER))}"
 
 
@@ -111,3 +111,35 @@ print(sorted(k.split(".")[1] for k in sys.modules if k.startswith("chainrules.")
                          check=True).stdout
     loaded = set(eval(out))
     assert loaded == set(mods), f"importing {mods} also loaded {sorted(loaded - set(mods))}"
+
+
+def _package_imports(path, package):
+    """The chainrules subpackages and core modules imported anywhere in a
+    module of ``package`` (``rules``, ``scipy``, ``testing``)."""
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: within the package itself
+                continue
+            if node.module and node.module.startswith("chainrules."):
+                out.add(node.module.split(".")[1])
+            elif node.module == "chainrules":
+                out.update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("chainrules."):
+                    out.add(a.name.split(".")[1])
+    return out
+
+
+@pytest.mark.parametrize("package,refused", [
+    ("rules", {"scipy", "testing"}),      # the rule library: the core only
+    ("scipy", {"testing"}),               # the SciPy twins: the core and the rules
+])
+def test_upper_packages_import_downward(package, refused):
+    root = PKG.parent / "rules" if package == "rules" else PKG / package
+    bad = [f"{p.relative_to(root.parent)} imports chainrules.{d}"
+           for p in sorted(root.rglob("*.py")) for d in _package_imports(p, package)
+           if d in refused]
+    assert not bad, "\n".join(bad)

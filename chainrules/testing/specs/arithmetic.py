@@ -99,6 +99,16 @@ def _where_one(draw, dtype):
     return (cond, draw(crs.arrays(dtype, sx))), {}
 
 
+def _where_small_x(draw, dtype):
+    """``(cond, x, y)`` with ``y`` of the full output shape and ``cond``,
+    ``x`` broadcast against it: with ``y`` held constant, the tangent of ``x``
+    is broadcast up to the output."""
+    sc, sx, sy = draw(crs.broadcastable_shapes(n=3))
+    sy = np.broadcast_shapes(sc, sx, sy)
+    cond = draw(crs.arrays("float64", sc, "real")) > 0
+    return (cond, draw(crs.arrays(dtype, sx)), draw(crs.arrays(dtype, sy))), {}
+
+
 def _clip_kwargs(draw, dtype):
     (x,), _ = grid(draw, dtype)
     kw = draw(st.sampled_from([{"min": -0.5, "max": 0.7}, {"min": -0.5}, {"max": 0.7},
@@ -167,6 +177,7 @@ SPECS = [
     RuleSpec(np.where, _where, C),
     _named(np.where, _where_one, C, lambda c, x: np.where(c, x, 0.5), "np.where-scalar-right"),
     _named(np.where, _where_one, C, lambda c, x: np.where(c, -1.0, x), "np.where-scalar-left"),
+    RuleSpec(np.where, _where_small_x, C, name="np.where-x-alone", wrt=(1,)),
     # mod and friends: derivative 1 in x, -quotient in y
     RuleSpec(np.remainder, _quotient_pair, R),
     _named(np.remainder, _mod_scalar_right, R, lambda x: x % 1.5, "np.remainder-scalar-right"),

@@ -113,6 +113,7 @@ EINSUM_CASES = [
     ("...i,...i", [(1, 3), (2, 3)]),
     ("i...->...", [(2, 3, 2)]),
     ("ij,ij->ij", [(1, 3), (2, 3)]),
+    ("ij,ij->i", [(2, 3), (2, 1)]),  # a summed index of size 1 in one operand only
     ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
     ("ii,ij,j->", [(2, 2), (2, 3), (3,)]),
     ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
@@ -127,6 +128,19 @@ def _einsum(draw, dtype):
     subs, shapes = draw(st.sampled_from(EINSUM_CASES))
     ops = tuple(draw(crs.arrays(dtype, s)) for s in shapes)
     return (subs,) + ops, {}
+
+
+def _einsum_pair(draw, dtype):
+    subs, shapes = draw(st.sampled_from([c for c in EINSUM_CASES if len(c[1]) == 2]))
+    a = draw(crs.arrays(dtype, shapes[0]))
+    b = draw(crs.arrays(dtype, shapes[1], "nonzero"))
+    return (subs, a, b), {}
+
+
+def _einsum_angle_call(subs, a, b):
+    # np.angle of a real array (0 or pi) is traced with a structurally zero
+    # tangent: the einsum's pushforward gets ZeroTangent() for that operand
+    return np.einsum(subs, a, np.angle(b))
 
 
 def _einsum_sublist(draw, dtype):
@@ -176,6 +190,8 @@ SPECS = [
     RuleSpec(np.tensordot, _tensordot, C),
     RuleSpec(np.einsum, _einsum, C),
     RuleSpec(np.einsum, _einsum_sublist, C, name="np.einsum-sublist"),
+    RuleSpec(np.einsum, _einsum_pair, ("float64", "float32"), call=_einsum_angle_call,
+             name="np.einsum-zero-tangent-operand"),
     RuleSpec(np.kron, _kron, C),
     RuleSpec(np.cross, _cross, C),
 ]

@@ -150,6 +150,20 @@ def _select_call(a, b, d, c1, c2):
     return np.select([c1, c2], [a, 2.0 * b], default=d)
 
 
+def _select_stacked(draw, dtype):
+    """The choices as one array (its rows), the default a constant."""
+    out = draw(crs.shapes(0, 2))
+    rng = _rng(draw)
+    c1 = rng.random(out) < 0.4
+    c2 = rng.random(out) < 0.5
+    default = draw(st.sampled_from([0.0, _arr(draw, dtype, out)]))
+    return (_arr(draw, dtype, (2,) + out), c1, c2), {"default": default}
+
+
+def _select_stacked_call(choices, c1, c2, default=0.0):
+    return np.select([c1, c2], choices, default=default)
+
+
 def _choose(draw, dtype):
     a_shape, b_shape = draw(crs.broadcastable_shapes(2, min_dims=1))
     out = np.broadcast_shapes(a_shape, b_shape)
@@ -163,6 +177,16 @@ def _choose(draw, dtype):
 
 def _choose_call(a, b, idx, const, mode="raise"):
     return np.choose(idx, [a, const, b], mode=mode)
+
+
+def _choose_stacked(draw, dtype):
+    """The choices as one array (its rows), broadcast against the index."""
+    row, ishape = draw(crs.broadcastable_shapes(2))
+    mode = draw(st.sampled_from(["raise", "wrap", "clip"]))
+    rng = _rng(draw)
+    idx = rng.integers(0, 3, size=ishape) if mode == "raise" else \
+        rng.integers(-4, 6, size=ishape)
+    return (_arr(draw, dtype, (3,) + row), idx), {"mode": mode}
 
 
 def _update(adv):
@@ -196,8 +220,17 @@ SPECS = [
     RuleSpec(np.partition, _partition, ("float64", "float32")),
     RuleSpec(np.delete, _delete, C),
     RuleSpec(np.select, _select, C, call=_select_call),
+    RuleSpec(np.select, _select_stacked, C, call=_select_stacked_call,
+             name="np.select-stacked-choices"),
     RuleSpec(np.choose, _choose, C, call=_choose_call),
+    RuleSpec(np.choose, _choose_stacked, C,
+             call=lambda choices, idx, mode="raise": np.choose(idx, choices, mode=mode),
+             name="np.choose-stacked-choices"),
     RuleSpec(index_update, _update("basic"), C, name="index_update-basic"),
     RuleSpec(index_update, _update("unique"), C, name="index_update-advanced"),
     RuleSpec(index_add, _update("repeated"), C, name="index_add-repeated"),
+    # each argument alone: the other one held constant
+    RuleSpec(index_update, _update("unique"), C, wrt=(0,), name="index_update-x-alone"),
+    RuleSpec(index_update, _update("basic"), C, wrt=(2,), name="index_update-values-alone"),
+    RuleSpec(index_add, _update("repeated"), C, wrt=(0,), name="index_add-x-alone"),
 ]

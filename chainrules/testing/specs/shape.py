@@ -128,6 +128,21 @@ def _join(kind):
     return sample
 
 
+def _stack_rows(draw, dtype):
+    """One array whose rows are the pieces: ``np.stack(x, axis)``."""
+    base = draw(crs.shapes(0, 2))
+    x = _arr(draw, dtype, (draw(st.integers(1, 3)),) + base)
+    return (x,), {"axis": draw(st.integers(-len(base) - 1, len(base)))}
+
+
+def _concatenate_rows(draw, dtype):
+    """One array whose rows are the pieces: ``np.concatenate(x, axis)``."""
+    base = draw(crs.shapes(1, 2))
+    x = _arr(draw, dtype, (draw(st.integers(1, 3)),) + base)
+    axis = draw(st.one_of(st.none(), st.integers(-len(base), len(base) - 1)))
+    return (x,), {"axis": axis}
+
+
 def _concat_none(draw, dtype):
     a = _arr(draw, dtype, draw(crs.shapes(0, 3)))
     b = _arr(draw, dtype, draw(crs.shapes(0, 2)))
@@ -284,6 +299,8 @@ SPECS = [
              name="Traced.squeeze"),
     RuleSpec(np.broadcast_to, _broadcast_to, C),
     RuleSpec(np.broadcast_arrays, _broadcast_arrays, C),
+    RuleSpec(np.broadcast_arrays, _broadcast_arrays, C, wrt=(0,),
+             name="np.broadcast_arrays-one-constant"),
     RuleSpec(np.atleast_1d, _atleast, C),
     RuleSpec(np.atleast_2d, _atleast, C),
     RuleSpec(np.atleast_3d, _atleast, C),
@@ -291,7 +308,9 @@ SPECS = [
     RuleSpec(np.concatenate, _join("concatenate"), C, call=_join_call(np.concatenate)),
     RuleSpec(np.concatenate, _concat_none, C, call=_join_call(np.concatenate),
              name="np.concatenate-axis-None"),
+    RuleSpec(np.concatenate, _concatenate_rows, C, name="np.concatenate-one-array"),
     RuleSpec(np.stack, _join("stack"), C, call=_join_call(np.stack)),
+    RuleSpec(np.stack, _stack_rows, C, name="np.stack-one-array"),
     RuleSpec(np.hstack, _join("hstack"), C, call=_join_call(np.hstack)),
     RuleSpec(np.vstack, _join("vstack"), C, call=_join_call(np.vstack)),
     RuleSpec(np.dstack, _join("dstack"), C, call=_join_call(np.dstack)),
