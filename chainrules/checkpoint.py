@@ -43,9 +43,9 @@ from .transformed import Transformed
 from .errors import AutodiffError, UntraceableError
 from .guards import treat_as_ndarray
 from .graph import Tape
-from .rule import ReverseRule
+from .rule import MultiOutput, ReverseRule
 from .tangents import ZERO, Structural
-from .tracing import Traced
+from .tracing import Traced, record, top_tape
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointRule", "dots_saveable"]
 
@@ -160,14 +160,6 @@ class _Seg(np.ndarray):
 
 
 # -- the rule ------------------------------------------------------------------
-def _top_tape(leaves):
-    top = None
-    for v in leaves:
-        if type(v) is Traced and (top is None or v.tape.level > top.level):
-            top = v.tape
-    return top
-
-
 class CheckpointRule(ReverseRule):
     """One recorded node standing for a whole segment ``fn(*args, **kwargs)``.
 
@@ -317,7 +309,7 @@ def checkpoint(f=None, policy="nothing"):
     @functools.wraps(f)
     def checkpointed(*args, **kwargs):
         leaves, td = pytree.flatten((args, kwargs))
-        top = _top_tape(leaves)
+        top = top_tape(leaves, None)
         if top is None or not top.active or policy == "everything":
             return f(*args, **kwargs)
         traced_pos = tuple(k for k, v in enumerate(leaves)
@@ -341,11 +333,8 @@ def checkpoint(f=None, policy="nothing"):
         rule = CheckpointRule(f, td, plain, traced_pos, in_ids, len(out_leaves), multi,
                               wants, saved)
         if not multi:
-            nid = top.record(rule, out)
-            return out if nid is None else Traced(out, nid, top)
-        nids = top.record_multi(rule, out_leaves)
-        res = [o if n is None else Traced(o, n, top) for o, n in zip(out_leaves, nids)]
-        return pytree.unflatten(out_td, res)
+            return record(top, rule, out)
+        return pytree.unflatten(out_td, record(top, rule, MultiOutput(out_leaves)))
 
     checkpointed.policy = policy
     return Transformed(checkpointed, checkpoint, f, (), dict(policy=policy))

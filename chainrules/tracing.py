@@ -148,19 +148,33 @@ def dispatch(op, args, kwargs):
             types.append(ta)
     maker = lookup(op, tuple(types))
     out, rule = maker(ids, *vals, **kwargs) if kwargs else maker(ids, *vals)
+    return record(top, rule, out)
+
+
+def record(tape, rule, out):
+    """Append ``rule`` to ``tape`` and return its output ``out`` traced: the
+    one place where a traced call's result is recorded (dispatch, the
+    operators' and unary fast paths, checkpointed segments). ``rule`` None:
+    ``out`` is returned as it is (no derivative); a ``MultiOutput`` gives its
+    values traced one by one, in their container (a namedtuple keeps its
+    fields); an output of integer or boolean dtype is not recorded."""
     if rule is None:
         return out
     if type(out) is MultiOutput:
         values = out.values
-        nids = top.record_multi(rule, values)
-        res = [v if n is None else Traced(v, n, top) for v, n in zip(values, nids)]
+        nids = tape.record_multi(rule, values)
+        res = [v if n is None else Traced(v, n, tape) for v, n in zip(values, nids)]
         if isinstance(values, tuple):  # namedtuples (EighResult, ...) take fields
             return type(values)(*res) if hasattr(values, "_fields") else type(values)(res)
         return res
-    nid = top.record(rule, out)
+    nid = tape.record(rule, out)
     if nid is None:
         return out
-    return Traced(out, nid, top)
+    t = _new(Traced)  # Traced(out, nid, tape) without a Python-level __init__ call
+    t.value = out
+    t.node = nid
+    t.tape = tape
+    return t
 
 
 def _holds_traced(seq, top):
@@ -255,78 +269,58 @@ def _block(arrays, **kwargs):
 DECOMPOSITIONS[np.block] = _block
 
 
-def _dispatch1(op, x):
-    # fast path for unary calls: one traced argument, no keywords
-    tape = x.tape
-    if not tape.active:
-        return dispatch(op, (x,), None)
-    v = x.value
-    tv = type(v)
-    maker = GENERIC_MAKERS.get(op) or lookup(op, (tv if tv is not Traced else _primal_type(v),))
-    out, rule = maker([x.node], v)
-    if rule is None:
-        return out
-    if type(out) is MultiOutput:
-        return dispatch(op, (x,), None)
-    nid = tape.record(rule, out)
-    if nid is None:
-        return out
-    t = _new(Traced)  # Traced(out, nid, tape) without a Python-level __init__ call
-    t.value = out
-    t.node = nid
-    t.tape = tape
-    return t
-
-
-def _binop(op, a, b):
-    # fast path of the arithmetic operators: one or two traced arguments of
-    # one tape, no keywords; anything else (mixed levels, an inactive tape)
-    # goes through dispatch
-    if type(a) is Traced:
-        tape = a.tape
-        va = a.value
-        if type(b) is Traced:
-            if b.tape is not tape:
-                return dispatch(op, (a, b), None)
+def _binary_operator(op, reflected=False):
+    """The fast path of a binary operator as the method itself
+    (``Traced.__add__`` is ``_binary_operator(np.add)``; ``__radd__`` the
+    reflected one): one or two traced arguments of one tape, no keywords;
+    anything else (mixed levels, an inactive tape) goes through dispatch. A
+    method of its own per operator keeps the path to the maker one Python
+    frame long."""
+    def operator(self, other):
+        if reflected:
+            a, b = other, self
+        else:
+            a, b = self, other
+        if type(a) is Traced:
+            tape = a.tape
+            va = a.value
+            if type(b) is Traced:
+                if b.tape is not tape:
+                    return dispatch(op, (a, b), None)
+                vb = b.value
+                ids = [a.node, b.node]
+                tb = type(vb)
+                if tb is Traced:
+                    tb = _primal_type(vb)
+            else:
+                tb = type(b)
+                if tb not in _PLAIN and _unusual_operand(tb, op):
+                    return NotImplemented
+                vb = b
+                ids = [a.node, None]
+            ta = type(va)
+            if ta is Traced:
+                ta = _primal_type(va)
+        else:  # b is the traced one
+            ta = type(a)
+            if ta not in _PLAIN and _unusual_operand(ta, op):
+                return NotImplemented
+            tape = b.tape
+            va = a
             vb = b.value
-            ids = [a.node, b.node]
+            ids = [None, b.node]
             tb = type(vb)
             if tb is Traced:
                 tb = _primal_type(vb)
-        else:
-            tb = type(b)
-            if tb not in _PLAIN and _unusual_operand(tb, op):
-                return NotImplemented
-            vb = b
-            ids = [a.node, None]
-        ta = type(va)
-        if ta is Traced:
-            ta = _primal_type(va)
-    else:  # b is the traced one
-        ta = type(a)
-        if ta not in _PLAIN and _unusual_operand(ta, op):
-            return NotImplemented
-        tape = b.tape
-        va = a
-        vb = b.value
-        ids = [None, b.node]
-        tb = type(vb)
-        if tb is Traced:
-            tb = _primal_type(vb)
-    if not tape.active:
-        return dispatch(op, (a, b), None)
-    maker = GENERIC_MAKERS.get(op) or lookup(op, (ta, tb))
-    out, rule = maker(ids, va, vb)
-    if rule is None:
-        return out
-    nid = tape.record(rule, out)
-    if nid is None:
-        return out
-    t = _new(Traced)
-    t.value = out
-    t.node = nid
-    t.tape = tape
-    return t
+        if not tape.active:
+            return dispatch(op, (a, b), None)
+        maker = GENERIC_MAKERS.get(op) or lookup(op, (ta, tb))
+        out, rule = maker(ids, va, vb)
+        return record(tape, rule, out)
+
+    operator.__name__ = operator.__qualname__ = (
+        f"__{'r' if reflected else ''}{getattr(op, '__name__', 'op')}__")
+    return operator
 
 
 _STRUCT = set()  # filled below: structural tangent types defer to their own operators
@@ -355,6 +349,7 @@ def getitem(x, index):
 
 
 getitem._chainrules_op = True
+_getitem = _binary_operator(getitem)  # x[basic index] takes the operators' fast path
 
 
 _REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
@@ -397,7 +392,17 @@ class Traced(ConversionGuards, ArrayMethods):
             if d is not None:
                 return d(*inputs, **kwargs)
             if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
-                return _dispatch1(ufunc, inputs[0])
+                # the unary fast path: one traced argument, no keywords
+                x = inputs[0]
+                tape = x.tape
+                if not tape.active:
+                    return dispatch(ufunc, inputs, None)
+                v = x.value
+                tv = type(v)
+                maker = GENERIC_MAKERS.get(ufunc) or lookup(
+                    ufunc, (tv if tv is not Traced else _primal_type(v),))
+                out, rule = maker([x.node], v)
+                return record(tape, rule, out)
             if ufunc is np.divmod:
                 # two recorded operations: the quotient has no derivative
                 # (floor_divide), the remainder is np.remainder's
@@ -499,7 +504,7 @@ class Traced(ConversionGuards, ArrayMethods):
         # for, nothing to convert; anything else goes through dispatch
         ti = type(index)
         if ti in _BASIC_INDEX or ti is tuple and all(type(i) in _BASIC_INDEX for i in index):
-            return _binop(getitem, self, index)
+            return _getitem(self, index)
         return dispatch(getitem, (self, index), None)
 
     def copy(self):
@@ -514,29 +519,21 @@ class Traced(ConversionGuards, ArrayMethods):
         return dispatch(astype, (self, dtype), None)
 
     # -- operators -----------------------------------------------------------------
-    def __add__(self, other):
-        return _binop(np.add, self, other)
+    __add__ = _binary_operator(np.add)
 
-    def __radd__(self, other):
-        return _binop(np.add, other, self)
+    __radd__ = _binary_operator(np.add, reflected=True)
 
-    def __sub__(self, other):
-        return _binop(np.subtract, self, other)
+    __sub__ = _binary_operator(np.subtract)
 
-    def __rsub__(self, other):
-        return _binop(np.subtract, other, self)
+    __rsub__ = _binary_operator(np.subtract, reflected=True)
 
-    def __mul__(self, other):
-        return _binop(np.multiply, self, other)
+    __mul__ = _binary_operator(np.multiply)
 
-    def __rmul__(self, other):
-        return _binop(np.multiply, other, self)
+    __rmul__ = _binary_operator(np.multiply, reflected=True)
 
-    def __truediv__(self, other):
-        return _binop(np.true_divide, self, other)
+    __truediv__ = _binary_operator(np.true_divide)
 
-    def __rtruediv__(self, other):
-        return _binop(np.true_divide, other, self)
+    __rtruediv__ = _binary_operator(np.true_divide, reflected=True)
 
     def __floordiv__(self, other):
         return np.floor_divide(self, other)
@@ -563,11 +560,9 @@ class Traced(ConversionGuards, ArrayMethods):
             return round(untraced(self))
         return np.round(self, ndigits)
 
-    def __pow__(self, other):
-        return _binop(np.power, self, other)
+    __pow__ = _binary_operator(np.power)
 
-    def __rpow__(self, other):
-        return _binop(np.power, other, self)
+    __rpow__ = _binary_operator(np.power, reflected=True)
 
     def __matmul__(self, other):
         if type(other) in _STRUCT:
@@ -580,13 +575,13 @@ class Traced(ConversionGuards, ArrayMethods):
         return dispatch(np.matmul, (other, self), None)
 
     def __neg__(self):
-        return _dispatch1(np.negative, self)
+        return self.__array_ufunc__(np.negative, "__call__", self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _dispatch1(np.absolute, self)
+        return self.__array_ufunc__(np.absolute, "__call__", self)
 
     def __eq__(self, other):
         return np.equal(self, other)
