@@ -37,7 +37,6 @@ from chainrules.derived import LinearRule
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import ZERO
 
 from ._util import array_value, normalize_axis, shape_of
 
@@ -155,6 +154,19 @@ def _cast_transpose(transpose, in_dtype, g, shape, **kw):
     return c.astype(in_dtype)
 
 
+def _dtype_of(x):
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+def _cast_for(transpose, x, dtype):
+    """``transpose``, or, when ``dtype=`` computes in another dtype than x's,
+    ``transpose`` followed by the cast of the cotangent back to x's dtype."""
+    xd = _dtype_of(x)
+    if dtype is None or np.dtype(dtype) == xd:
+        return transpose
+    return functools.partial(_cast_transpose, transpose, xd)
+
+
 def _reduction_maker(op, params, transpose):
     def reduction_maker(ids, *args, **kwargs):
         _check_static(op, ids, ("axis", "dtype"))
@@ -202,7 +214,8 @@ def _cumsum_maker(ids, *args, **kwargs):
     if p["dtype"] is not None:
         kw["dtype"] = p["dtype"]
     y = np.cumsum(p["a"], **kw)
-    return y, LinearRule(ids[0], np.cumsum, _cumsum_transpose, shape_of(p["a"]), (), kw)
+    tr = _cast_for(_cumsum_transpose, p["a"], p["dtype"])
+    return y, LinearRule(ids[0], np.cumsum, tr, shape_of(p["a"]), (), kw)
 
 
 def _diff_params(a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
@@ -271,7 +284,8 @@ def _trace_maker(ids, *args, **kwargs):
     if p["dtype"] is not None:
         kw["dtype"] = p["dtype"]
     y = np.trace(p["a"], **kw)
-    return y, LinearRule(ids[0], np.trace, _trace_transpose, shape_of(p["a"]), (), kw)
+    tr = _cast_for(_trace_transpose, p["a"], p["dtype"])
+    return y, LinearRule(ids[0], np.trace, tr, shape_of(p["a"]), (), kw)
 
 
 # -- selections: max/min/ptp, nansum/nanmean ----------------------------------------
@@ -282,12 +296,16 @@ class WeightedReduceRule(ReverseRule):
     ``w`` may be given as ``select=(x, y)`` instead, the plain input and the
     reduced value: the selection weights are then computed when a sweep
     first needs them (a recording that is never differentiated, or whose
-    branch is pruned, never pays for them)."""
+    branch is pruned, never pays for them).
 
-    __slots__ = ("x_id", "w", "axes", "keepdims", "shape", "op", "select")
+    ``dtypes=(x dtype, y dtype)`` when they differ (``dtype=`` of nansum):
+    cotangents are cast to x's dtype (the real part for a real x), tangents
+    to y's."""
+
+    __slots__ = ("x_id", "w", "axes", "keepdims", "shape", "op", "select", "dtypes")
     linear = True  # piecewise linear: the weights are constant near the point
 
-    def __init__(self, x_id, w, axes, keepdims, shape, op, select=None):
+    def __init__(self, x_id, w, axes, keepdims, shape, op, select=None, dtypes=None):
         self.x_id = x_id
         self.w = w
         self.axes = axes
@@ -295,6 +313,7 @@ class WeightedReduceRule(ReverseRule):
         self.shape = shape
         self.op = op
         self.select = select
+        self.dtypes = dtypes
 
     def _weights(self):
         w = self.w
@@ -311,14 +330,18 @@ class WeightedReduceRule(ReverseRule):
         if _is_zero(g):
             return []
         c = _expand_kd(g, self.shape, self.axes, self.keepdims) * self._weights()
+        if self.dtypes is not None:
+            xd = self.dtypes[0]
+            c = (np.real(c) if c.dtype.kind == "c" and xd.kind != "c" else c).astype(xd)
         return [(self.x_id, c)]
 
     def pushforward(self, tangents):
+        # one input: Tape.forward calls a pushforward only when some input
+        # tangent is nonzero, so ``t`` is an array here
         t = tangents[0]
-        if _is_zero(t):
-            return ZERO
         # where w == 0 (NaN entries of nansum) the tangent must not leak a NaN
-        return np.sum(t * self._weights(), axis=self.axes, keepdims=self.keepdims)
+        d = np.sum(t * self._weights(), axis=self.axes, keepdims=self.keepdims)
+        return d if self.dtypes is None else d.astype(self.dtypes[1])
 
 
 def _max_params(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -394,7 +417,9 @@ def _nan_maker(op, mean):
         if mean:
             with np.errstate(invalid="ignore", divide="ignore"):
                 w = (w / np.sum(w, axis=axes, keepdims=True)).astype(w.dtype)
-        return y, WeightedReduceRule(ids[0], w, axes, keepdims, xv.shape, op)
+        yd = _dtype_of(y)
+        dtypes = None if yd == xv.dtype else (xv.dtype, yd)  # dtype= computes in another
+        return y, WeightedReduceRule(ids[0], w, axes, keepdims, xv.shape, op, dtypes=dtypes)
 
     return nan_maker
 

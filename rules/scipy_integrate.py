@@ -72,7 +72,9 @@ class OdeSpec:
             return si.odeint(rhs, z0, times, **opts)
         out = np.empty((len(times), z0.size))
         out[0] = z0
-        if len(times) > 1:
+        if times[-1] == times[0]:  # monotonic times, all equal: every row is z0
+            out[1:] = z0
+        else:
             sol = si.solve_ivp(lambda s, z: rhs(z, s), (times[0], times[-1]), z0,
                                method=self.solver, t_eval=times, **self.opts)
             if not sol.success:
@@ -91,6 +93,12 @@ CHECKPOINTS = 16
 def _grid(t):
     """Output times merged with the checkpoints: (times, index of each t)."""
     t = np.asarray(t, dtype=float)
+    steps = np.diff(np.ravel(t))
+    if not (np.all(steps >= 0) or np.all(steps <= 0)):
+        # as SciPy's odeint: the solution starts from t[0], so t[0] must be
+        # the first time in the direction of integration
+        raise ValueError("The values in t must be monotonically increasing or "
+                         "monotonically decreasing; repeated values are allowed.")
     if t.size < 2 or t[-1] == t[0]:
         return t, np.arange(t.size)
     grid = np.linspace(t[0], t[-1], CHECKPOINTS + 1)

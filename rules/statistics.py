@@ -38,9 +38,9 @@ from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import untraced
 
 from ._util import array_value, normalize_axis, shape_of
-from .reductions import (_check_static, _conj, _count, _cum_params, _expand, _expand_kd,
-                         _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype, _reject,
-                         _sum_params)
+from .reductions import (_check_static, _conj, _count, _cum_params, _dtype_of, _expand,
+                         _expand_kd, _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype,
+                         _reject, _sum_params)
 
 
 # -- nonlinear reductions: rules from a differentiable pullback ---------------------
@@ -72,11 +72,14 @@ class ComposedRule(ReverseRule):
         return tuple(cs[k] for k in self.which)
 
     def pullback(self, g):
-        if _zero_cot(g):
-            return []
+        # the reverse sweep pulls back only a nonzero cotangent (for several
+        # outputs: a tuple with at least one nonzero entry), and
+        # pullback_with_tangents below handles zero cotangents itself
         return list(zip(self.ids, self._cots(g, self.vals)))
 
     def pushforward(self, tangents):
+        # Tape.forward calls it only when some input tangent is nonzero: a
+        # rule of one traced input always gets an array, never ZeroTangent()
         full = [ZERO] * len(self.vals)
         for k, t in zip(self.which, tangents):
             full[k] = t
@@ -117,6 +120,14 @@ def _zero_cot(g):
     if type(g) is tuple:
         return all(_is_zero(t) for t in g)
     return _is_zero(g)
+
+
+def _cast_to(c, in_dtype):
+    """The cotangent ``c`` in the input's dtype (the real part for a real
+    input), for rules whose ``dtype=`` computes in another dtype."""
+    if c.dtype.kind == "c" and in_dtype.kind != "c":
+        c = np.real(c)
+    return c if c.dtype == in_dtype else c.astype(in_dtype)
 
 
 def _to_last(x, axes):
@@ -188,12 +199,10 @@ def _prod_maker(ids, *args, **kwargs):
         c = _expand_kd(g, shape, axes, keepdims) * _prod_others(xv, axes)
         if init is not None:
             c = c * init
-        return (c,)
+        return (c if dtype is None else _cast_to(c, _dtype_of(x)),)
 
     def prod_pushforward(ts, xv):
         t = ts[0]
-        if _is_zero(t):
-            return ZERO
         d = np.sum(t * _prod_others(xv, axes), axis=axes, keepdims=keepdims)
         if init is not None:
             d = d * init
@@ -240,31 +249,32 @@ def _cumprod_maker(ids, *args, **kwargs):
     def cumprod_pullback(g, xv):
         xf, back = to_last(xv)
         gf = out_to_last(g)
+        c = back(cumprod_cot(gf, xf))
+        return (c if dtype is None else _cast_to(c, _dtype_of(x)),)
+
+    def cumprod_cot(gf, xf):  # along the last axis
         if shape_of(xf)[-1] == 1:
-            return (back(gf),)
+            return gf
         m, upper = _cumprod_parts(xf)
         if m is None:
             yf = np.cumprod(xf, axis=-1)
-            c = _flip(np.cumsum(_flip(gf * yf, -1 % yf.ndim), axis=-1), -1 % yf.ndim) / xf
-        else:
-            gk = np.reshape(gf, gf.shape[:-1] + (1, gf.shape[-1]))
-            c = np.sum(gk * m * upper, axis=-1)
-        return (back(c),)
+            return _flip(np.cumsum(_flip(gf * yf, -1 % yf.ndim), axis=-1), -1 % yf.ndim) / xf
+        gk = np.reshape(gf, gf.shape[:-1] + (1, gf.shape[-1]))
+        return np.sum(gk * m * upper, axis=-1)
 
     def cumprod_pushforward(ts, xv):
         t = ts[0]
-        if _is_zero(t):
-            return ZERO
         xf, back = to_last(xv)
         tf = to_last(t)[0]
         if shape_of(xf)[-1] == 1:
-            return tf if flat else back(tf)
-        m, upper = _cumprod_parts(xf)
-        if m is None:
-            d = np.cumprod(xf, axis=-1) * np.cumsum(tf / xf, axis=-1)
+            d = tf
         else:
-            tk = np.reshape(tf, tf.shape + (1,))
-            d = np.sum(tk * m * upper, axis=-2)
+            m, upper = _cumprod_parts(xf)
+            if m is None:
+                d = np.cumprod(xf, axis=-1) * np.cumsum(tf / xf, axis=-1)
+            else:
+                tk = np.reshape(tf, tf.shape + (1,))
+                d = np.sum(tk * m * upper, axis=-2)
         d = d if flat else back(d)
         return d if dtype is None else d.astype(dtype)
 
@@ -304,14 +314,11 @@ def _var_maker(op, is_std):
 
         def var_pullback(g, xv):
             c = _expand_kd(g, shape, axes, keepdims) * _conj(centred(xv))
-            if is_std:
-                return (c / (neff * safe_std(xv)),)
-            return (c * (2.0 / neff),)
+            c = c / (neff * safe_std(xv)) if is_std else c * (2.0 / neff)
+            return (c if p["dtype"] is None else _cast_to(c, _dtype_of(x)),)
 
         def var_pushforward(ts, xv):
             t = ts[0]
-            if _is_zero(t):
-                return ZERO
             prod = _conj(centred(xv)) * t
             if prod.dtype.kind == "c":
                 prod = np.real(prod)
@@ -402,10 +409,11 @@ def _average_maker(ids, *args, **kwargs):
                 cw = gk * (av - avg) / s
             if not _is_zero(g1):
                 cw = cw + _expand_kd(g1, shape, axes, keepdims)
-            if not _is_zero(cw):
-                cw = from_b(unbroadcast(np.broadcast_to(cw, shape), bshape))
-                if cw.dtype.kind == "c" and wv.dtype.kind != "c":
-                    cw = np.real(cw)  # real weights get real cotangents
+            # g0 or g1 is nonzero (ComposedRule pulls back no zero cotangent),
+            # so cw is an array
+            cw = from_b(unbroadcast(np.broadcast_to(cw, shape), bshape))
+            if cw.dtype.kind == "c" and wv.dtype.kind != "c":
+                cw = np.real(cw)  # real weights get real cotangents
             if not _is_zero(ca) and ca.dtype.kind == "c" and av.dtype.kind != "c":
                 ca = np.real(ca)
             return (ca, cw)
@@ -424,8 +432,9 @@ def _average_maker(ids, *args, **kwargs):
                 d = d + np.sum((av - avg) * twb, axis=axes, keepdims=True) / s
                 ds = np.broadcast_to(np.sum(twb, axis=axes, keepdims=True),
                                      _kd_shape(shape, axes))
-            if not _is_zero(d):
-                d = np.reshape(np.broadcast_to(d, _kd_shape(shape, axes)), out_shape)
+            # ta or tw is nonzero (the forward sweep pushes no all-zero
+            # tangents), so d is an array
+            d = np.reshape(np.broadcast_to(d, _kd_shape(shape, axes)), out_shape)
             if returned:
                 if not _is_zero(ds):
                     ds = np.reshape(ds, out_shape)

@@ -1,7 +1,9 @@
 """Specs for rules/scipy_integrate.py: the ODE solution operation, on a
 nonlinear right-hand side with parameters, solved tightly so that finite
-differences of the solution agree with the adjoint and variational rules.
-Second order is not supported by this rule (HvpNotSupported)."""
+differences of the solution agree with the adjoint and variational rules:
+every argument at once, the parameter array alone (time points increasing or
+decreasing), and two equal time points. Second order is not supported by
+this rule (HvpNotSupported)."""
 
 import numpy as np
 from hypothesis import strategies as st
@@ -27,17 +29,43 @@ if _si is not None and hasattr(_si, "ode_solve"):
     _SPEC_IVP = _si.OdeSpec(lambda t, y, k, c: _rhs(y, t, k, c), True, "DOP853",
                             {"rtol": 1e-11, "atol": 1e-12}, "scipy.integrate.solve_ivp")
 
-    def _ode_args(draw, dtype):
+    def _increasing(draw, dtype, m):
+        return np.cumsum(0.2 + np.abs(draw(crs.arrays(dtype, (m,)))) * 0.3) - 0.3
+
+    def _either_way(draw, dtype, m):
+        """Time points increasing or decreasing (integrated backwards)."""
+        t = _increasing(draw, dtype, m)
+        return t[::-1].copy() if draw(st.booleans()) else t
+
+    def _constant(draw, dtype, m):
+        # two equal time points: the solution is y0 at both, and moving either
+        # time keeps the two in order (finite differences stay in SciPy's domain)
+        t0 = float(draw(crs.arrays(dtype, ())))
+        return np.array([t0, t0])
+
+    def _ode_args(draw, dtype, times=_increasing):
         n = draw(st.integers(1, 3))
         m = draw(st.integers(1, 4))
         y0 = draw(crs.arrays(dtype, (n,)))
-        t = np.cumsum(0.2 + np.abs(draw(crs.arrays(dtype, (m,)))) * 0.3) - 0.3
+        t = times(draw, dtype, m)
         k = draw(crs.arrays(dtype, (n,), (0.2, 1.0)))
         c = float(draw(crs.arrays(dtype, (), (-0.5, 0.5))))
         spec = _SPEC if draw(st.booleans()) else _SPEC_IVP
         return (y0, t, k, c), {"_spec": spec}
 
+    def _ode_params(draw, dtype):
+        return _ode_args(draw, dtype, _either_way)
+
+    def _ode_constant_times(draw, dtype):
+        return _ode_args(draw, dtype, _constant)
+
+    _MODES = frozenset({"rrule", "frule"})
     SPECS += [
-        RuleSpec(_si.ode_solve, _ode_args, ("float64",), modes=frozenset({"rrule", "frule"}),
+        RuleSpec(_si.ode_solve, _ode_args, ("float64",), modes=_MODES,
                  rtol=1e-5, atol=1e-6, name="scipy.integrate.ode_solve"),
+        # the parameter array alone (y0, t and the float c held constant)
+        RuleSpec(_si.ode_solve, _ode_params, ("float64",), modes=_MODES, rtol=1e-5,
+                 atol=1e-6, wrt=(2,), name="scipy.integrate.ode_solve-wrt-params"),
+        RuleSpec(_si.ode_solve, _ode_constant_times, ("float64",), modes=_MODES,
+                 rtol=1e-5, atol=1e-6, name="scipy.integrate.ode_solve-constant-times"),
     ]
