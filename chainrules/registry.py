@@ -23,7 +23,8 @@ from multipledispatch import Dispatcher
 from multipledispatch.variadic import Variadic
 
 from .errors import HvpNotSupported, MissingRuleError
-from .rule import MultiOutput, ReverseRule, op_name  # noqa: F401  (re-exported)
+from .rule import (MultiOutput, ReverseRule, dispatch_target,  # noqa: F401  (re-exported)
+                   op_name)
 
 __all__ = ["register", "rrule", "non_differentiable", "lookup", "op_name", "DISPATCHERS",
            "GENERIC_MAKERS",
@@ -59,6 +60,8 @@ def register(op, *types):
     array([ 3., 12.])
     """
 
+    op = dispatch_target(op)
+
     def deco(maker):
         d = DISPATCHERS.get(op)
         if d is None:
@@ -83,13 +86,27 @@ ALL = "all"
 def accepts_sequences(op, *positions):
     """Declare that ``op``'s rule handles lists of arrays at ``positions``
     (every position when none are given)."""
-    SEQUENCE_ARGS[op] = ALL if not positions else frozenset(positions)
+    SEQUENCE_ARGS[dispatch_target(op)] = ALL if not positions else frozenset(positions)
 
 
 #: op -> a function computing it with NumPy calls that each have a rule: on
 #: traced values the op runs as that composition (every step recorded and
 #: differentiated by its own rule), like NumPy's own Python-level functions.
-DECOMPOSITIONS = {}
+class _OpTable(dict):
+    """A dict keyed by operations, each stored under its dispatch target
+    (the ufunc under a wrapper of SciPy's array-API mode)."""
+
+    def __setitem__(self, op, value):
+        super().__setitem__(dispatch_target(op), value)
+
+    def setdefault(self, op, value=None):
+        return super().setdefault(dispatch_target(op), value)
+
+    def __contains__(self, op):
+        return super().__contains__(dispatch_target(op))
+
+
+DECOMPOSITIONS = _OpTable()
 
 
 def decompose(op):
@@ -131,7 +148,7 @@ def builtin_ops():
 
 
 def is_registered(op):
-    return op in DISPATCHERS
+    return dispatch_target(op) in DISPATCHERS
 
 
 def _generic_only(d):
@@ -148,6 +165,8 @@ def lookup(op, types):
     if m is not None:
         return m
     d = DISPATCHERS.get(op)
+    if d is None and dispatch_target(op) is not op:
+        return lookup(dispatch_target(op), types)
     m = None if d is None else d.dispatch(*types)
     if m is None:
         raise MissingRuleError(_missing_message(op, types))
@@ -181,7 +200,7 @@ def _is_dispatchable(op):
 
 
 def _check_dispatchable(op):
-    if not _is_dispatchable(op):
+    if not _is_dispatchable(dispatch_target(op)):
         raise TypeError(
             f"{op_name(op)} is a plain Python function: calls to it on traced values "
             "run its body and never reach the registry. Decorate it with "

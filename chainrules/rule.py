@@ -174,6 +174,19 @@ def rule_name(rule):
 
 
 # -- names of operations, for messages ------------------------------------------
+def dispatch_target(op):
+    """The operation traced calls reach for ``op``: a ufunc that SciPy's
+    array-API mode (``SCIPY_ARRAY_API=1``) wrapped in a Python function is
+    the ufunc itself (the wrapper asks the arguments for their namespace,
+    NumPy's for traced values, and calls the ufunc); anything else is
+    itself."""
+    if not isinstance(op, np.ufunc):
+        inner = getattr(op, "__wrapped__", None)
+        if isinstance(inner, np.ufunc):
+            return inner
+    return op
+
+
 def op_name(op):
     """A qualified, readable name of an operation, for messages: the public
     path (``numpy.sum``, ``numpy.linalg.solve``, ``scipy.special.erf``)
@@ -181,7 +194,9 @@ def op_name(op):
     name = getattr(op, "__name__", None)
     if name is not None:
         for prefix, mod in _PUBLIC_NAMESPACES():
-            if getattr(mod, name, None) is op:
+            public = getattr(mod, name, None)
+            # SciPy's array-API mode wraps its ufuncs in Python functions
+            if public is op or getattr(public, "__wrapped__", None) is op:
                 return f"{prefix}.{name}"
     if isinstance(op, np.ufunc):
         return name

@@ -431,6 +431,17 @@ class Traced(ConversionGuards, ArrayMethods):
             f"no differentiation rule for {op_name(ufunc)}.{method} with "
             f"{len(inputs)} argument(s) and keywords {sorted(kwargs)}")
 
+    def __array_namespace__(self, api_version=None):
+        # NumPy's namespace, whose functions reach chainrules through NumPy's
+        # protocols: array-API code (SciPy under SCIPY_ARRAY_API=1) then calls
+        # NumPy on traced values. The namespace object is the one SciPy's
+        # array_api_compat gives plain ndarrays, so traced and plain
+        # arguments of one call agree on it
+        import sys
+
+        compat = sys.modules.get("scipy._lib.array_api_compat.numpy")
+        return compat if compat is not None else np
+
     def __array_function__(self, func, types, args, kwargs):
         if kwargs:
             if kwargs.get("out") is not None:

@@ -62,10 +62,13 @@ def twin_for_frame(frame):
     """The dotted name of the differentiable twin of the SciPy function
     running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None."""
     modname, func = frame.f_globals.get("__name__", ""), frame.f_code.co_name
-    wrapped = frame.f_locals.get("f")
-    if modname.startswith("scipy._lib") and callable(wrapped):
-        # SciPy's batching decorator (SciPy >= 1.14) converts the arguments of
-        # the function it wraps: name that function
+    local = frame.f_locals
+    wrapped = local.get("f") if modname.startswith("scipy._lib") else (
+        local.get("func") if "_support_alternative_backends" in modname else None)
+    if callable(wrapped):
+        # SciPy's batching decorator (SciPy >= 1.14) and its array-API
+        # delegation (SCIPY_ARRAY_API=1) convert the arguments of the function
+        # they wrap: name that function
         modname = getattr(wrapped, "__module__", "") or ""
         func = getattr(wrapped, "__name__", func)
     sub = _public_module(modname)

@@ -23,7 +23,8 @@ __all__ = ["RuleSpec", "all_specs", "family_specs", "FAMILIES"]
 #: spec modules of the built-in rule families (chainrules.testing.specs.<name>)
 FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
             "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg",
-            "scipy_integrate", "scipy_signal", "scipy_stats", "composites")
+            "scipy_integrate", "scipy_signal", "scipy_stats", "composites",
+            "special_elementary", "special_distributions")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,13 @@ class RuleSpec:
     atol: Optional[float] = None
     name: Optional[str] = None
     wrt: Optional[tuple] = None
+
+    def __post_init__(self):
+        # the operation the registry holds (SciPy's array-API mode wraps its
+        # ufuncs in Python functions; the rules are the ufuncs')
+        from chainrules.rule import dispatch_target
+
+        object.__setattr__(self, "op", dispatch_target(self.op))
 
     @property
     def label(self):
