@@ -2,12 +2,18 @@
 
 ``flatten(tree)`` returns the leaves in a fixed order and a definition that
 ``unflatten`` uses to rebuild a tree of the same structure. Anything that is
-not a tuple, list, dict or dataclass instance is a leaf (``None`` included).
+not a tuple, list, dict or dataclass instance is a leaf (``None`` included):
+to make a container of your own a pytree, make it a dataclass.
+``tree_map(fn, tree, *rest)`` applies ``fn`` leaf by leaf, and
+``ravel(tree)`` flattens every leaf into one vector (for
+``scipy.optimize``) with the function that rebuilds the tree from it.
 """
 
 import dataclasses
 
-__all__ = ["flatten", "unflatten", "tree_map", "is_leaf"]
+import numpy as np
+
+__all__ = ["flatten", "unflatten", "tree_map", "is_leaf", "ravel"]
 
 
 def _kind(x):
@@ -110,3 +116,49 @@ def tree_map(fn, tree, *rest):
     leaves, td = flatten(tree)
     others = [flatten(r)[0] for r in rest]
     return unflatten(td, [fn(x, *ys) for x, *ys in zip(leaves, *others)])
+
+
+def ravel(tree):
+    """``(vector, unravel)``: the leaves of ``tree`` (arrays, scalars, traced
+    values) flattened in ``flatten``'s order into one 1-D array of their
+    common dtype, and the function that rebuilds from such a vector a tree
+    of the same structure with each leaf's shape and dtype. Both directions
+    are NumPy calls, so they differentiate: ``grad`` of a function of
+    ``unravel(v)`` is a vector, and ``ravel`` of a traced tree is traced.
+
+    >>> import numpy as np
+    >>> v, unravel = ravel({"w": np.ones((2, 2)), "b": 0.5})
+    >>> v
+    array([1. , 1. , 1. , 1. , 0.5])
+    >>> unravel(v)["w"].shape
+    (2, 2)
+    """
+    leaves, td = flatten(tree)
+    shapes = [np.shape(leaf) for leaf in leaves]
+    dtypes = [np.result_type(leaf) for leaf in leaves]
+    dtype = np.result_type(*dtypes, np.float32) if leaves else np.dtype(np.float64)
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    sizes = [int(np.prod(s)) for s in shapes]
+    if leaves:
+        vector = np.concatenate([np.ravel(leaf) for leaf in leaves])
+        if vector.dtype != dtype:
+            vector = vector.astype(dtype)
+    else:
+        vector = np.zeros(0, dtype)
+    total = sum(sizes)
+
+    def unravel(v):
+        if np.shape(v) != (total,):
+            raise ValueError(f"unravel takes a vector of {total} elements (the tree's "
+                             f"leaves, flattened), got shape {np.shape(v)}")
+        pieces, start = [], 0
+        for shape, size, dt in zip(shapes, sizes, dtypes):
+            piece = np.reshape(v[start:start + size], shape)
+            start += size
+            if np.result_type(piece) != dt and dt.kind in "fc":
+                piece = piece.astype(dt)
+            pieces.append(piece)
+        return unflatten(td, pieces)
+
+    return vector, unravel
