@@ -1,0 +1,126 @@
+"""Branch coverage of the rule library's derivative code under the rule
+sweep: every branch of a pullback, pushforward or pullback_with_tangents
+(and of the helpers they are made of) that ``tests/rules/test_sweep.py``
+never takes. Derivative code that no sweep reaches is a wrong answer that
+no test would notice.
+
+    python .ci/derivative_branches.py            # run the sweep under coverage, list
+    python .ci/derivative_branches.py --report   # list from an existing .coverage
+
+Exits 1 when a derivative branch is not taken and not explained in
+``EXPLAINED`` below (0 otherwise). Needs coverage.py (``pip install
+coverage``).
+"""
+
+import argparse
+import ast
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: functions holding derivative code, by name: the protocol's methods, the
+#: _pb/_pf/_transpose helpers of the rule makers, partials and tangents
+DERIVATIVE = re.compile(
+    r"pullback|pushforward|with_tangents|transpose|tangent|cotangent|_cot|adjoint|"
+    r"_jvp|_vjp|_pbt?$|_pf$|_pbt?_|_pf_|_t[xy]$|_dd?$", re.I)
+
+
+#: branches the sweep cannot take, by (file, function, the branch's source
+#: line): each with why, and what would take it
+EXPLAINED = {
+    ("rules/_linalg_util.py", "chol_pullback_with_tangents_plain", "if ld is None:"):
+        "the factor's tangent is passed (out_tangent) only by the engine's HVP sweep, "
+        "which the checkers do not run (chainrules.testing.recording re-implements the "
+        "sweeps); checked by hand against finite differences",
+    ("rules/_linalg_util.py", "pushforward", "if all(_is_zero(t) for t in xds):"):
+        "no sweep pushes forward a rule whose input tangents are all zero; a direct "
+        "rule.pushforward call may",
+    ("rules/decompositions.py", "_svd_pb",
+     "if k and np.any(sv <= 100 * k * np.finfo(sv.dtype).eps * scale):"):
+        "raises DomainError for the singular vectors of a rank-deficient non-square "
+        "matrix: the sweep samples where derivatives exist "
+        "(tests/rules/test_linalg.py takes it)",
+    ("rules/scipy_integrate.py", "pullback", "if is_traced(g):"):
+        "refuses a traced cotangent (HvpNotSupported): reached by nested "
+        "differentiation only, which these rules do not support",
+    ("rules/scipy_integrate.py", "pushforward",
+     "if any(is_traced(t) for t in full if t is not None and not is_zero(t)):"):
+        "refuses a traced tangent (HvpNotSupported): nested differentiation only",
+    ("rules/scipy_linalg.py", "_solve_triangular_pbt",
+     'if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")'):
+        "the generic second order for tangents that are not float ndarrays (dask "
+        "arrays): the payload sweep's dask cases, not the rule sweep",
+    ("rules/scipy_linalg.py", "_solve_triangular_pbt", "if yd is None or _is_zero(yd):"):
+        "the output's tangent is passed (out_tangent) only by the engine's HVP sweep",
+    ("rules/scipy_linalg.py", "_cho_factor_pf", "if _cho_keeps_input():"):
+        "which side runs depends on the installed SciPy (a copy of the input before "
+        "1.18, zeros from 1.18): each SciPy takes one",
+}
+
+
+def _functions(path):
+    tree = ast.parse(path.read_text())
+    return [(n.lineno, n.end_lineno, n.name) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def uncovered(report):
+    """[(file, line, target, enclosing functions)] of derivative branches
+    not taken, from coverage's JSON report."""
+    out = []
+    for name, data in sorted(report["files"].items()):
+        missing = data.get("missing_branches", [])
+        if not missing:
+            continue
+        path = pathlib.Path(name)
+        if not path.is_absolute():
+            path = ROOT / path
+        funcs = _functions(path)
+        lines = path.read_text().splitlines()
+        for line, target in missing:
+            chain = [n for a, b, n in sorted(funcs) if a <= line <= b]
+            if any(DERIVATIVE.search(n) for n in chain):
+                rel = str(path.relative_to(ROOT))
+                why = EXPLAINED.get((rel, chain[-1], lines[line - 1].strip()))
+                out.append((rel, line, target, "/".join(chain), why))
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", action="store_true",
+                        help="read the existing .coverage instead of running the sweep")
+    args = parser.parse_args(argv)
+    py = sys.executable
+    if not args.report:
+        subprocess.run([py, "-m", "coverage", "erase"], cwd=ROOT, check=True)
+        run = subprocess.run([py, "-m", "coverage", "run", "--branch", "--source=rules",
+                              "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "tests/rules/test_sweep.py"], cwd=ROOT)
+        if run.returncode != 0:
+            return run.returncode
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "coverage.json"
+        subprocess.run([py, "-m", "coverage", "json", "-q", "-o", str(out)], cwd=ROOT,
+                       check=True)
+        report = json.loads(out.read_text())
+    rows = uncovered(report)
+    totals = report["totals"]
+    open_rows = [r for r in rows if r[4] is None]
+    print(f"rules/ under the sweep: {totals['covered_branches']} of "
+          f"{totals['num_branches']} branches taken; derivative branches not taken: "
+          f"{len(rows)}, of which explained: {len(rows) - len(open_rows)}")
+    for file, line, target, chain, why in rows:
+        where = "exit" if target < 0 else f"line {target}"
+        print(f"  {file}:{line} -> {where}  in {chain}" + (f"\n      ({why})" if why else
+                                                          "  NOT EXPLAINED"))
+    return 1 if open_rows else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
