@@ -286,8 +286,18 @@ def _closure_error(fname):
 
 def checkpoint(f=None, policy="nothing"):
     """Return a version of ``f`` whose intermediate values are recomputed in
-    the backward pass instead of stored (see the module docstring for the
-    policies). Usable as ``@checkpoint`` or ``@checkpoint(policy="dots")``.
+    the backward pass instead of stored. Usable as ``@checkpoint`` or
+    ``@checkpoint(policy="dots")``.
+
+    Policies: ``"nothing"`` (default: save nothing inside the segment),
+    ``"everything"`` (record ``f`` as usual: checkpointing off), ``"dots"``
+    (save the outputs of matmul, dot, einsum, tensordot, inner, outer, kron
+    and ``numpy.linalg`` calls and recompute the elementwise work between
+    them), or a callable ``policy(op) -> bool`` naming the operations whose
+    outputs to save. ``f`` must be deterministic, and must receive every
+    value being differentiated as an argument: a closure over a traced value
+    raises ``UntraceableError`` (pass it as an argument). The checkpointing
+    guide (docs/guide/checkpointing.md) has the memory figures.
 
     >>> import numpy as np, chainrules as cr
     >>> block = cr.checkpoint(lambda x: np.tanh(np.tanh(x)))

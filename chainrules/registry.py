@@ -292,8 +292,10 @@ def rrule(op, *types):
     """Register a ChainRules-style closure rule for ``op``.
 
     The decorated function takes the primal arguments and returns
-    ``(output, pullback)``; ``pullback(g)`` returns one cotangent per
-    positional argument (``NoTangent()`` for non-differentiable ones)::
+    ``(output, pullback)``; ``pullback(g)`` returns a tuple of one cotangent
+    per positional argument (``NoTangent()`` for non-differentiable ones; a
+    list of cotangents for a sequence argument; for an operation of one
+    argument, the bare cotangent is accepted too)::
 
         @chainrules.rrule(my_op)
         def _(x, y):

@@ -30,7 +30,11 @@ class RuleCheck:
         self.f = call if call is not None else op
         self.args = args
         self.kwargs = kwargs
-        self.desc = describe(op, args, kwargs)
+        # the op, its arguments' kinds, and the input values (arrays of up to
+        # six elements in full, larger ones by their norm), so that a failure
+        # can be reproduced from its message
+        self.desc = (describe(op, args, kwargs) + "\n  at inputs: "
+                     + summary(pytree.flatten(list(args))[0]))
         self.idx = diff_positions(args, wrt, who, self.desc)
         self.primals = tuple(args[i] for i in self.idx)
         self.snap = copy_arrays((args, kwargs))
