@@ -229,15 +229,27 @@ def non_differentiable(op, *types):
     return op
 
 
+#: the second order of closure rules, ``(rule, g, gd, tangents) -> [(NodeId,
+#: cotangent, tangent of cotangent), ...]``: forward mode over the closure's
+#: own pullback (installed by ``chainrules.closure_second_order``)
+CLOSURE_SECOND_ORDER = None
+
+
 class ClosureRule(ReverseRule):
-    """A rule from a ChainRules-style closure: ``(out, pullback)``."""
+    """A rule from a ChainRules-style closure: ``(out, pullback)``. It keeps
+    the closure function and the primal arguments, so that its second order
+    (HVPs) differentiates its own pullback instead of tracing the user's
+    whole function again."""
 
-    __slots__ = ("op", "ids", "pb")
+    __slots__ = ("op", "ids", "pb", "fn", "args", "kwargs")
 
-    def __init__(self, op, ids, pb):
+    def __init__(self, op, ids, pb, fn=None, args=(), kwargs=None):
         self.op = op
         self.ids = ids
         self.pb = pb
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs or {}
 
     @property
     def name(self):
@@ -253,7 +265,11 @@ class ClosureRule(ReverseRule):
         return tuple(out)
 
     def pullback(self, g):
-        res = self.pb(g)
+        return self.pairs(self.pb(g))
+
+    def pairs(self, res):
+        """The pullback's result ``res`` (one cotangent per argument) as
+        ``[(NodeId, cotangent), ...]`` in ``inputs()`` order, checked."""
         ids = self.ids
         if len(ids) == 1 and not isinstance(res, tuple):
             res = (res,)
@@ -283,9 +299,11 @@ class ClosureRule(ReverseRule):
         return out
 
     def pullback_with_tangents(self, g, gd, tangents):
-        raise HvpNotSupported(
-            f"{self.name} has no hand-written pullback_with_tangents; "
-            "chainrules.hvp falls back to differentiating its pullback")
+        if CLOSURE_SECOND_ORDER is None or self.fn is None:
+            raise HvpNotSupported(
+                f"{self.name} has no hand-written pullback_with_tangents; "
+                "chainrules.hvp falls back to differentiating its pullback")
+        return CLOSURE_SECOND_ORDER(self, g, gd, tangents)
 
 
 def rrule(op, *types):
@@ -326,7 +344,7 @@ def rrule(op, *types):
             out, pb = fn(*args, **kwargs)
             if type(out) is tuple:  # several outputs: pullback gets a tuple
                 out = MultiOutput(out)
-            return out, ClosureRule(op, tuple(ids), pb)
+            return out, ClosureRule(op, tuple(ids), pb, fn, args, kwargs)
 
         register(op, *types)(closure_maker)
         accepts_sequences(op)  # the closure rule keeps lists of cotangents

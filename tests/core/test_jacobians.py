@@ -88,11 +88,19 @@ def test_hessian_falls_back_when_a_rule_has_no_tangent_sweep():
     def cube(x):
         return x ** 3
 
-    @cr.rrule(cube)
-    def _(x):
-        def cube_pullback(g):
-            return 3 * g * x ** 2
-        return x ** 3, cube_pullback
+    class CubeRule(cr.ReverseRule):  # a class rule without pullback_with_tangents
+        def __init__(self, i, x):
+            self.i, self.x = i, x
+
+        def inputs(self):
+            return (self.i,)
+
+        def pullback(self, g):
+            return [(self.i, 3 * g * self.x ** 2)]
+
+    @cr.register(cube)
+    def _(ids, x):
+        return x ** 3, CubeRule(ids[0], x)
 
     f = lambda x: np.sum(cube(x) * np.sin(x))  # noqa: E731
     x = np.array([0.3, -1.2])
@@ -384,3 +392,64 @@ def test_hessp_reuses_the_recording_per_point():
     value, g = h.value_and_grad(x + 1.0)
     assert len(calls) == 2
     np.testing.assert_allclose(g, cr.grad(f)(x + 1.0), rtol=1e-14)
+
+
+def test_closure_rules_carry_tangents_without_tracing_f_again():
+    """A closure rule's second order differentiates its own pullback (one
+    jvp of the rule), so hvp, hessian and hessian_operator trace f once."""
+    @cr.primitive
+    def softplus(x):
+        return np.log1p(np.exp(x))
+
+    @cr.rrule(softplus)
+    def _(x):
+        s = 1 / (1 + np.exp(-x))
+        return softplus(x), lambda g: g * s
+
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.sum(softplus(x) ** 2 * np.sin(x))
+
+    x = np.array([0.3, -1.2, 2.0])
+    v = np.array([1.0, 0.5, -1.0])
+    sp, s = np.log1p(np.exp(x)), 1 / (1 + np.exp(-x))
+    # f = sp^2 sin: f'' = 2 (s^2 + sp s (1 - s)) sin + 4 sp s cos - sp^2 sin
+    d2 = 2 * (s * s + sp * s * (1 - s)) * np.sin(x) + 4 * sp * s * np.cos(x) \
+        - sp * sp * np.sin(x)
+    np.testing.assert_allclose(cr.hvp(f, x, v), d2 * v, rtol=1e-12)
+    assert len(calls) == 1
+    calls.clear()
+    np.testing.assert_allclose(cr.hessian(f)(x), np.diag(d2), rtol=1e-12, atol=1e-14)
+    assert len(calls) == 1
+    calls.clear()
+    H = cr.hessian_operator(f, x)
+    np.testing.assert_allclose(H.matvec(v), d2 * v, rtol=1e-12)
+    np.testing.assert_allclose(H.matvec(2 * v), 2 * d2 * v, rtol=1e-12)
+    assert len(calls) == 1
+
+
+def test_closure_rule_second_order_with_a_sequence_and_two_arguments():
+    @cr.primitive
+    def weighted(xs, w):
+        return w * (xs[0] * xs[1])
+
+    @cr.rrule(weighted)
+    def _(xs, w):
+        a, b = xs
+        return w * a * b, lambda g: ([g * w * b, g * w * a], g * a * b)
+
+    def f(a, b, w):
+        return np.sum(np.sin(weighted([a, b], w)))
+
+    a, b, w = np.array([0.3, 0.7]), np.array([-0.5, 1.1]), np.array([1.3, 0.4])
+    u = (np.array([1.0, -1.0]), np.array([0.5, 2.0]), np.array([0.2, 0.3]))
+    g = lambda a, b, w: cr.grad(f, argnums=(0, 1, 2))(a, b, w)  # noqa: E731
+    hv = cr.hvp(lambda t: f(*t), (a, b, w), u)
+    h = 1e-6
+    fd = [(p - m) / (2 * h) for p, m in zip(
+        g(a + h * u[0], b + h * u[1], w + h * u[2]),
+        g(a - h * u[0], b - h * u[1], w - h * u[2]))]
+    for got, want in zip(hv, fd):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)

@@ -35,7 +35,8 @@ LAYERS = [
     {"tracing"},
     {"arguments", "broadcast", "derived", "derived_common", "derived_linear", "derived_nary",
      "primitives", "transpose"},
-    {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints"},
+    {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
+     "closure_second_order"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 
