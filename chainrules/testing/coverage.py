@@ -221,7 +221,8 @@ def coverage_table(rows=None):
         lines.append(f"| {_cell(r['family'])} | `{_cell(r['name'])}` | "
                      f"{', '.join(r['modes']) or '—'} | {', '.join(r['dtypes']) or '—'} | "
                      f"{r['specs']} |")
-    lines += _compositions_section() + _twins_section() + _audit_section()
+    lines += (_compositions_section() + _twins_section() + _special_section()
+              + _audit_section())
     return "\n".join(lines) + "\n"
 
 
@@ -266,6 +267,48 @@ def _twins_section():
              "(`chainrules.scipy.*`); the registry sweep checks each as a whole.", "",
              "| family | function | modes | dtypes |", "|---|---|---|---|"]
     lines += [f"| {_cell(f)} | `{_cell(n)}` | {m} | {d} |" for f, n, m, d in rows]
+    return lines
+
+
+def _special_section():
+    """Every ufunc of ``scipy.special`` with a float64 loop: a rule, a
+    composition of rules, or none; and the arguments without a derivative,
+    with the reason, from the rule modules' ``NO_RULE`` tables."""
+    try:
+        import numpy as np
+        import scipy.special as sc
+    except ImportError:  # pragma: no cover - SciPy is an optional extra
+        return []
+    import importlib
+
+    from chainrules.registry import DECOMPOSITIONS, DISPATCHERS
+
+    names = sorted(n for n in dir(sc) if isinstance(getattr(sc, n), np.ufunc)
+                   and any("d" in t.split("->")[0] for t in getattr(sc, n).types))
+    status = {}
+    for n in names:
+        f = getattr(sc, n)
+        status[n] = ("rule" if f in DISPATCHERS else
+                     "composition" if f in DECOMPOSITIONS else "**no rule**")
+    counts = {s: sum(1 for v in status.values() if v == s) for s in set(status.values())}
+    reasons = []
+    for mod in ("special", "special_bessel", "special_incomplete", "special_elementary",
+                "special_distributions"):
+        table = getattr(importlib.import_module(f"chainrules.rules.{mod}"), "NO_RULE", {})
+        reasons += sorted(table.items())
+    import scipy
+
+    lines = ["", "## scipy.special ufuncs", "",
+             f"Generated against SciPy {scipy.__version__}: "
+             f"{len(names)} ufuncs with a float64 loop; "
+             + ", ".join(f"{counts[s]} {s.strip('*')}" for s in sorted(counts)) + ". "
+             "A rule differentiates every argument with a closed-form derivative; the",
+             "arguments without one raise `MissingRuleError` naming them (second table).", "",
+             "| function | derivative |", "|---|---|"]
+    lines += [f"| `scipy.special.{n}` | {status[n]} |" for n in names]
+    if reasons:
+        lines += ["", "| functions (arguments) | why there is no derivative |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in reasons]
     return lines
 
 

@@ -47,7 +47,6 @@ _CATEGORIES = {
     "deprecated alias of np.vstack (which has a rule)": "row_stack",
     "deprecated alias (NumPy before 2.4) whose body calls np.trapezoid, which has a "
     "decomposition": "trapz",
-    "Bessel I0: use scipy.special.i0, which has the SciPy rule family": "i0",
 }
 
 #: function name -> reason it needs no rule of its own

@@ -22,20 +22,22 @@ def rows():
 
 
 def _split_audit(page):
-    """(the rule table, the NumPy version the audit states). The sections
-    after the rule table (compositions, twins, audit) follow the functions
-    the installed NumPy has."""
+    """(the rule table, the NumPy and SciPy versions the page states). The
+    sections after the rule table (compositions, twins, scipy.special,
+    audit) follow the functions the installed NumPy and SciPy have."""
     head = page.partition("\n## Compositions")[0]
-    audit = page.partition(coverage.AUDIT_HEADING)[2]
-    stated = audit.split("Generated against NumPy ", 1)[1].split(":", 1)[0]
-    return head, stated
+    numpy_v = page.split("Generated against NumPy ", 1)[1].split(":", 1)[0]
+    scipy_v = page.split("Generated against SciPy ", 1)[1].split(":", 1)[0]
+    return head, (numpy_v, scipy_v)
 
 
 def test_docs_coverage_page_is_up_to_date(rows):
     with open(PAGE, encoding="utf-8") as f:
         on_disk = f.read()
     made = coverage.coverage_table(rows)
-    if _split_audit(on_disk)[1] != np.__version__:
+    import scipy
+
+    if _split_audit(on_disk)[1] != (np.__version__, scipy.__version__):
         # another NumPy (another Python's wheels): its audit lists other
         # functions; the registry's tables must still be identical
         made, on_disk = _split_audit(made)[0], _split_audit(on_disk)[0]
@@ -72,7 +74,8 @@ def test_families_are_the_registering_modules(rows):
              "contractions", "shape", "shape_pieces", "indexing", "nondiff", "linalg",
              "decompositions",
              "scipy_linalg", "scipy_linalg_solvers", "scipy_linalg_schur", "scipy_integrate",
-             "scipy_signal", "fft", "special", "special_bessel", "special_incomplete"}
+             "scipy_signal", "fft", "special", "special_bessel", "special_incomplete",
+             "special_elementary", "special_distributions"}
     assert set(fam.values()) <= known
 
 

@@ -1,0 +1,949 @@
+"""``scipy.special`` ufuncs with closed-form derivatives, part of the long
+tail (registered only when SciPy is installed): SciPy's own elementary
+functions, exponential and trigonometric integrals, hypergeometric,
+elliptic and Bessel-family functions. One ``scalar_rule`` each, in every
+argument with a closed-form derivative (the others raise
+``MissingRuleError`` naming the argument), with second derivatives for HVPs.
+
+Formulas (DLMF equation numbers where they are quoted from there; every
+one was checked against finite differences and mpmath):
+
+* ``exprel(x) = (e^x - 1)/x``: from ``x f = e^x - 1``, ``f' = (e^x - f)/x`` and
+  ``f'' = (e^x - 2 f')/x``; both cancel near 0, where the Taylor series is
+  used (``|x| < 0.5``). ``h(t) = log1p(t)/t`` (``spence``, ``inv_boxcox``)
+  likewise: ``h' = (1/(1+t) - h)/t``, ``h'' = (-1/(1+t)^2 - 2h')/t``, series for
+  ``|t| < 0.2``. ``spence(x)' = log(x)/(1-x) = -h(x - 1)``.
+* ``expn(n, x)' = -E_{n-1}(x)``, ``'' = E_{n-2}(x)``, with ``E_0 = e^-x/x`` and
+  ``E_{-1}``, ``E_{-2}`` from the recurrence ``E_{m-1} = (e^-x - (m-1) E_m)/x``.
+* ``sici``, ``shichi``, ``fresnel``, ``airy``, ``airye`` have several outputs: one
+  private primitive per output (``sici_si`` ...), and the ufunc is their
+  composition. ``Ai'' = x Ai`` (9.2.1); the scaled ``airye`` outputs carry
+  ``exp(+-zeta)``, ``zeta = 2/3 x^(3/2)``, ``zeta' = sqrt(x)`` (``x > 0``; for ``x < 0``
+  SciPy leaves ``eBi`` unscaled and returns NaN for ``eAi``).
+* Kelvin functions, from Bessel's equation at ``x e^(3 pi i/4)`` (``ber + i bei``)
+  and the modified one at ``x e^(pi i/4)`` (``ker + i kei``):
+  ``ber'' = -ber'/x - bei``, ``bei'' = -bei'/x + ber``, the same for ``ker``/``kei``;
+  ``berp`` ... are the first derivatives.
+* ``struve`` (DLMF 11.4): ``H_v' = (H_{v-1} - H_{v+1})/2 + t_v``, ``modstruve``:
+  ``L_v' = (L_{v-1} + L_{v+1})/2 + t_v``, ``t_v = (x/2)^v / (2 sqrt(pi) Gamma(v + 3/2))``.
+* hypergeometric: ``0F1(;b;z)' = 0F1(;b+1;z)/b``, ``1F1' = a/b 1F1(a+1;b+1)``
+  (13.3.15), ``U(a,b,x)' = -a U(a+1,b+1,x)`` (13.3.22),
+  ``2F1' = ab/c 2F1(a+1,b+1;c+1)`` (15.5.1), Wright's ``Phi(a,b;x)' = Phi(a,a+b;x)``.
+* complete elliptic integrals, as 2F1s (19.5.1, 19.5.2, differentiated by
+  15.5.1): ``K'(m) = pi/8 2F1(3/2,3/2;2;m)``, ``K'' = 9pi/64 2F1(5/2,5/2;3;m)``,
+  ``E' = -pi/8 2F1(1/2,3/2;2;m)``, ``E'' = -3pi/64 2F1(3/2,5/2;3;m)``; ``ellipkm1``
+  near ``p = 0`` by Legendre's ``K' = (E - pK)/(2mp)``, ``p = 1 - m``.
+* incomplete ``F(phi|m)``, ``E(phi|m)``: the ``phi`` derivatives are
+  ``1/Delta`` and ``Delta``, ``Delta = sqrt(1 - m sin^2 phi)``;
+  ``dF/dm = s^3 R_D(c^2, 1, Delta^2)/6`` and ``dE/dm = -s^3 R_D(c^2, Delta^2, 1)/6``
+  (19.25.5 and 19.25.7 differentiated by 19.18.1, ``phi`` reduced to
+  ``|phi| <= pi/2`` plus ``2k K'(m)``, ``2k E'(m)``); the second ``m`` derivatives
+  from Legendre's forms ``dE/dm = (E - F)/(2m)`` and
+  ``dF/dm = (E - (1-m) F)/(2m(1-m)) - s c/(2(1-m) Delta)``, which cancel near
+  ``m = 0``: there the power series in ``m`` of the integrand is summed term by
+  term.
+* Carlson forms: ``dR_F/dz = -R_D(x,y,z)/6`` (19.18.1),
+  ``dR_G/dz = (3 R_F - z R_D)/12`` (19.18.4 and the integral of
+  ``R_{-1/2}(1/2,1/2,3/2)``); ``R_D`` and ``R_J`` by partial fractions of
+  their integrands: ``dR_D/dx = (R_D(y,z,x) - R_D(x,y,z))/(2(x-z))``,
+  ``dR_D/dz = (3/2 R_F + (x+y-2z) R_D - 3/2 sqrt(xy) z^(-3/2))/((x-z)(y-z))``,
+  ``dR_J/dx = (R_J - R_D(y,z,x))/(2(p-x))``, and the last derivative of each
+  from Euler's homogeneity relation (19.18.11). These divide by differences
+  of the arguments: where two of them coincide the limit is not taken (NaN)
+  and close to that the accuracy falls with the difference. ``R_C`` and
+  ``agm`` have two variables: their derivatives are the two-variable
+  ``R_{-a}(b1, b2; z1, z2) = z2^-a 2F1(a, b1; b1+b2; 1 - z1/z2)`` (19.18.4),
+  exact at ``x = y``; ``agm(a, b) = 1/R_{-1/2}(1/2, 1/2; a^2, b^2)``.
+* ``voigt_profile(x, sigma, gamma) = Re w(zeta) / (sigma sqrt(2 pi))`` with
+  ``zeta = (x + i gamma)/(sigma sqrt 2)``, differentiated through the Faddeeva
+  function: ``w' = -2 zeta w + 2i/sqrt(pi)``, ``w'' = (4 zeta^2 - 2) w - 4i zeta/sqrt(pi)``.
+* ``owens_t(h, a)``: ``dT/da = exp(-h^2 (1+a^2)/2) / (2 pi (1+a^2))``,
+  ``dT/dh = -phi(h) erf(a h/sqrt 2)/2`` with ``phi`` the normal density.
+* ``binom``, ``poch``: ``Gamma`` ratios, differentiated through ``digamma``.
+
+``NO_RULE`` lists what has no rule, and why.
+"""
+
+import math
+
+import numpy as np
+
+from chainrules.primitives import primitive
+
+from ._util import array_value, no_derivative
+
+try:
+    import scipy.special as sc
+except ImportError:  # pragma: no cover - SciPy is an optional extra
+    sc = None
+
+#: functions and arguments left without a derivative, with the reason
+NO_RULE = {
+    "zetac": "no closed form: zeta'(s) is not a SciPy function",
+    "expn in n": "integer order only",
+    "kn in n": "integer order only",
+    "jve, yve in v": "no closed form in the order",
+    "jve, yve at complex x": "the scaling exp(-|Im x|) is not holomorphic",
+    "struve, modstruve in v": "no closed form in the order",
+    "hyp0f1 in b": "no closed form in the parameter",
+    "hyp1f1 in a, b": "no closed form in the parameters",
+    "hyp2f1 in a, b, c": "no closed form in the parameters",
+    "hyperu in a, b": "no closed form in the parameters",
+    "wright_bessel, log_wright_bessel in a, b": "no closed form in the parameters",
+    "airye at complex x": "the scaling exp(-|Re zeta|) of eBi is not holomorphic",
+    "elliprc at complex arguments": "the derivatives are written for real x, y > 0",
+    "elliprd, elliprj (and second derivatives of elliprf, elliprg) at coincident "
+    "arguments": "the closed forms divide by differences of the arguments (a removable "
+    "singularity): NaN where two of them are equal",
+    "bdtrik, bdtrin, nbdtrik, nbdtrin, pdtrik, chdtriv, gdtrib, fdtridfd, stdtridf, "
+    "nctdtridf, ncfdtridfd, ncfdtridfn, btdtria, btdtrib": "inverses in a count, shape or "
+    "degrees-of-freedom argument: the forward function has no closed-form derivative "
+    "there, so neither has the inverse",
+    "chndtr, chndtrix, chndtridf, chndtrinc, ncfdtri, ncfdtrinc, nctdtrit, nctdtrinc, "
+    "nrdtrimn, nrdtrisd, tklmbda": "not yet: closed forms exist in some arguments (the "
+    "noncentral densities, the inverse-function theorem)",
+    "ellipj, kelvin, pbdv, pbvv, pbwa, modfresnelm, modfresnelp, itairy, it2i0k0, "
+    "it2j0y0, iti0k0, itj0y0, it2struve0, itstruve0, itmodstruve0": "not yet: several "
+    "outputs (compositions of one-output rules, as sici); the integrals' derivatives are "
+    "their integrands",
+    "hankel1, hankel1e, hankel2, hankel2e": "not yet: complex Bessel functions of the third "
+    "kind (complex output of a real order and complex argument)",
+    "besselpoly, lpmv, mathieu_a, mathieu_b, mathieu_cem, mathieu_sem, mathieu_modcem1, "
+    "mathieu_modcem2, mathieu_modsem1, mathieu_modsem2, obl_*, pro_*": "no closed form in "
+    "the characteristic parameters; the angular and radial functions return their "
+    "derivative as a second output (not yet used as a rule)",
+}
+
+# Python floats, so that float32 stays float32 (NumPy 2 promotion)
+_PI = math.pi
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_SQRT2 = math.sqrt(2.0)
+
+
+def _like(d, ref):
+    """``d`` in the dtype of ``ref``: SciPy ufuncs whose first loop is float64
+    (``hyp2f1``, ``struve``) compute a float32 array with Python scalars in
+    float64, and float32 must stay float32."""
+    dt = np.result_type(ref)
+    return d if np.result_type(d) == dt else d.astype(dt)
+
+
+def _real_only(x, what):
+    """Raise ``MissingRuleError`` for complex ``x`` (the formula is real)."""
+    if np.iscomplexobj(x):
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError(f"scipy.special.{what}: no derivative at complex arguments "
+                               "(the formula holds for real arguments only)")
+
+
+def _poly(coefs, t):
+    """``sum_j coefs[j] t^j`` by Horner's rule."""
+    acc = coefs[-1]
+    for c in reversed(coefs[:-1]):
+        acc = acc * t + c
+    return acc
+
+
+# -- exprel and log1p(t)/t: Taylor series near 0 ------------------------------------
+_EXPREL_SMALL = 0.5
+# exprel' = sum_j (j+1) u^j / (j+2)!, exprel'' = sum_j (j+1)(j+2) u^j / (j+3)!
+_EXPREL_D = [(j + 1) / math.factorial(j + 2) for j in range(18)]
+_EXPREL_DD = [(j + 1) * (j + 2) / math.factorial(j + 3) for j in range(18)]
+
+
+def _exprel_d(u, f):
+    """``exprel'(u)`` given ``f = exprel(u)``."""
+    small = np.abs(array_value(u)) < _EXPREL_SMALL
+    us = np.where(small, 1.0, u)
+    return np.where(small, _poly(_EXPREL_D, u), (np.exp(us) - f) / us)
+
+
+def _exprel_dd(u, f):
+    small = np.abs(array_value(u)) < _EXPREL_SMALL
+    us = np.where(small, 1.0, u)
+    fs = np.where(small, 1.0, f)
+    return np.where(small, _poly(_EXPREL_DD, u),
+                    (np.exp(us) - 2 * ((np.exp(us) - fs) / us)) / us)
+
+
+_LOG1P_SMALL = 0.2
+# h = log1p(t)/t = sum_j (-t)^j/(j+1); h' and h'' term by term
+_H = [(-1.0) ** j / (j + 1) for j in range(32)]
+_H_D = [(-1.0) ** (j + 1) * (j + 1) / (j + 2) for j in range(32)]
+_H_DD = [(-1.0) ** j * (j + 1) * (j + 2) / (j + 3) for j in range(32)]
+
+
+def _h(t):
+    small = np.abs(array_value(t)) < _LOG1P_SMALL
+    ts = np.where(small, 1.0, t)
+    return np.where(small, _poly(_H, t), np.log1p(ts) / ts)
+
+
+def _h_d(t):
+    small = np.abs(array_value(t)) < _LOG1P_SMALL
+    ts = np.where(small, 1.0, t)
+    return np.where(small, _poly(_H_D, t), (1 / (1 + ts) - np.log1p(ts) / ts) / ts)
+
+
+def _h_dd(t):
+    small = np.abs(array_value(t)) < _LOG1P_SMALL
+    ts = np.where(small, 1.0, t)
+    hd = (1 / (1 + ts) - np.log1p(ts) / ts) / ts
+    return np.where(small, _poly(_H_DD, t), (-1 / ((1 + ts) * (1 + ts)) - 2 * hd) / ts)
+
+
+# -- sin(x)/x and sinh(x)/x and their derivatives -----------------------------------
+# d/dx sinh(x)/x = sum_k 2k x^(2k-1) / (2k+1)!; d/dx sin(x)/x alternates in sign
+_SINHC_D = [0.0] * 16
+for _k in range(1, 8):
+    _SINHC_D[2 * _k - 1] = 2 * _k / math.factorial(2 * _k + 1)
+_SINC_D = [c * (-1.0) ** ((j + 1) // 2) for j, c in enumerate(_SINHC_D)]
+
+
+def _sinc_d(x):
+    """``d/dx sin(x)/x``: ``(cos x - sin(x)/x)/x``, its series for ``|x| < 0.5``."""
+    small = np.abs(array_value(x)) < 0.5
+    xs = np.where(small, 1.0, x)
+    return np.where(small, _poly(_SINC_D, x), (np.cos(xs) - np.sin(xs) / xs) / xs)
+
+
+def _sinhc(x):
+    zero = array_value(x) == 0
+    xs = np.where(zero, 1.0, x)
+    return np.where(zero, 1.0, np.sinh(xs) / xs)
+
+
+def _sinhc_d(x):
+    small = np.abs(array_value(x)) < 0.5
+    xs = np.where(small, 1.0, x)
+    return np.where(small, _poly(_SINHC_D, x), (np.cosh(xs) - np.sinh(xs) / xs) / xs)
+
+
+# -- exponential integrals ------------------------------------------------------------
+def _expn_low(m, x):
+    """``E_m(x)`` for integer ``m >= -2`` (SciPy's ``expn`` needs ``m >= 0``)."""
+    mv = array_value(m)
+    e = np.exp(-x)
+    e0 = e / x
+    em1 = (e + e0) / x
+    em2 = (e + 2 * em1) / x
+    pos = sc.expn(np.maximum(mv, 0), x)
+    return np.where(mv >= 0, pos, np.where(mv == -1, em1, em2))
+
+
+# -- elliptic integrals ---------------------------------------------------------------
+def _ellipk_d(m):
+    return _like((_PI / 8) * sc.hyp2f1(1.5, 1.5, 2.0, m), m)
+
+
+def _ellipk_dd(m):
+    return _like((9 * _PI / 64) * sc.hyp2f1(2.5, 2.5, 3.0, m), m)
+
+
+def _ellipe_d(m):
+    return _like((-_PI / 8) * sc.hyp2f1(0.5, 1.5, 2.0, m), m)
+
+
+def _ellipe_dd(m):
+    return _like((-3 * _PI / 64) * sc.hyp2f1(1.5, 2.5, 3.0, m), m)
+
+
+def _ellipkm1_d(p, k):
+    """``d/dp K(1 - p) = -K'(1 - p)``: for ``p < 0.5`` from ``(E - pK)/(2mp)``,
+    accurate as ``p -> 0`` where ``1 - p`` would lose ``p``."""
+    pv = array_value(p)
+    near = pv < 0.5
+    ps = np.where(near, p, 0.25)
+    m = 1 - ps
+    formula = (sc.ellipe(m) - ps * np.where(near, k, 1.0)) / (2 * m * ps)
+    far = _ellipk_d(1 - np.where(near, 0.75, p))
+    return -np.where(near, formula, far)
+
+
+def _ellipkm1_dd(p, k):
+    pv = array_value(p)
+    near = pv < 0.5
+    ps = np.where(near, p, 0.25)
+    ks = np.where(near, k, 1.0)
+    m = 1 - ps
+    kd = (sc.ellipe(m) - ps * ks) / (2 * m * ps)
+    formula = (ks / 2 - (2 - 4 * m) * kd) / (2 * m * ps)
+    far = _ellipk_dd(1 - np.where(near, 0.75, p))
+    return np.where(near, formula, far)
+
+
+_ELL_SMALL = 0.2
+_ELL_TERMS = 30
+# coefficients of the binomial series of (1 - u)^(-1/2) and (1 - u)^(1/2)
+_F_COEF = [1.0]
+_E_COEF = [1.0]
+for _n in range(1, _ELL_TERMS + 1):
+    _F_COEF.append(_F_COEF[-1] * (_n - 0.5) / _n)
+    _E_COEF.append(_E_COEF[-1] * (_n - 1.5) / _n)
+
+
+def _ell_series(phi, m, coef, order):
+    """``d^order/dm^order`` of ``sum_n coef[n] m^n W_n(phi)``, with
+    ``W_n = int_0^phi sin^2n`` (``W_n = ((2n-1) W_{n-1} - sin^(2n-1) cos)/(2n)``):
+    ``F(phi|m)`` for the coefficients of ``(1-u)^(-1/2)``, ``E`` for ``(1-u)^(1/2)``.
+    Used for ``|m| < 0.2``: the terms fall like ``0.2^n``."""
+    s, c = np.sin(phi), np.cos(phi)
+    s2 = s * s
+    w = phi
+    p = s * c
+    total = 0.0
+    mp = 1.0
+    for n in range(1, _ELL_TERMS + 1):
+        w = ((2 * n - 1) * w - p) / (2 * n)
+        p = p * s2
+        if n < order:
+            continue
+        fall = float(n if order == 1 else n * (n - 1))
+        total = total + (fall * coef[n]) * (mp * w)
+        mp = mp * m
+    return total
+
+
+def _reduce_phi(phi):
+    """``phi = phi0 + k pi`` with ``|phi0| <= pi/2``: ``(phi0, k)``."""
+    k = np.round(array_value(phi) / _PI)
+    return phi - k * _PI, k
+
+
+def _f_dm(phi, m):
+    """``dF(phi|m)/dm = s^3 R_D(c^2, 1, Delta^2)/6 + 2k K'(m)`` (reduced phi)."""
+    phi0, k = _reduce_phi(phi)
+    s, c = np.sin(phi0), np.cos(phi0)
+    base = s * s * s * sc.elliprd(c * c, 1.0, 1 - m * s * s) / 6
+    whole = np.where(k == 0, 0.0, 2 * k * sc.elliprd(0.0, 1.0, np.where(k == 0, 0.5, 1 - m)) / 6)
+    return _like(base + whole, phi)
+
+
+def _e_dm(phi, m):
+    """``dE(phi|m)/dm = -s^3 R_D(c^2, Delta^2, 1)/6 + 2k E'(m)``."""
+    phi0, k = _reduce_phi(phi)
+    s, c = np.sin(phi0), np.cos(phi0)
+    base = -s * s * s * sc.elliprd(c * c, 1 - m * s * s, 1.0) / 6
+    whole = np.where(k == 0, 0.0,
+                     -2 * k * sc.elliprd(0.0, np.where(k == 0, 0.5, 1 - m), 1.0) / 6)
+    return _like(base + whole, phi)
+
+
+def _f_dmm(phi, m):
+    """``d2F/dm2``: Legendre's form for ``|m| >= 0.2``, the series below."""
+    small = np.abs(array_value(m)) < _ELL_SMALL
+    ms = np.where(small, 0.5, m)
+    s, c = np.sin(phi), np.cos(phi)
+    d = np.sqrt(1 - ms * s * s)
+    b = s * c / (2 * (1 - ms) * d)
+    a = _f_dm(phi, ms) + b
+    a_m = (sc.ellipkinc(phi, ms) / 2 + s * c / (2 * d) - a * (2 - 4 * ms)) / (2 * ms * (1 - ms))
+    b_m = (s * c / 2) * (1 / ((1 - ms) * (1 - ms) * d) + s * s / (2 * (1 - ms) * d * d * d))
+    series = _ell_series(phi, np.where(small, m, 0.0), _F_COEF, 2)
+    return _like(np.where(small, series, a_m - b_m), phi)
+
+
+def _e_dmm(phi, m):
+    """``d2E/dm2 = -(E_m + F_m)/(2m)``, the series for ``|m| < 0.2``."""
+    small = np.abs(array_value(m)) < _ELL_SMALL
+    ms = np.where(small, 0.5, m)
+    legendre = -(_e_dm(phi, ms) + _f_dm(phi, ms)) / (2 * ms)
+    series = _ell_series(phi, np.where(small, m, 0.0), _E_COEF, 2)
+    return _like(np.where(small, series, legendre), phi)
+
+
+# -- Carlson's symmetric integrals ------------------------------------------------------
+def _rd_1(x, y, z):
+    """``dR_D(x, y, z)/dx``."""
+    return (sc.elliprd(y, z, x) - sc.elliprd(x, y, z)) / (2 * (x - z))
+
+
+def _rd_2(x, y, z):
+    return _rd_1(y, x, z)
+
+
+def _rd_3(x, y, z):
+    """``dR_D(x, y, z)/dz``."""
+    return ((1.5 * sc.elliprf(x, y, z) + (x + y - 2 * z) * sc.elliprd(x, y, z)
+             - 1.5 * np.sqrt(x) * np.sqrt(y) / (z * np.sqrt(z))) / ((x - z) * (y - z)))
+
+
+def _rd_11(x, y, z):
+    return (_rd_3(y, z, x) - 3 * _rd_1(x, y, z)) / (2 * (x - z))
+
+
+def _rd_12(x, y, z):
+    return (_rd_1(y, z, x) - _rd_2(x, y, z)) / (2 * (x - z))
+
+
+def _rd_13(x, y, z):
+    return (_rd_2(y, z, x) - _rd_3(x, y, z) + 2 * _rd_1(x, y, z)) / (2 * (x - z))
+
+
+def _rd_22(x, y, z):
+    return _rd_11(y, x, z)
+
+
+def _rd_23(x, y, z):
+    return _rd_13(y, x, z)
+
+
+def _rd_33(x, y, z):
+    return (-2.5 * _rd_3(x, y, z) - x * _rd_13(x, y, z) - y * _rd_23(x, y, z)) / z
+
+
+def _rg_2nd(i, j):
+    """``d2R_G/dz_i dz_j`` (``i <= j``) from ``dR_G/dz_i = (3 R_F - z_i R_D(.., z_i))/12``."""
+    def rf_d(args, k):  # dR_F/dz_k = -R_D(others, z_k)/6
+        return -sc.elliprd(*_rot(args, k)) / 6
+
+    def d2(*a):
+        args = a[:3]
+        if i == j:
+            return -(1.5 * sc.elliprd(*_rot(args, i)) + args[i] * _rd_3(*_rot(args, i))) / 12
+        # d/dz_j of R_D(others of i, z_i): z_j is argument place q of that call
+        rot = _rot(args, i)
+        q = [k for k in range(3) if k != i].index(j)
+        rd_q = _rd_1(*rot) if q == 0 else _rd_2(*rot)
+        return (3 * rf_d(args, j) - args[i] * rd_q) / 12
+    return d2
+
+
+def _rot(args, k):
+    """The three arguments with ``z_k`` last (the others in their order)."""
+    return tuple(a for n, a in enumerate(args) if n != k) + (args[k],)
+
+
+def _rj_1(x, y, z, p, w, k):
+    """``dR_J/dz_k`` for ``k`` in 0, 1, 2 (``w = R_J``)."""
+    args = (x, y, z)
+    return (w - sc.elliprd(*_rot(args, k))) / (2 * (p - args[k]))
+
+
+def _rj_p(x, y, z, p, w):
+    return -(1.5 * w + x * _rj_1(x, y, z, p, w, 0) + y * _rj_1(x, y, z, p, w, 1)
+             + z * _rj_1(x, y, z, p, w, 2)) / p
+
+
+def _rj_2nd(i, j):
+    """``d2R_J/dz_i dz_j`` (``i <= j``; index 3 is ``p``)."""
+    def d2(x, y, z, p, w):
+        args = (x, y, z)
+        if i == 3:  # (p, p): Euler's relation for dR_J/dp, of degree -5/2
+            return (-2.5 * _rj_p(x, y, z, p, w)
+                    - sum(args[k] * _rj_2nd(k, 3)(x, y, z, p, w) for k in range(3))) / p
+        di = _rj_1(x, y, z, p, w, i)
+        if j == 3:
+            return (_rj_p(x, y, z, p, w) - 2 * di) / (2 * (p - args[i]))
+        rot = _rot(args, i)
+        if i == j:
+            return (3 * di - _rd_3(*rot)) / (2 * (p - args[i]))
+        q = [k for k in range(3) if k != i].index(j)
+        rd_q = _rd_1(*rot) if q == 0 else _rd_2(*rot)
+        return (_rj_1(x, y, z, p, w, j) - rd_q) / (2 * (p - args[i]))
+    return d2
+
+
+def _r2(a, b1, b2, z1, z2):
+    """``R_{-a}(b1, b2; z1, z2) = z2^-a 2F1(a, b1; b1+b2; 1 - z1/z2)`` for real
+    positive ``z1``, ``z2`` (19.16.20 family), with the larger of the two as
+    ``z2`` so that the 2F1 argument is in [0, 1)."""
+    swap = array_value(z1) > array_value(z2)
+    hi = np.where(swap, z1, z2)
+    lo = np.where(swap, z2, z1)
+    u = 1 - lo / hi
+    c = float(b1 + b2)
+    f = np.where(swap, sc.hyp2f1(float(a), float(b2), c, u), sc.hyp2f1(float(a), float(b1), c, u))
+    return _like(hi ** (-a) * f, z1)
+
+
+# -- Kelvin functions near 0 ------------------------------------------------------------
+# bei'''(x) = sum_{k>=1} (-1)^k (4k+2)(4k+1)(4k) x^(4k-1) / (2^(4k+2) ((2k+1)!)^2)
+_BEI_D3 = [0.0] * 24
+for _k in range(1, 6):
+    _BEI_D3[4 * _k - 1] = ((-1.0) ** _k * (4 * _k + 2) * (4 * _k + 1) * (4 * _k)
+                           / (2.0 ** (4 * _k + 2) * math.factorial(2 * _k + 1) ** 2))
+
+
+def _over_x(f, x, at0):
+    """``f / x``, ``at0`` (the limit) at ``x = 0``."""
+    zero = array_value(x) == 0
+    return np.where(zero, at0, f / np.where(zero, 1.0, x))
+
+
+def _beip_dd(x):
+    """``bei'''(x) = 2 bei'/x^2 - ber/x + ber'``, its series for ``|x| < 1``."""
+    small = np.abs(array_value(x)) < 1
+    xs = np.where(small, 2.0, x)
+    formula = 2 * sc.beip(xs) / (xs * xs) - sc.ber(xs) / xs + sc.berp(xs)
+    return np.where(small, _poly(_BEI_D3, x), formula)
+
+
+# -- multi-output ufuncs: one primitive per output ----------------------------------------
+def _output(ufunc, k, name):
+    def out(x):
+        return ufunc(x)[k]
+
+    out.__name__ = out.__qualname__ = name
+    out.__doc__ = f"Output {k} of ``scipy.special.{ufunc.__name__}`` (one operation)."
+    return primitive(out)
+
+
+if sc is not None:
+    sici_si, sici_ci = _output(sc.sici, 0, "sici_si"), _output(sc.sici, 1, "sici_ci")
+    shichi_shi = _output(sc.shichi, 0, "shichi_shi")
+    shichi_chi = _output(sc.shichi, 1, "shichi_chi")
+    fresnel_s, fresnel_c = _output(sc.fresnel, 0, "fresnel_s"), _output(sc.fresnel, 1, "fresnel_c")
+    airy_ai, airy_aip = _output(sc.airy, 0, "airy_ai"), _output(sc.airy, 1, "airy_aip")
+    airy_bi, airy_bip = _output(sc.airy, 2, "airy_bi"), _output(sc.airy, 3, "airy_bip")
+    airye_ai, airye_aip = _output(sc.airye, 0, "airye_ai"), _output(sc.airye, 1, "airye_aip")
+    airye_bi, airye_bip = _output(sc.airye, 2, "airye_bi"), _output(sc.airye, 3, "airye_bip")
+
+
+def _airye_s(x):
+    """``(zeta', x + zeta'^2, zeta''/...)``: ``s = sqrt(x)``, ``x + s^2`` and
+    ``1/(2s)`` for ``x > 0``; ``0, x, 0`` for ``x <= 0`` (no scaling there)."""
+    pos = array_value(x) > 0
+    s = np.sqrt(np.where(pos, x, 0.0))
+    half = np.where(pos, 0.5 / np.where(pos, s, 1.0), 0.0)
+    return s, x + s * s, half
+
+
+def _register():
+    from chainrules.derived import scalar_rule
+    from chainrules.registry import DECOMPOSITIONS, non_differentiable
+
+    def nod(fn, what):
+        return no_derivative(f"scipy.special.{fn}", what)
+
+    # -- trigonometry in degrees, cos(x) - 1, angles ------------------------------------
+    k = _PI / 180.0
+    scalar_rule(sc.sindg, lambda x, y: k * sc.cosdg(x), second=lambda x, y: -(k * k) * y,
+                saves="xy")
+    scalar_rule(sc.cosdg, lambda x, y: -k * sc.sindg(x), second=lambda x, y: -(k * k) * y,
+                saves="xy")
+    scalar_rule(sc.tandg, lambda x, y: k * (1 + y * y), second_ratio=lambda x, y: 2 * k * y,
+                saves="y")
+    scalar_rule(sc.cotdg, lambda x, y: -k * (1 + y * y), second_ratio=lambda x, y: -2 * k * y,
+                saves="y")
+    scalar_rule(sc.cosm1, lambda x, y: -np.sin(x), second=lambda x, y: -(y + 1), saves="xy")
+    # radian(degrees, minutes, seconds) is linear
+    scalar_rule(sc.radian, k, k / 60.0, k / 3600.0, second=(0, 0, 0, 0, 0, 0))
+
+    # -- elementary ---------------------------------------------------------------------
+    # exp(x), not y + 1: exact where expm1 is close to -1
+    scalar_rule(sc.expm1, lambda x, y: np.exp(x), second_ratio=1, saves="x")
+    scalar_rule(sc.log1p, lambda x, y: 1 / (1 + x), second=lambda x, y: -1 / ((1 + x) * (1 + x)),
+                saves="x")
+    scalar_rule(sc.exp2, lambda x, y: _LN2 * y, second=lambda x, y: (_LN2 * _LN2) * y, saves="y")
+    scalar_rule(sc.exp10, lambda x, y: _LN10 * y, second=lambda x, y: (_LN10 * _LN10) * y,
+                saves="y")
+    scalar_rule(sc.cbrt, lambda x, y: 1 / (3 * y * y),
+                second=lambda x, y: -2 / (9 * y * y * y * y * y), saves="y")
+    # piecewise constant, as np.round
+    non_differentiable(sc.round)
+    # powm1(x, y) = x^y - 1
+    scalar_rule(sc.powm1, lambda x, y, z: y * np.power(x, y - 1),
+                lambda x, y, z: np.power(x, y) * np.log(x),
+                second=(lambda x, y, z: y * (y - 1) * np.power(x, y - 2),
+                        lambda x, y, z: np.power(x, y - 1) * (1 + y * np.log(x)),
+                        lambda x, y, z: np.power(x, y) * np.log(x) ** 2), saves="xy")
+    scalar_rule(sc.exprel, lambda x, y: _exprel_d(x, y), second=lambda x, y: _exprel_dd(x, y),
+                saves="xy")
+    scalar_rule(sc.wrightomega, lambda x, y: y / (1 + y),
+                second=lambda x, y: y / ((1 + y) * (1 + y) * (1 + y)), saves="y")
+
+    # -- error function, exponential and trigonometric integrals ------------------------
+    scalar_rule(sc.erfi, lambda x, y: (2 / _SQRT_PI) * np.exp(x * x),
+                second=lambda x, y: (4 / _SQRT_PI) * x * np.exp(x * x), saves="x")
+    scalar_rule(sc.expi, lambda x, y: np.exp(x) / x,
+                second=lambda x, y: np.exp(x) * (x - 1) / (x * x), saves="x")
+    scalar_rule(sc.exp1, lambda x, y: -np.exp(-x) / x,
+                second=lambda x, y: np.exp(-x) * (x + 1) / (x * x), saves="x")
+    non = nod("expn", "the integer order n")
+    scalar_rule(sc.expn, non, lambda n, x, z: -_expn_low(n - 1, x),
+                second=(non, 0, lambda n, x, z: _expn_low(n - 2, x)), saves="xy")
+    scalar_rule(sc.spence, lambda x, y: -_h(x - 1), second=lambda x, y: -_h_d(x - 1), saves="x")
+
+    scalar_rule(sici_si, lambda x, y: np.sinc(x / _PI), second=lambda x, y: _sinc_d(x),
+                saves="x")
+    scalar_rule(sici_ci, lambda x, y: np.cos(x) / x,
+                second=lambda x, y: -np.sin(x) / x - np.cos(x) / (x * x), saves="x")
+    scalar_rule(shichi_shi, lambda x, y: _sinhc(x), second=lambda x, y: _sinhc_d(x), saves="x")
+    scalar_rule(shichi_chi, lambda x, y: np.cosh(x) / x,
+                second=lambda x, y: np.sinh(x) / x - np.cosh(x) / (x * x), saves="x")
+    scalar_rule(fresnel_s, lambda x, y: np.sin((_PI / 2) * x * x),
+                second=lambda x, y: _PI * x * np.cos((_PI / 2) * x * x), saves="x")
+    scalar_rule(fresnel_c, lambda x, y: np.cos((_PI / 2) * x * x),
+                second=lambda x, y: -_PI * x * np.sin((_PI / 2) * x * x), saves="x")
+    DECOMPOSITIONS[sc.sici] = lambda x, **kw: (sici_si(x), sici_ci(x))
+    DECOMPOSITIONS[sc.shichi] = lambda x, **kw: (shichi_shi(x), shichi_chi(x))
+    DECOMPOSITIONS[sc.fresnel] = lambda x, **kw: (fresnel_s(x), fresnel_c(x))
+
+    # -- Airy functions: Ai'' = x Ai, Bi'' = x Bi ----------------------------------------
+    scalar_rule(airy_ai, lambda x, y: sc.airy(x)[1], second=lambda x, y: x * y, saves="xy")
+    scalar_rule(airy_aip, lambda x, y: x * sc.airy(x)[0],
+                second=lambda x, y: sc.airy(x)[0] + x * y, saves="xy")
+    scalar_rule(airy_bi, lambda x, y: sc.airy(x)[3], second=lambda x, y: x * y, saves="xy")
+    scalar_rule(airy_bip, lambda x, y: x * sc.airy(x)[2],
+                second=lambda x, y: sc.airy(x)[2] + x * y, saves="xy")
+    DECOMPOSITIONS[sc.airy] = lambda x, **kw: (airy_ai(x), airy_aip(x), airy_bi(x), airy_bip(x))
+
+    # scaled: eAi = Ai e^zeta, eBi = Bi e^-zeta (x > 0), zeta' = s = sqrt(x):
+    # eAi' = eAip + s eAi, eAip' = x eAi + s eAip, eBi' = eBip - s eBi,
+    # eBip' = x eBi - s eBip; differentiated once more with s' = 1/(2s)
+    def ae(x, k):
+        _real_only(x, "airye")
+        return sc.airye(x)[k]
+
+    def eai_d(x, y):
+        s, _, _ = _airye_s(x)
+        return ae(x, 1) + s * y
+
+    def eai_dd(x, y):
+        s, x2, h = _airye_s(x)
+        return (x2 + h) * y + 2 * s * ae(x, 1)
+
+    def eaip_d(x, y):
+        s, _, _ = _airye_s(x)
+        return x * ae(x, 0) + s * y
+
+    def eaip_dd(x, y):
+        s, x2, h = _airye_s(x)
+        return (1 + 2 * x * s) * ae(x, 0) + (x2 + h) * y
+
+    def ebi_d(x, y):
+        s, _, _ = _airye_s(x)
+        return ae(x, 3) - s * y
+
+    def ebi_dd(x, y):
+        s, x2, h = _airye_s(x)
+        return (x2 - h) * y - 2 * s * ae(x, 3)
+
+    def ebip_d(x, y):
+        s, _, _ = _airye_s(x)
+        return x * ae(x, 2) - s * y
+
+    def ebip_dd(x, y):
+        s, x2, h = _airye_s(x)
+        return (1 - 2 * x * s) * ae(x, 2) + (x2 - h) * y
+
+    scalar_rule(airye_ai, eai_d, second=eai_dd, saves="xy")
+    scalar_rule(airye_aip, eaip_d, second=eaip_dd, saves="xy")
+    scalar_rule(airye_bi, ebi_d, second=ebi_dd, saves="xy")
+    scalar_rule(airye_bip, ebip_d, second=ebip_dd, saves="xy")
+    DECOMPOSITIONS[sc.airye] = lambda x, **kw: (airye_ai(x), airye_aip(x), airye_bi(x),
+                                                airye_bip(x))
+
+    # -- hypergeometric functions -----------------------------------------------------------
+    nob = nod("hyp0f1", "the parameter b")
+    scalar_rule(sc.hyp0f1, nob, lambda b, z, out: sc.hyp0f1(b + 1, z) / b,
+                second=(nob, 0, lambda b, z, out: sc.hyp0f1(b + 2, z) / (b * (b + 1))),
+                saves="xy")
+    noa, nob = nod("hyp1f1", "the parameter a"), nod("hyp1f1", "the parameter b")
+    scalar_rule(sc.hyp1f1, noa, nob, lambda a, b, x, z: a / b * sc.hyp1f1(a + 1, b + 1, x),
+                second=(noa, 0, 0, nob, 0,
+                        lambda a, b, x, z: (a * (a + 1)) / (b * (b + 1))
+                        * sc.hyp1f1(a + 2, b + 2, x)))
+    noa, nob = nod("hyperu", "the parameter a"), nod("hyperu", "the parameter b")
+    scalar_rule(sc.hyperu, noa, nob, lambda a, b, x, z: -a * sc.hyperu(a + 1, b + 1, x),
+                second=(noa, 0, 0, nob, 0,
+                        lambda a, b, x, z: a * (a + 1) * sc.hyperu(a + 2, b + 2, x)))
+    noa, nob, noc = (nod("hyp2f1", "the parameter a"), nod("hyp2f1", "the parameter b"),
+                     nod("hyp2f1", "the parameter c"))
+    scalar_rule(sc.hyp2f1, noa, nob, noc,
+                lambda a, b, c, x, z: _like(a * b / c * sc.hyp2f1(a + 1, b + 1, c + 1, x), z),
+                second=(noa, 0, 0, 0, nob, 0, 0, noc, 0,
+                        lambda a, b, c, x, z: _like(
+                            (a * (a + 1)) * (b * (b + 1)) / (c * (c + 1))
+                            * sc.hyp2f1(a + 2, b + 2, c + 2, x), z)))
+    noa, nob = nod("wright_bessel", "the parameter a"), nod("wright_bessel", "the parameter b")
+    scalar_rule(sc.wright_bessel, noa, nob,
+                lambda a, b, x, z: sc.wright_bessel(a, a + b, x),
+                second=(noa, 0, 0, nob, 0, lambda a, b, x, z: sc.wright_bessel(a, 2 * a + b, x)))
+    noa = nod("log_wright_bessel", "the parameter a")
+    nob = nod("log_wright_bessel", "the parameter b")
+
+    def lwb_d(a, b, x, z):
+        return np.exp(sc.log_wright_bessel(a, a + b, x) - z)
+
+    scalar_rule(sc.log_wright_bessel, noa, nob, lwb_d,
+                second=(noa, 0, 0, nob, 0,
+                        lambda a, b, x, z: np.exp(sc.log_wright_bessel(a, 2 * a + b, x) - z)
+                        - lwb_d(a, b, x, z) ** 2))
+
+    # -- Gamma ratios ---------------------------------------------------------------------------
+    def tri(x):
+        return sc.zeta(2.0, x)
+
+    def binom_n(n, k):
+        return sc.digamma(n + 1) - sc.digamma(n - k + 1)
+
+    def binom_k(n, k):
+        return sc.digamma(n - k + 1) - sc.digamma(k + 1)
+
+    scalar_rule(sc.binom, lambda n, k, z: z * binom_n(n, k), lambda n, k, z: z * binom_k(n, k),
+                second=(lambda n, k, z: z * (binom_n(n, k) ** 2 + tri(n + 1) - tri(n - k + 1)),
+                        lambda n, k, z: z * (binom_n(n, k) * binom_k(n, k) + tri(n - k + 1)),
+                        lambda n, k, z: z * (binom_k(n, k) ** 2 - tri(n - k + 1) - tri(k + 1))),
+                saves="xyz")
+
+    def poch_a(a, m):
+        return sc.digamma(a + m) - sc.digamma(a)
+
+    scalar_rule(sc.poch, lambda a, m, z: z * poch_a(a, m),
+                lambda a, m, z: z * sc.digamma(a + m),
+                second=(lambda a, m, z: z * (poch_a(a, m) ** 2 + tri(a + m) - tri(a)),
+                        lambda a, m, z: z * (poch_a(a, m) * sc.digamma(a + m) + tri(a + m)),
+                        lambda a, m, z: z * (sc.digamma(a + m) ** 2 + tri(a + m))), saves="xyz")
+
+    # -- Box-Cox: boxcox(x, l) = L exprel(l L), L = log x; inverse exp(y h(l y)) -----------
+    def boxcox_rule(f, log):
+        scalar_rule(f, lambda x, lm, z: np.exp((lm - 1) * log(x)),
+                    lambda x, lm, z: log(x) ** 2 * _exprel_d(lm * log(x), sc.exprel(lm * log(x))),
+                    second=(lambda x, lm, z: (lm - 1) * np.exp((lm - 2) * log(x)),
+                            lambda x, lm, z: np.exp((lm - 1) * log(x)) * log(x),
+                            lambda x, lm, z: log(x) ** 3 * _exprel_dd(lm * log(x),
+                                                                      sc.exprel(lm * log(x)))),
+                    saves="xy")
+
+    boxcox_rule(sc.boxcox, np.log)
+    boxcox_rule(sc.boxcox1p, np.log1p)
+
+    def inv_boxcox_rule(f, shift):
+        # x = exp(g), g = y h(t), t = l y: g_y = 1/(1+t), g_l = y^2 h'(t), g_ll = y^3 h''(t)
+        def dy(y, lm, z):
+            return (z + shift) / (1 + lm * y)
+
+        def dl(y, lm, z):
+            return (z + shift) * y * y * _h_d(lm * y)
+
+        def dyy(y, lm, z):
+            return (z + shift) * (1 - lm) / ((1 + lm * y) * (1 + lm * y))
+
+        def dyl(y, lm, z):
+            t = lm * y
+            return (z + shift) * (y * y * _h_d(t) / (1 + t) - y / ((1 + t) * (1 + t)))
+
+        def dll(y, lm, z):
+            t = lm * y
+            g_l = y * y * _h_d(t)
+            return (z + shift) * (g_l * g_l + y * y * y * _h_dd(t))
+
+        scalar_rule(f, dy, dl, second=(dyy, dyl, dll), saves="xyz")
+
+    inv_boxcox_rule(sc.inv_boxcox, 0.0)
+    inv_boxcox_rule(sc.inv_boxcox1p, 1.0)
+
+    # -- elliptic integrals ------------------------------------------------------------------
+    scalar_rule(sc.ellipk, lambda m, y: _ellipk_d(m), second=lambda m, y: _ellipk_dd(m),
+                saves="x")
+    scalar_rule(sc.ellipe, lambda m, y: _ellipe_d(m), second=lambda m, y: _ellipe_dd(m),
+                saves="x")
+    scalar_rule(sc.ellipkm1, _ellipkm1_d, second=_ellipkm1_dd, saves="xy")
+
+    def delta(phi, m):
+        s = np.sin(phi)
+        return np.sqrt(1 - m * s * s)
+
+    scalar_rule(sc.ellipkinc, lambda phi, m, z: 1 / delta(phi, m),
+                lambda phi, m, z: _f_dm(phi, m),
+                second=(lambda phi, m, z: m * np.sin(phi) * np.cos(phi) / delta(phi, m) ** 3,
+                        lambda phi, m, z: np.sin(phi) ** 2 / (2 * delta(phi, m) ** 3),
+                        lambda phi, m, z: _f_dmm(phi, m)), saves="xy")
+    scalar_rule(sc.ellipeinc, lambda phi, m, z: delta(phi, m),
+                lambda phi, m, z: _e_dm(phi, m),
+                second=(lambda phi, m, z: -m * np.sin(phi) * np.cos(phi) / delta(phi, m),
+                        lambda phi, m, z: -np.sin(phi) ** 2 / (2 * delta(phi, m)),
+                        lambda phi, m, z: _e_dmm(phi, m)), saves="xy")
+
+    # Carlson's forms
+    def rc_real(x):
+        _real_only(x, "elliprc")
+        return x
+
+    scalar_rule(sc.elliprc, lambda x, y, z: -sc.elliprd(y, y, rc_real(x)) / 6,
+                lambda x, y, z: -sc.elliprd(rc_real(x), y, y) / 3,
+                second=(lambda x, y, z: 0.15 * _r2(2.5, 2.5, 1.0, rc_real(x), y),
+                        lambda x, y, z: 0.1 * _r2(2.5, 1.5, 2.0, rc_real(x), y),
+                        lambda x, y, z: 0.4 * _r2(2.5, 0.5, 3.0, rc_real(x), y)), saves="xy")
+
+    def rf_d(k):
+        return lambda x, y, z, w: -sc.elliprd(*_rot((x, y, z), k)) / 6
+
+    def rf_dd(i, j):
+        # d/dz_j of -R_D(others of i, z_i)/6
+        def d2(x, y, z, w):
+            rot = _rot((x, y, z), i)
+            if i == j:
+                return -_rd_3(*rot) / 6
+            q = [k for k in range(3) if k != i].index(j)
+            return -(_rd_1(*rot) if q == 0 else _rd_2(*rot)) / 6
+        return d2
+
+    scalar_rule(sc.elliprf, rf_d(0), rf_d(1), rf_d(2),
+                second=tuple(rf_dd(i, j) for i in range(3) for j in range(i, 3)))
+    scalar_rule(sc.elliprd,
+                lambda x, y, z, w: _rd_1(x, y, z), lambda x, y, z, w: _rd_2(x, y, z),
+                lambda x, y, z, w: _rd_3(x, y, z),
+                second=(lambda x, y, z, w: _rd_11(x, y, z), lambda x, y, z, w: _rd_12(x, y, z),
+                        lambda x, y, z, w: _rd_13(x, y, z), lambda x, y, z, w: _rd_22(x, y, z),
+                        lambda x, y, z, w: _rd_23(x, y, z), lambda x, y, z, w: _rd_33(x, y, z)))
+
+    def rg_d(k):
+        def d(x, y, z, w):
+            args = (x, y, z)
+            return (3 * sc.elliprf(x, y, z) - args[k] * sc.elliprd(*_rot(args, k))) / 12
+        return d
+
+    scalar_rule(sc.elliprg, rg_d(0), rg_d(1), rg_d(2),
+                second=tuple(_rg_2nd(i, j) for i in range(3) for j in range(i, 3)))
+    scalar_rule(sc.elliprj,
+                *(lambda x, y, z, p, w, k=k: _rj_1(x, y, z, p, w, k) for k in range(3)),
+                lambda x, y, z, p, w: _rj_p(x, y, z, p, w),
+                second=tuple(_rj_2nd(i, j) for i in range(4) for j in range(i, 4)))
+
+    # agm(a, b) = sign / S(a^2, b^2), S = R_{-1/2}(1/2, 1/2; .) (19.8.5 with 19.16.20)
+    def agm_parts(a, b, z):
+        """``T = |agm|`` and the derivatives of ``S(A, B) = 1/T``:
+        ``S_A = -R_{-3/2}(3/2, 1/2)/4``, ``S_B = -R_{-3/2}(1/2, 3/2)/4``."""
+        aa, bb = a * a, b * b
+        return (np.abs(z), -0.25 * _r2(1.5, 1.5, 0.5, aa, bb), -0.25 * _r2(1.5, 0.5, 1.5, aa, bb))
+
+    def agm_da(a, b, z):
+        t, s_a, _ = agm_parts(a, b, z)
+        return np.sign(z) * (-2 * a * t * t * s_a)
+
+    def agm_db(a, b, z):
+        t, _, s_b = agm_parts(a, b, z)
+        return np.sign(z) * (-2 * b * t * t * s_b)
+
+    def agm_daa(a, b, z):
+        t, s_a, _ = agm_parts(a, b, z)
+        s_aa = (9 / 32) * _r2(2.5, 2.5, 0.5, a * a, b * b)
+        t_a = -2 * a * t * t * s_a
+        return np.sign(z) * (-2 * t * t * s_a - 4 * a * t * t_a * s_a - 4 * a * a * t * t * s_aa)
+
+    def agm_dab(a, b, z):
+        t, s_a, s_b = agm_parts(a, b, z)
+        s_ab = (3 / 32) * _r2(2.5, 1.5, 1.5, a * a, b * b)
+        t_b = -2 * b * t * t * s_b
+        return np.sign(z) * (-4 * a * t * t_b * s_a - 4 * a * b * t * t * s_ab)
+
+    def agm_dbb(a, b, z):
+        t, _, s_b = agm_parts(a, b, z)
+        s_bb = (9 / 32) * _r2(2.5, 0.5, 2.5, a * a, b * b)
+        t_b = -2 * b * t * t * s_b
+        return np.sign(z) * (-2 * t * t * s_b - 4 * b * t * t_b * s_b - 4 * b * b * t * t * s_bb)
+
+    scalar_rule(sc.agm, agm_da, agm_db, second=(agm_daa, agm_dab, agm_dbb), saves="xyz")
+
+    # -- Bessel family ------------------------------------------------------------------------
+    nov = nod("Bessel functions", "the order v")
+
+    def scaled_first_kind(f, name):
+        # for real x, jve = jv and yve = yv: the recurrence of J
+        def d(v, x, z):
+            _real_only(x, name)
+            return (f(v - 1, x) - f(v + 1, x)) / 2
+
+        def dd(v, x, z):
+            _real_only(x, name)
+            return (f(v - 2, x) - 2 * z + f(v + 2, x)) / 4
+        return d, dd
+
+    for f, name in ((sc.jve, "jve"), (sc.yve, "yve")):
+        d, dd = scaled_first_kind(f, name)
+        scalar_rule(f, nov, d, second=(nov, 0, dd), saves="xyz")
+    non = nod("kn", "the integer order n")
+    scalar_rule(sc.kn, non, lambda n, x, z: -(sc.kn(n - 1, x) + sc.kn(n + 1, x)) / 2,
+                second=(non, 0, lambda n, x, z: (sc.kn(n - 2, x) + 2 * z + sc.kn(n + 2, x)) / 4),
+                saves="xyz")
+
+    def struve_rule(f, sign, name):
+        # H' = (H_{v-1} - H_{v+1})/2 + t_v, L' = (L_{v-1} + L_{v+1})/2 + t_v,
+        # t_v = (x/2)^v / (2 sqrt(pi) Gamma(v + 3/2))
+        def d(v, x, z):
+            return ((f(v - 1, x) + sign * f(v + 1, x)) / 2
+                    + (x / 2) ** v * sc.rgamma(v + 1.5) / (2 * _SQRT_PI))
+
+        def dd(v, x, z):
+            return ((f(v - 2, x) + 2 * sign * z + f(v + 2, x)) / 4
+                    + ((2 * v + 0.5) * (x / 2) ** (v - 1) * sc.rgamma(v + 1.5)
+                       + sign * (x / 2) ** (v + 1) * sc.rgamma(v + 2.5)) / (4 * _SQRT_PI))
+        nv = nod(name, "the order v")
+        scalar_rule(f, nv, d, second=(nv, 0, dd), saves="xyz")
+
+    struve_rule(sc.struve, -1, "struve")
+    struve_rule(sc.modstruve, 1, "modstruve")
+
+    # Kelvin functions (x > 0 for ker, kei)
+    scalar_rule(sc.ber, lambda x, y: sc.berp(x),
+                second=lambda x, y: -_over_x(sc.berp(x), x, 0.0) - sc.bei(x), saves="x")
+    scalar_rule(sc.bei, lambda x, y: sc.beip(x),
+                second=lambda x, y: -_over_x(sc.beip(x), x, 0.5) + sc.ber(x), saves="x")
+    scalar_rule(sc.berp, lambda x, y: -_over_x(y, x, 0.0) - sc.bei(x),
+                second=lambda x, y: 2 * _over_x(_over_x(y, x, 0.0), x, 0.0)
+                + _over_x(sc.bei(x), x, 0.0) - sc.beip(x), saves="xy")
+    scalar_rule(sc.beip, lambda x, y: -_over_x(y, x, 0.5) + sc.ber(x),
+                second=lambda x, y: _beip_dd(x), saves="xy")
+    scalar_rule(sc.ker, lambda x, y: sc.kerp(x),
+                second=lambda x, y: -sc.kerp(x) / x - sc.kei(x), saves="x")
+    scalar_rule(sc.kei, lambda x, y: sc.keip(x),
+                second=lambda x, y: -sc.keip(x) / x + sc.ker(x), saves="x")
+    scalar_rule(sc.kerp, lambda x, y: -y / x - sc.kei(x),
+                second=lambda x, y: 2 * y / (x * x) + sc.kei(x) / x - sc.keip(x), saves="xy")
+    scalar_rule(sc.keip, lambda x, y: -y / x + sc.ker(x),
+                second=lambda x, y: 2 * y / (x * x) - sc.ker(x) / x + sc.kerp(x), saves="xy")
+
+    # -- Owen's T and the Voigt profile -----------------------------------------------------
+    def normal_pdf(h):
+        return np.exp(-h * h / 2) / _SQRT_2PI
+
+    def owens_a(h, a):
+        return np.exp(-h * h * (1 + a * a) / 2) / (2 * _PI * (1 + a * a))
+
+    scalar_rule(sc.owens_t,
+                lambda h, a, z: -normal_pdf(h) * sc.erf(a * h / _SQRT2) / 2,
+                lambda h, a, z: owens_a(h, a),
+                second=(lambda h, a, z: normal_pdf(h) * (h * sc.erf(a * h / _SQRT2)
+                                                         - a * (2 / _SQRT_2PI)
+                                                         * np.exp(-a * a * h * h / 2)) / 2,
+                        lambda h, a, z: -h * (1 + a * a) * owens_a(h, a),
+                        lambda h, a, z: -a * (h * h * (1 + a * a) + 2) * owens_a(h, a)
+                        / (1 + a * a)), saves="xy")
+
+    def voigt(x, s, g):
+        """``(c, k, zeta, w, w', w'')`` with ``c = 1/(s sqrt(2 pi))``, ``k = 1/(s sqrt 2)``."""
+        k = 1 / (s * _SQRT2)
+        zeta = (x + 1j * g) * k
+        w = sc.wofz(zeta)
+        w1 = -2 * zeta * w + 2j / _SQRT_PI
+        w2 = (4 * zeta * zeta - 2) * w - (4j / _SQRT_PI) * zeta
+        return k / _SQRT_PI, k, zeta, w, w1, w2
+
+    def vp(expr):
+        def partial(x, s, g, z):
+            return _like(expr(s, *voigt(x, s, g)), z)
+        return partial
+
+    scalar_rule(
+        sc.voigt_profile,
+        vp(lambda s, c, k, zeta, w, w1, w2: c * k * np.real(w1)),
+        vp(lambda s, c, k, zeta, w, w1, w2: -(c / s) * np.real(w + zeta * w1)),
+        vp(lambda s, c, k, zeta, w, w1, w2: -c * k * np.imag(w1)),
+        second=(vp(lambda s, c, k, zeta, w, w1, w2: c * k * k * np.real(w2)),
+                vp(lambda s, c, k, zeta, w, w1, w2: -(c * k / s) * np.real(2 * w1 + zeta * w2)),
+                vp(lambda s, c, k, zeta, w, w1, w2: -c * k * k * np.imag(w2)),
+                vp(lambda s, c, k, zeta, w, w1, w2: (c / (s * s))
+                   * np.real(2 * w + 4 * zeta * w1 + zeta * zeta * w2)),
+                vp(lambda s, c, k, zeta, w, w1, w2: (c * k / s) * np.imag(2 * w1 + zeta * w2)),
+                vp(lambda s, c, k, zeta, w, w1, w2: -c * k * k * np.real(w2))))
+
+
+if sc is not None:
+    _register()
