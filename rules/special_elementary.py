@@ -867,14 +867,17 @@ def _register():
     def struve_rule(f, sign, name):
         # H' = (H_{v-1} - H_{v+1})/2 + t_v, L' = (L_{v-1} + L_{v+1})/2 + t_v,
         # t_v = (x/2)^v / (2 sqrt(pi) Gamma(v + 3/2))
+        # in the output's dtype: SciPy 1.18 keeps float32 where 1.17 gave
+        # float64, and rgamma of the order is a float64 NumPy scalar
         def d(v, x, z):
-            return ((f(v - 1, x) + sign * f(v + 1, x)) / 2
-                    + (x / 2) ** v * sc.rgamma(v + 1.5) / (2 * _SQRT_PI))
+            return _like((f(v - 1, x) + sign * f(v + 1, x)) / 2
+                         + (x / 2) ** v * sc.rgamma(v + 1.5) / (2 * _SQRT_PI), z)
 
         def dd(v, x, z):
-            return ((f(v - 2, x) + 2 * sign * z + f(v + 2, x)) / 4
-                    + ((2 * v + 0.5) * (x / 2) ** (v - 1) * sc.rgamma(v + 1.5)
-                       + sign * (x / 2) ** (v + 1) * sc.rgamma(v + 2.5)) / (4 * _SQRT_PI))
+            return _like((f(v - 2, x) + 2 * sign * z + f(v + 2, x)) / 4
+                         + ((2 * v + 0.5) * (x / 2) ** (v - 1) * sc.rgamma(v + 1.5)
+                            + sign * (x / 2) ** (v + 1) * sc.rgamma(v + 2.5))
+                         / (4 * _SQRT_PI), z)
         nv = nod(name, "the order v")
         scalar_rule(f, nv, d, second=(nv, 0, dd), saves="xyz")
 
