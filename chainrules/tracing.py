@@ -323,6 +323,10 @@ def _binary_operator(op, reflected=False):
     return operator
 
 
+#: where SciPy keeps its copy of array_api_compat's NumPy namespace (it moved
+#: from scipy._lib to scipy._external in SciPy 1.18)
+_SCIPY_COMPAT_NUMPY = ("scipy._external.array_api_compat.numpy",
+                       "scipy._lib.array_api_compat.numpy")
 _STRUCT = set()  # filled below: structural tangent types defer to their own operators
 # types of constant operands met and found plain (not structural, not a
 # refused ndarray subclass): the fast paths test membership only
@@ -439,8 +443,11 @@ class Traced(ConversionGuards, ArrayMethods):
         # arguments of one call agree on it
         import sys
 
-        compat = sys.modules.get("scipy._lib.array_api_compat.numpy")
-        return compat if compat is not None else np
+        for name in _SCIPY_COMPAT_NUMPY:
+            compat = sys.modules.get(name)
+            if compat is not None:
+                return compat
+        return np
 
     def __array_function__(self, func, types, args, kwargs):
         if kwargs:
