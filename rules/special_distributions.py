@@ -232,6 +232,14 @@ def _smirnov_derivs(n, d):
     - 2e (a^(j-1) + (j-1) d a^(j-2)) b^(e-1) + e(e-1) d a^(j-1) b^(e-2))``.
     ``S'`` jumps at ``d = 1/n`` and ``S''`` at ``d = 2/n`` (where the term of
     ``e = 1``, ``e = 2`` enters the sum); there the values are the left-hand ones."""
+    if not all(type(array_value(v)) is np.ndarray for v in (n, d)):
+        # the number of terms depends on the values: no lazy form
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError(
+            "scipy.special.smirnov: the derivative in d sums a number of terms that "
+            "depends on the values, so it has no lazy form for this array type; "
+            "compute the input first (np.asarray / .compute())")
     n = np.floor(n) * 1.0
     nv, dv = np.broadcast_arrays(array_value(n), array_value(d))
     inside = (dv > 0) & (dv < 1) & (nv >= 1)
