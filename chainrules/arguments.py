@@ -20,7 +20,7 @@ from .guards import is_plain_subclass, refuse_subclass
 from .errors import (ComplexOutputError, NonDifferentiableInputError, NonScalarOutputError,
                      TangentShapeError)
 from .tangents import NOTANGENT, ZERO, Structural
-from .tracing import Traced, untraced
+from .tracing import Traced, private_copy, untraced
 
 
 def function_name(f):
@@ -55,17 +55,6 @@ class ArgSpec:
         self.leaves = leaves
         self.ids = ids
         self.scalar = scalar
-
-
-def private_copy(v):
-    """A copy of a user's array that a recording may keep: mutating the
-    caller's array later cannot change what the recording computes."""
-    if type(v) is np.ndarray:
-        return v.copy()
-    if type(v) is Traced or isinstance(v, np.generic) or not hasattr(v, "__array_function__"):
-        return v
-    copy = getattr(v, "copy", None)  # lazy for dask (a new array object)
-    return copy() if copy is not None else np.copy(v)
 
 
 def plain_leaf(leaf, where):

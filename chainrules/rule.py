@@ -121,6 +121,10 @@ class ReverseRule:
     #: term needs it and would otherwise compute it again
     takes_output_tangent = False
 
+    #: set to True when ``pullback_with_tangents`` accepts ``skip=`` (the
+    #: input ids whose first-order cotangent nobody reads): HVPs pass it
+    cot_skippable = False
+
     #: set to True when the rule's output is linear in its traced inputs. The
     #: engine relies on it: a linear rule's ``pullback_with_tangents`` reads
     #: neither the input tangents nor the first-order cotangent for its

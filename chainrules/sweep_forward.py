@@ -201,7 +201,7 @@ class ForwardSweeps:
                     triples = rule.pullback_with_tangents(g, gd, ts)
                 else:
                     skip = [j for j in ins if not need[j]]
-                    if skip and getattr(rule, "cot_skippable", False):
+                    if skip and getattr(rule, "cot_skippable", False):  # duck-typed rules too
                         triples = rule.pullback_with_tangents(g, gd, ts, skip=skip)
                     else:
                         triples = rule.pullback_with_tangents(g, gd, ts)

@@ -660,11 +660,16 @@ def untraced(x):
     return x
 
 
-def _private_copy(v):
+def private_copy(v):
+    """A copy of an array that a recording (or ``stop_gradient``'s caller)
+    may keep: writing to the original later changes nothing it computes.
+    Traced values, NumPy scalars and non-arrays are returned as they are; a
+    lazy array (dask) gets its own ``copy``, a new lazy array object."""
     if isinstance(v, np.ndarray):
         return v.copy()
-    if not isinstance(v, np.generic) and hasattr(v, "__array_function__"):
-        copy = getattr(v, "copy", None)  # lazy for dask (a new array object)
+    if type(v) is not Traced and not isinstance(v, np.generic) and hasattr(
+            v, "__array_function__"):
+        copy = getattr(v, "copy", None)
         return copy() if copy is not None else np.copy(v)
     return v
 
@@ -688,5 +693,5 @@ def stop_gradient(x):
     if isinstance(v, (list, tuple, dict)) or hasattr(v, "__dataclass_fields__"):
         from . import pytree
 
-        return pytree.tree_map(_private_copy, v)
-    return _private_copy(v)
+        return pytree.tree_map(private_copy, v)
+    return private_copy(v)
