@@ -37,7 +37,7 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO
 from chainrules.tracing import Traced, untraced
 
-from ._util import array_value
+from ._util import array_value, conj  # noqa: F401  (conj re-exported)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
@@ -63,10 +63,6 @@ def mT(x):
     """Swap the last two axes (with the registered np.transpose)."""
     nd = x.ndim
     return np.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
-
-
-def conj(x):
-    return np.conjugate(x) if _cplx(x) else x
 
 
 def mH(x):

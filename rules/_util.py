@@ -61,3 +61,18 @@ def no_derivative(op, what):
                                "form); pass it as a constant (a plain number or array, or "
                                "chainrules.stop_gradient(value))")
     return partial
+
+
+def conj(x):
+    """``x`` conjugated when it is complex, else ``x`` itself (no pass)."""
+    return np.conjugate(x) if x.dtype.kind == "c" else x
+
+
+def on_plain_values(op):
+    """``op`` called on its arguments with every level of tracing removed: a
+    composition for operations whose results carry no derivative (indices,
+    counts, booleans, step functions)."""
+    def plain(*args, **kwargs):
+        return op(*untraced(list(args)), **untraced(kwargs))
+    plain.__name__ = f"{getattr(op, '__name__', 'op')}_of_plain_values"
+    return plain

@@ -17,7 +17,7 @@ from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import DECOMPOSITIONS, decompose, is_registered
 from chainrules.tracing import is_traced, untraced
 
-from ._util import array_like, array_value
+from ._util import array_like, array_value, on_plain_values
 
 __all__ = []
 
@@ -397,19 +397,13 @@ def _ihfft(a, n=None, axis=-1, norm=None, out=None):
 
 
 # -- plain results and in-place writers ----------------------------------------------------------
-def _plain(op):
-    def plain(*args, **kwargs):
-        return op(*untraced(list(args)), **untraced(kwargs))
-    return plain
-
-
 for _op in (np.nanargmax, np.nanargmin, np.isin, np.intersect1d, np.union1d, np.setdiff1d,
             np.setxor1d, np.iscomplex, np.isreal, np.einsum_path, np.lexsort,
             np.may_share_memory, np.shares_memory, np.heaviside, np.spacing, np.nextafter):
     if not is_registered(_op) and _op not in DECOMPOSITIONS:
-        DECOMPOSITIONS[_op] = _plain(_op)  # integer, boolean or step results
+        DECOMPOSITIONS[_op] = on_plain_values(_op)  # integer, boolean or step results
 if hasattr(np, "in1d"):  # NumPy before 2.4: the deprecated alias of np.isin
-    DECOMPOSITIONS.setdefault(np.in1d, _plain(np.in1d))
+    DECOMPOSITIONS.setdefault(np.in1d, on_plain_values(np.in1d))
 
 
 def _writer(name, alternative):

@@ -18,7 +18,7 @@ from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
 from chainrules.tracing import is_traced, untraced
 
-from ._util import array_like, array_value, normalize_axis
+from ._util import array_like, array_value, normalize_axis, on_plain_values
 
 __all__ = []
 
@@ -289,15 +289,8 @@ def _unique(ar, return_index=False, return_inverse=False, return_counts=False, a
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _plain_call(op):
-    def plain(*args, **kwargs):
-        return op(*untraced(list(args)), **untraced(kwargs))
-    plain.__name__ = f"{op.__name__}_of_plain_values"
-    return plain
-
-
 for _op in (np.histogram, np.histogram_bin_edges, np.histogram2d, np.histogramdd):
-    decompose(_op)(_plain_call(_op))  # counts and bin edges: no derivative
+    decompose(_op)(on_plain_values(_op))  # counts and bin edges: no derivative
 
 
 # -- apply along / over axes --------------------------------------------------------------------

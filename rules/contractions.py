@@ -29,7 +29,7 @@ from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, Structural
 
-from ._util import ndim_of, shape_of
+from ._util import conj, ndim_of, shape_of
 
 _LETTERS = string.ascii_letters
 
@@ -410,16 +410,12 @@ def _kron_maker(ids, a, b):
 
 
 # -- vdot: conjugates its first argument ---------------------------------------------
-def _conj(v):
-    return np.conjugate(v) if v.dtype.kind == "c" else v
-
-
 def _vdot_tx(g, b, ashape):
-    return np.reshape(_conj(g * np.reshape(b, (-1,))), ashape)
+    return np.reshape(conj(g * np.reshape(b, (-1,))), ashape)
 
 
 def _vdot_ty(g, a, bshape):
-    return np.reshape(g * _conj(np.reshape(a, (-1,))), bshape)
+    return np.reshape(g * conj(np.reshape(a, (-1,))), bshape)
 
 
 bilinear_rule(np.vdot, _vdot_tx, _vdot_ty)

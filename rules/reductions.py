@@ -38,7 +38,7 @@ from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
 
-from ._util import array_value, normalize_axis, shape_of
+from ._util import array_value, conj, normalize_axis, shape_of
 
 _NoValue = getattr(np, "_NoValue", None)
 
@@ -117,10 +117,6 @@ def _expand_kd(g, shape, axes, keepdims):
 
 
 _real_dtype = real_dtype
-
-
-def _conj(v):
-    return np.conjugate(v) if v.dtype.kind == "c" else v
 
 
 def _flip(g, axis):

@@ -37,8 +37,8 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import untraced
 
-from ._util import array_value, normalize_axis, shape_of
-from .reductions import (_check_static, _conj, _count, _cum_params, _dtype_of, _expand,
+from ._util import array_value, conj, normalize_axis, shape_of
+from .reductions import (_check_static, _count, _cum_params, _dtype_of, _expand,
                          _expand_kd, _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype,
                          _reject, _sum_params)
 
@@ -313,13 +313,13 @@ def _var_maker(op, is_std):
             return s + (array_value(s) == 0).astype(_real_dtype(x.dtype))
 
         def var_pullback(g, xv):
-            c = _expand_kd(g, shape, axes, keepdims) * _conj(centred(xv))
+            c = _expand_kd(g, shape, axes, keepdims) * conj(centred(xv))
             c = c / (neff * safe_std(xv)) if is_std else c * (2.0 / neff)
             return (c if p["dtype"] is None else _cast_to(c, _dtype_of(x)),)
 
         def var_pushforward(ts, xv):
             t = ts[0]
-            prod = _conj(centred(xv)) * t
+            prod = conj(centred(xv)) * t
             if prod.dtype.kind == "c":
                 prod = np.real(prod)
             d = np.sum(prod, axis=axes, keepdims=True)
