@@ -28,8 +28,8 @@ from .api import grad
 from .transformed import Transformed
 from .arguments import (function_name, is_inexact, normalize_argnums, scalar_output_dtype,
                         trace_args, unwrap_level)
-from .arrays import shape_of
-from .errors import HvpNotSupported, NonDifferentiableInputError
+from .arrays import is_array, shape_of
+from .errors import HvpNotSupported, MissingRuleError, NonDifferentiableInputError
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, Structural
 from .tracing import Traced, untraced
@@ -161,6 +161,7 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
+        _refuse_lazy(args, nums, f"jacobian of {fname}")
         rec = Recording(f, args, nums, fname, has_aux, kwargs)
         try:
             jac = _jacobian(rec, mode, holomorphic, fname, single)
@@ -171,6 +172,25 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False):
     return Transformed(jacobian_f, jacobian, f, (),
                        dict(argnums=argnums, mode=mode, has_aux=has_aux,
                             holomorphic=holomorphic))
+
+
+def _refuse_lazy(args, nums, what):
+    """Jacobians and Hessians are assembled one basis direction at a time
+    into NumPy arrays: for a lazy argument (dask) that would compute it
+    while differentiating, which chainrules never does. Refused before
+    anything runs, naming the way out."""
+    for k in nums:
+        if not -len(args) <= k < len(args):
+            continue  # trace_args reports the out-of-range argnums
+        for leaf in pytree.flatten(args[k])[0]:
+            if is_array(leaf) and type(leaf) is not np.ndarray and type(leaf) is not Traced:
+                raise MissingRuleError(
+                    f"{what}: argument {k} is a {type(leaf).__module__}."
+                    f"{type(leaf).__qualname__}, a lazy array; Jacobians and Hessians are "
+                    "built one direction at a time as NumPy arrays, which would compute it "
+                    "while differentiating. Use chainrules.vjp / jvp / hvp along the "
+                    "directions you need (they stay lazy), or pass the computed values "
+                    "(x.compute()).")
 
 
 def _jacobian(rec, mode, holomorphic, fname, single):
@@ -292,6 +312,7 @@ def hessian(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def hessian_f(*args, **kwargs):
+        _refuse_lazy(args, nums, f"hessian of {fname}")
         rec = Recording(f, args, nums, fname, has_aux, kwargs)
         try:
             scalar_output_dtype(rec.out, rec.tape, f"hessian of {fname}")

@@ -453,3 +453,23 @@ def test_closure_rule_second_order_with_a_sequence_and_two_arguments():
         g(a - h * u[0], b - h * u[1], w - h * u[2]))]
     for got, want in zip(hv, fd):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_jacobian_and_hessian_refuse_lazy_arguments_before_computing():
+    da = pytest.importorskip("dask.array")
+    computed = []
+
+    def f(x):
+        computed.append(1)
+        return x ** 2
+
+    x = da.ones(4, chunks=2)
+    with pytest.raises(cr.MissingRuleError, match=r"jacobian of .*f: argument 0 is a "
+                                                  r"dask.*lazy array.*x.compute\(\)"):
+        cr.jacobian(f)(x)
+    with pytest.raises(cr.MissingRuleError, match="hessian of"):
+        cr.hessian(lambda x: np.sum(f(x)))(x)
+    assert computed == []  # refused before f ran
+    # the way out: vjp stays lazy
+    out, pull = cr.vjp(f, x)
+    assert hasattr(pull(da.ones(4, chunks=2))[0], "dask")
