@@ -13,6 +13,7 @@ also govern the adjoint solve. Second derivatives raise ``HvpNotSupported``.
 
 import numpy as np
 
+from chainrules import pytree
 from chainrules.rules.scipy_integrate import OdeSpec, ode_solve
 from chainrules.tracing import is_traced
 
@@ -28,11 +29,27 @@ def _any_traced(*xs):
     return any(is_traced(x) for x in xs)
 
 
+def _flat_args(func, args):
+    """``(func, args)`` with ``args`` flattened to its pytree leaves, so that
+    the leaves inside a nested argument (a list of ``(W, b)`` pairs) are
+    differentiated; ``func`` then rebuilds the arguments it was written for.
+    Arguments that are leaves already are passed as they are."""
+    leaves, td = pytree.flatten(list(args))
+    if len(leaves) == len(args) and all(pytree.is_leaf(a) for a in args):
+        return func, tuple(args)
+
+    def flat_func(a, b, *flat):
+        return func(a, b, *pytree.unflatten(td, list(flat)))
+    return flat_func, tuple(leaves)
+
+
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
            rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
            mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
-    """``scipy.integrate.odeint``, differentiable in ``y0``, ``t`` and ``args``."""
+    """``scipy.integrate.odeint``, differentiable in ``y0``, ``t`` and ``args``
+    (every leaf of a nested argument too: a list of ``(W, b)`` pairs)."""
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    func, args = _flat_args(func, args)
     kw = dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu, rtol=rtol, atol=atol,
               tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
               mxhnil=mxhnil, mxordn=mxordn, mxords=mxords, printmessg=printmessg)
@@ -66,6 +83,8 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     ``t_span[0]`` and ``t_eval``. Without ``t_eval`` the solution is
     differentiated at the solver's own time points, held fixed."""
     params = () if args is None else tuple(args)
+    fun, params = _flat_args(fun, params)
+    args = None if args is None else params
     t0 = t_span[0]
     if not _any_traced(y0, t0, t_eval, *params):
         return _si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
