@@ -33,10 +33,6 @@ DERIVATIVE = re.compile(
 #: branches the sweep cannot take, by (file, function, the branch's source
 #: line): each with why, and what would take it
 EXPLAINED = {
-    ("rules/_linalg_util.py", "chol_pullback_with_tangents_plain", "if ld is None:"):
-        "the factor's tangent is passed (out_tangent) only by the engine's HVP sweep, "
-        "which the checkers do not run (chainrules.testing.recording re-implements the "
-        "sweeps); checked by hand against finite differences",
     ("rules/_linalg_util.py", "pushforward", "if all(_is_zero(t) for t in xds):"):
         "no sweep pushes forward a rule whose input tangents are all zero; a direct "
         "rule.pushforward call may",
@@ -55,8 +51,6 @@ EXPLAINED = {
      'if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")'):
         "the generic second order for tangents that are not float ndarrays (dask "
         "arrays): the payload sweep's dask cases, not the rule sweep",
-    ("rules/scipy_linalg.py", "_solve_triangular_pbt", "if yd is None or _is_zero(yd):"):
-        "the output's tangent is passed (out_tangent) only by the engine's HVP sweep",
     ("rules/scipy_linalg.py", "_cho_factor_pf", "if _cho_keeps_input():"):
         "which side runs depends on the installed SciPy (a copy of the input before "
         "1.18, zeros from 1.18): each SciPy takes one",

@@ -227,9 +227,12 @@ class Recording:
                 outs.append(NOTANGENT)
         return outs, tans
 
-    def backward_with_tangents(self, w_leaves, tans):
+    def backward_with_tangents(self, w_leaves, tans, out_tangents=False):
         """Raw reverse sweep carrying tangents: ``(cotangents, their tangents)``
-        per primal leaf, for the seed ``w`` (held constant)."""
+        per primal leaf, for the seed ``w`` (held constant). With
+        ``out_tangents``, a rule that asks for it (``takes_output_tangent``)
+        gets its output's tangent from ``tans``, as the engine's HVP sweep
+        passes it; without, it computes it itself: the checker runs both."""
         tape = self.tape
         n = len(tape.rules)
         cots = self._seed(w_leaves)
@@ -246,7 +249,11 @@ class Recording:
                 g = ZERO if g is None else g
                 gd = ZERO if gd is None else gd
             ts = tuple(ZERO if tans[j] is None else tans[j] for j in rule.inputs())
-            triples = rule.pullback_with_tangents(g, gd, ts)
+            if out_tangents and getattr(rule, "takes_output_tangent", False) \
+                    and tans[i] is not None:
+                triples = rule.pullback_with_tangents(g, gd, ts, out_tangent=tans[i])
+            else:
+                triples = rule.pullback_with_tangents(g, gd, ts)
             for nid, c, cd in triples:
                 self._accumulate(cots, nid, c, rule, "pullback_with_tangents")
                 if cd is not None:

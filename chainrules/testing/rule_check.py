@@ -280,7 +280,9 @@ class RuleCheck:
                                                      for x in self.p_leaves]
         w = self.ws[0]
         try:
-            g, hv = rec.backward_with_tangents(w, rec.forward(v)[1])
+            # the output's tangent given (as the engine's HVP sweep gives it) for
+            # v, computed by the rule for u: the symmetry check compares both
+            g, hv = rec.backward_with_tangents(w, rec.forward(v)[1], out_tangents=True)
             _, hu = rec.backward_with_tangents(w, rec.forward(u)[1])
             mode = "hvp"
         except HvpNotSupported as e:
