@@ -12,7 +12,7 @@ from . import (arithmetic, complex, contractions, decompositions, elementwise, f
                indexing, linalg, nondiff, reductions, shape, shape_pieces, special,
                statistics,
                special_bessel, special_incomplete, special_elementary,
-               special_distributions)
+               special_elliptic, special_distributions)
 from . import array_api, composites, composites_more, composites_stats  # noqa: F401,E402  (compositions of the rules above)
 
 

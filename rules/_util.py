@@ -76,3 +76,21 @@ def on_plain_values(op):
         return op(*untraced(list(args)), **untraced(kwargs))
     plain.__name__ = f"{getattr(op, '__name__', 'op')}_of_plain_values"
     return plain
+
+
+def in_dtype_of(d, ref):
+    """``d`` in the dtype of ``ref`` (a rule's output): SciPy's ufuncs whose
+    first loop is float64 compute a float32 array with float64 scalars, and
+    float32 must stay float32."""
+    dt = np.result_type(ref)
+    return d if np.result_type(d) == dt else d.astype(dt)
+
+
+def real_only(x, what):
+    """Raise ``MissingRuleError`` for complex ``x``: the derivative of
+    ``scipy.special.<what>`` is written for real arguments only."""
+    if np.iscomplexobj(x):
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError(f"scipy.special.{what}: no derivative at complex arguments "
+                               "(the formula holds for real arguments only)")

@@ -56,8 +56,8 @@ refuses complex input and so does the composition).
 
 import numpy as np
 
-from ._util import array_value, no_derivative
-from .special_incomplete import _gamma_density, _gamma_dlog, _like
+from ._util import array_value, in_dtype_of, no_derivative
+from .special_incomplete import gamma_density, gamma_dlog
 
 try:
     import scipy.special as sc
@@ -119,11 +119,11 @@ def _nbinom_density(k, n, p):
 def _poisson_density(k, m):
     """d pdtrc / dm: the Gamma(k+1) density at m."""
     a = np.floor(k) + 1
-    return _gamma_density(a, m), _gamma_dlog(a, m)
+    return gamma_density(a, m), gamma_dlog(a, m)
 
 
 def _chi2_density(v, x):
-    return _gamma_density(v / 2, x / 2) / 2, (v / 2 - 1) / x - 0.5
+    return gamma_density(v / 2, x / 2) / 2, (v / 2 - 1) / x - 0.5
 
 
 def _f_density(n1, n2, x):
@@ -333,11 +333,11 @@ def _register():
         n0, n1 = _no(name, names[0]), _no(name, names[1])
 
         def d(k, n, x, z):
-            return _like(sign * density(k, n, x)[0], z)
+            return in_dtype_of(sign * density(k, n, x)[0], z)
 
         def dd(k, n, x, z):
             rho, dlog = density(k, n, x)
-            return _like(sign * rho * dlog, z)
+            return in_dtype_of(sign * rho * dlog, z)
         scalar_rule(f, n0, n1, d, second=(n0, 0, 0, n1, 0, dd))
 
     def inv3(f, density, sign, name, names):
@@ -345,33 +345,33 @@ def _register():
         n0, n1 = _no(name, names[0]), _no(name, names[1])
 
         def d(k, n, y, x):
-            return _like(sign / density(k, n, x)[0], x)
+            return in_dtype_of(sign / density(k, n, x)[0], x)
 
         def dd(k, n, y, x):
             rho, dlog = density(k, n, x)
-            return _like(-dlog / (rho * rho), x)
+            return in_dtype_of(-dlog / (rho * rho), x)
         scalar_rule(f, n0, n1, d, second=(n0, 0, 0, n1, 0, dd))
 
     def cdf2(f, density, sign, name, what):
         n0 = _no(name, what)
 
         def d(v, x, z):
-            return _like(sign * density(v, x)[0], z)
+            return in_dtype_of(sign * density(v, x)[0], z)
 
         def dd(v, x, z):
             rho, dlog = density(v, x)
-            return _like(sign * rho * dlog, z)
+            return in_dtype_of(sign * rho * dlog, z)
         scalar_rule(f, n0, d, second=(n0, 0, dd), saves="xyz")
 
     def inv2(f, density, sign, name, what):
         n0 = _no(name, what)
 
         def d(v, y, x):
-            return _like(sign / density(v, x)[0], x)
+            return in_dtype_of(sign / density(v, x)[0], x)
 
         def dd(v, y, x):
             rho, dlog = density(v, x)
-            return _like(-dlog / (rho * rho), x)
+            return in_dtype_of(-dlog / (rho * rho), x)
         scalar_rule(f, n0, d, second=(n0, 0, dd), saves="xz")
 
     counts = ("the count k", "the count n")
@@ -399,23 +399,23 @@ def _register():
         nob = _no(name, "the shape b")
 
         def g(a, b, x):
-            return _gamma_density(b, a * x)
+            return gamma_density(b, a * x)
 
         def d_a(a, b, x, z):
-            return _like(sign * x * g(a, b, x), z)
+            return in_dtype_of(sign * x * g(a, b, x), z)
 
         def d_x(a, b, x, z):
-            return _like(sign * a * g(a, b, x), z)
+            return in_dtype_of(sign * a * g(a, b, x), z)
 
         def d_aa(a, b, x, z):
-            return _like(sign * x * x * g(a, b, x) * _gamma_dlog(b, a * x), z)
+            return in_dtype_of(sign * x * x * g(a, b, x) * gamma_dlog(b, a * x), z)
 
         def d_ax(a, b, x, z):
             # d/da (a p(a x)) = p + a x p' = p (b - a x)
-            return _like(sign * g(a, b, x) * (b - a * x), z)
+            return in_dtype_of(sign * g(a, b, x) * (b - a * x), z)
 
         def d_xx(a, b, x, z):
-            return _like(sign * a * a * g(a, b, x) * _gamma_dlog(b, a * x), z)
+            return in_dtype_of(sign * a * a * g(a, b, x) * gamma_dlog(b, a * x), z)
         scalar_rule(f, d_a, nob, d_x, second=(d_aa, 0, d_ax, nob, 0, d_xx))
 
     gamma_rule(sc.gdtr, 1, "gdtr")
@@ -425,25 +425,25 @@ def _register():
     nob = _no("gdtrix", "the shape b")
 
     def ix_g(a, b, x):
-        return _gamma_density(b, a * x)
+        return gamma_density(b, a * x)
 
     scalar_rule(
         sc.gdtrix,
-        lambda a, b, p, x: _like(-x / a, x), nob,
-        lambda a, b, p, x: _like(1 / (a * ix_g(a, b, x)), x),
-        second=(lambda a, b, p, x: _like(2 * x / (a * a), x), 0,
-                lambda a, b, p, x: _like(-1 / (a * a * ix_g(a, b, x)), x),
+        lambda a, b, p, x: in_dtype_of(-x / a, x), nob,
+        lambda a, b, p, x: in_dtype_of(1 / (a * ix_g(a, b, x)), x),
+        second=(lambda a, b, p, x: in_dtype_of(2 * x / (a * a), x), 0,
+                lambda a, b, p, x: in_dtype_of(-1 / (a * a * ix_g(a, b, x)), x),
                 nob, 0,
-                lambda a, b, p, x: _like(-_gamma_dlog(b, a * x) / (a * ix_g(a, b, x) ** 2), x)))
+                lambda a, b, p, x: in_dtype_of(-gamma_dlog(b, a * x) / (a * ix_g(a, b, x) ** 2), x)))
     # gdtria(p, b, x) = a = t / x
     nob = _no("gdtria", "the shape b")
     scalar_rule(
         sc.gdtria,
-        lambda p, b, x, a: _like(1 / (x * ix_g(a, b, x)), a), nob,
-        lambda p, b, x, a: _like(-a / x, a),
-        second=(lambda p, b, x, a: _like(-_gamma_dlog(b, a * x) / (x * ix_g(a, b, x) ** 2), a),
-                0, lambda p, b, x, a: _like(-1 / (x * x * ix_g(a, b, x)), a),
-                nob, 0, lambda p, b, x, a: _like(2 * a / (x * x), a)))
+        lambda p, b, x, a: in_dtype_of(1 / (x * ix_g(a, b, x)), a), nob,
+        lambda p, b, x, a: in_dtype_of(-a / x, a),
+        second=(lambda p, b, x, a: in_dtype_of(-gamma_dlog(b, a * x) / (x * ix_g(a, b, x) ** 2), a),
+                0, lambda p, b, x, a: in_dtype_of(-1 / (x * x * ix_g(a, b, x)), a),
+                nob, 0, lambda p, b, x, a: in_dtype_of(2 * a / (x * x), a)))
 
     # -- noncentral t and F ---------------------------------------------------------
     # nctdtr(v, nc, t) = E[Phi(t S - nc)]: d/dt = J_1, d/dnc = -J_0,
@@ -451,7 +451,7 @@ def _register():
     nodf = _no("nctdtr", "the degrees of freedom df")
 
     def nct(fn):
-        return lambda v, nc, t, z: _like(fn(v, nc, t), z)
+        return lambda v, nc, t, z: in_dtype_of(fn(v, nc, t), z)
 
     def j(k):
         return lambda v, nc, t: _nct_moment(v, nc, t, k)
@@ -466,7 +466,7 @@ def _register():
     no2 = _no("ncfdtr", "the degrees of freedom dfd")
 
     def ncf(fn):
-        return lambda n1, n2, nc, x, z: _like(fn(n1, n2, nc, x), z)
+        return lambda n1, n2, nc, x, z: in_dtype_of(fn(n1, n2, nc, x), z)
 
     scalar_rule(sc.ncfdtr, no1, no2, ncf(_ncf_dnc), ncf(_ncf_dx),
                 second=(no1, 0, 0, 0, no2, 0, 0, ncf(_ncf_dncnc), ncf(_ncf_dxnc),
@@ -483,16 +483,16 @@ def _register():
     scalar_rule(sc.kolmogi, lambda p, y: 1 / _kolmogorov_derivs(y)[0], second=kolmogi_dd,
                 saves="y")
     non = _no("smirnov", "the sample size n")
-    scalar_rule(sc.smirnov, non, lambda n, d, z: _like(_smirnov_derivs(n, d)[0], z),
-                second=(non, 0, lambda n, d, z: _like(_smirnov_derivs(n, d)[1], z)),
+    scalar_rule(sc.smirnov, non, lambda n, d, z: in_dtype_of(_smirnov_derivs(n, d)[0], z),
+                second=(non, 0, lambda n, d, z: in_dtype_of(_smirnov_derivs(n, d)[1], z)),
                 saves="xyz")
 
     def smirnovi_dd(n, p, d):
         d1, d2 = _smirnov_derivs(n, d)
-        return _like(-d2 / d1 ** 3, d)
+        return in_dtype_of(-d2 / d1 ** 3, d)
 
     non = _no("smirnovi", "the sample size n")
-    scalar_rule(sc.smirnovi, non, lambda n, p, d: _like(1 / _smirnov_derivs(n, d)[0], d),
+    scalar_rule(sc.smirnovi, non, lambda n, p, d: in_dtype_of(1 / _smirnov_derivs(n, d)[0], d),
                 second=(non, 0, smirnovi_dd), saves="xz")
 
     # ndtri_exp(y) = x with log_ndtr(x) = y: dx/dy = r = sqrt(2 pi) exp(x^2/2 + y)
@@ -507,10 +507,10 @@ def _register():
         nod = _no(name, "the degree n")
 
         def d(n, x, z):
-            return _like(deriv(n, x, 1), z)
+            return in_dtype_of(deriv(n, x, 1), z)
 
         def dd(n, x, z):
-            return _like(deriv(n, x, 2), z)
+            return in_dtype_of(deriv(n, x, 2), z)
         if integer_degree:
             # SciPy has only the loop of an integer degree (a float degree is
             # refused): the general elementwise rule of derived_nary, which
@@ -555,8 +555,8 @@ def _register():
 
     def poly3(f, d, dd, name, what):
         nod, noa = _no(name, "the degree n"), _no(name, what)
-        scalar_rule(f, nod, noa, lambda n, a, x, z: _like(d(n, a, x), z),
-                    second=(nod, 0, 0, noa, 0, lambda n, a, x, z: _like(dd(n, a, x), z)))
+        scalar_rule(f, nod, noa, lambda n, a, x, z: in_dtype_of(d(n, a, x), z),
+                    second=(nod, 0, 0, noa, 0, lambda n, a, x, z: in_dtype_of(dd(n, a, x), z)))
 
     poly3(sc.eval_gegenbauer, lambda n, a, x: 2 * a * _gegen(n - 1, a + 1, x),
           lambda n, a, x: 4 * a * (a + 1) * _gegen(n - 2, a + 2, x),
@@ -567,9 +567,9 @@ def _register():
 
     def poly4(f, d, dd, name, what):
         nod, noa, nob = _no(name, "the degree n"), _no(name, what[0]), _no(name, what[1])
-        scalar_rule(f, nod, noa, nob, lambda n, a, b, x, z: _like(d(n, a, b, x), z),
+        scalar_rule(f, nod, noa, nob, lambda n, a, b, x, z: in_dtype_of(d(n, a, b, x), z),
                     second=(nod, 0, 0, 0, noa, 0, 0, nob, 0,
-                            lambda n, a, b, x, z: _like(dd(n, a, b, x), z)))
+                            lambda n, a, b, x, z: in_dtype_of(dd(n, a, b, x), z)))
 
     poly4(sc.eval_jacobi,
           lambda n, a, b, x: (n + a + b + 1) / 2 * _poly(sc.eval_jacobi, n - 1, a + 1, b + 1, x),

@@ -23,7 +23,7 @@ constant.
 
 import numpy as np
 
-from ._util import array_value, no_derivative
+from ._util import array_value, in_dtype_of, no_derivative
 
 try:
     import scipy.special as sc
@@ -31,19 +31,12 @@ except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
 
 
-def _like(d, z):
-    """``d`` in the dtype of the output ``z``: SciPy's ufuncs compute a Python
-    float with a float32 scalar in float64, and float32 must stay float32."""
-    zdt = np.result_type(z)
-    return d if np.result_type(d) == zdt else d.astype(zdt)
-
-
-def _gamma_density(a, x):
+def gamma_density(a, x):
     """``x^(a-1) e^-x / Gamma(a)``, with its limits at ``x = 0``."""
     return np.exp(sc.xlogy(a - 1, x) - x - sc.gammaln(a))
 
 
-def _gamma_dlog(a, x):
+def gamma_dlog(a, x):
     """``d log p / dx = (a - 1) / x - 1``."""
     return (a - 1) / x - 1
 
@@ -87,19 +80,19 @@ def _register():
 
     # -- incomplete gamma ---------------------------------------------------------
     def p_x(a, x, z):
-        return _like(_gamma_density(a, x), z)
+        return in_dtype_of(gamma_density(a, x), z)
 
     def p_xx(a, x, z):
-        return _like(_gamma_density(a, x) * _gamma_dlog(a, x), z)
+        return in_dtype_of(gamma_density(a, x) * gamma_dlog(a, x), z)
 
     def p_ax(a, x, z):
-        return _like(_gamma_density(a, x) * (np.log(x) - sc.digamma(a)), z)
+        return in_dtype_of(gamma_density(a, x) * (np.log(x) - sc.digamma(a)), z)
 
-    scalar_rule(sc.gammainc, lambda a, x, z: _like(_gammainc_da(a, x, 1), z), p_x,
-                second=(lambda a, x, z: _like(_gammainc_da(a, x, 2), z), p_ax, p_xx), saves="xyz")
-    scalar_rule(sc.gammaincc, lambda a, x, z: -_like(_gammainc_da(a, x, 1), z),
+    scalar_rule(sc.gammainc, lambda a, x, z: in_dtype_of(_gammainc_da(a, x, 1), z), p_x,
+                second=(lambda a, x, z: in_dtype_of(_gammainc_da(a, x, 2), z), p_ax, p_xx), saves="xyz")
+    scalar_rule(sc.gammaincc, lambda a, x, z: -in_dtype_of(_gammainc_da(a, x, 1), z),
                 lambda a, x, z: -p_x(a, x, z),
-                second=(lambda a, x, z: -_like(_gammainc_da(a, x, 2), z),
+                second=(lambda a, x, z: -in_dtype_of(_gammainc_da(a, x, 2), z),
                         lambda a, x, z: -p_ax(a, x, z), lambda a, x, z: -p_xx(a, x, z)),
                 saves="xyz")
 
@@ -107,11 +100,11 @@ def _register():
 
     def inv_d(sign):
         def d(a, y, x):
-            return _like(sign / _gamma_density(a, x), x)
+            return in_dtype_of(sign / gamma_density(a, x), x)
 
         def dd(a, y, x):
-            dx = 1 / _gamma_density(a, x)
-            return _like(-_gamma_dlog(a, x) * dx * dx, x)
+            dx = 1 / gamma_density(a, x)
+            return in_dtype_of(-gamma_dlog(a, x) * dx * dx, x)
         return d, dd
 
     for f, sign in ((sc.gammaincinv, 1), (sc.gammainccinv, -1)):
@@ -128,9 +121,9 @@ def _register():
     def beta_rule(f, sign, name):
         na = no_derivative(f"scipy.special.{name}", "the shape a")
         nb = no_derivative(f"scipy.special.{name}", "the shape b")
-        scalar_rule(f, na, nb, lambda a, b, x, z: _like(sign * beta_density(a, b, x), z),
+        scalar_rule(f, na, nb, lambda a, b, x, z: in_dtype_of(sign * beta_density(a, b, x), z),
                     second=(na, 0, 0, nb, 0,
-                            lambda a, b, x, z: _like(sign * beta_density(a, b, x)
+                            lambda a, b, x, z: in_dtype_of(sign * beta_density(a, b, x)
                                                      * beta_dlog(a, b, x), z)))
 
     def beta_inv_rule(f, sign, name):
@@ -138,11 +131,11 @@ def _register():
         nb = no_derivative(f"scipy.special.{name}", "the shape b")
 
         def d(a, b, y, x):
-            return _like(sign / beta_density(a, b, x), x)
+            return in_dtype_of(sign / beta_density(a, b, x), x)
 
         def dd(a, b, y, x):
             dx = 1 / beta_density(a, b, x)
-            return _like(-beta_dlog(a, b, x) * dx * dx, x)
+            return in_dtype_of(-beta_dlog(a, b, x) * dx * dx, x)
         scalar_rule(f, na, nb, d, second=(na, 0, 0, nb, 0, dd))
 
     beta_rule(sc.betainc, 1, "betainc")
