@@ -430,6 +430,22 @@ def _pad_widths(pad_width, ndim):
     return np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (ndim, 2))
 
 
+def _pad_traced_constant(array, pad_width, kwargs):
+    """``np.pad(x, w, constant_values=c)`` with a traced scalar ``c``: ``x``
+    padded with zeros plus ``c`` times the (constant) mask of the padded
+    border, differentiable in both."""
+    c = kwargs.pop("constant_values")
+    if ndim_of(c) != 0 or kwargs:
+        raise MissingRuleError(
+            "numpy.pad with traced constant_values is differentiated for one scalar "
+            "constant; pad with a scalar, or pad each side with np.concatenate")
+    x = _asarray(array)
+    padded = np.pad(x, pad_width, mode="constant")
+    border = np.pad(np.zeros(shape_of(x), dtype=bool), pad_width, mode="constant",
+                    constant_values=True)
+    return padded + c * border
+
+
 @decompose(np.pad)
 def _pad(array, pad_width, mode="constant", **kwargs):
     """``linear_ramp`` and the statistic modes as slices, reductions and
@@ -437,6 +453,8 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     to the pad rule."""
     from chainrules.tracing import dispatch
 
+    if mode == "constant" and _traced(kwargs.get("constant_values", 0)):
+        return _pad_traced_constant(array, pad_width, kwargs)
     if mode not in _STAT and mode != "linear_ramp":
         return dispatch(np.pad, (array, pad_width), dict(kwargs, mode=mode))
     x = _asarray(array)

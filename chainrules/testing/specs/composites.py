@@ -382,3 +382,15 @@ SPECS += [RuleSpec(np.pad, _pad_mode(m), wrt=(0,), name=f"np.pad-{m}")
 # the median of a padded slice is checked in float64 only (float32 finite
 # differences of a median over the padded rows exceed the float32 tolerance)
 SPECS += [RuleSpec(np.pad, _pad_mode("median"), ("float64",), wrt=(0,), name="np.pad-median")]
+
+
+def _pad_traced_constant(draw, dtype):
+    """x and a traced scalar constant_values (through ``call``)."""
+    x = _arr(draw, dtype, draw(st.sampled_from([(3,), (2, 3)])), "real")
+    c = _arr(draw, dtype, (), "real")
+    return (x, c, draw(st.sampled_from([1, (1, 2)]))), {}
+
+
+SPECS += [RuleSpec(np.pad, _pad_traced_constant, ("float64", "float32"), wrt=(0, 1),
+                   call=lambda x, c, w: np.pad(x, w, constant_values=c),
+                   name="np.pad-traced-constant")]
