@@ -63,8 +63,13 @@ def twin_for_frame(frame):
     running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None."""
     modname, func = frame.f_globals.get("__name__", ""), frame.f_code.co_name
     local = frame.f_locals
-    wrapped = local.get("f") if modname.startswith("scipy._lib") else (
-        local.get("func") if "_support_alternative_backends" in modname else None)
+    wrapped = None
+    if modname.startswith("scipy._lib"):
+        wrapped = local.get("f")
+    elif "_support_alternative_backends" in modname:
+        # scipy.signal's delegation holds the function as func; scipy.special's
+        # as the func of its _FuncInfo (self)
+        wrapped = local.get("func") or getattr(local.get("self"), "func", None)
     if callable(wrapped):
         # SciPy's batching decorator (SciPy >= 1.14) and its array-API
         # delegation (SCIPY_ARRAY_API=1) convert the arguments of the function
