@@ -56,8 +56,10 @@ def closure_second_order(rule, g, gd, tangents):
                 full[k] = x
             else:
                 full[k][j] = x
-        full = [type(a)(f) if isinstance(a, tuple) and not hasattr(a, "_fields") else f
-                for a, f in zip(args, full)]
+        # each sequence argument back in its own container (a namedtuple by
+        # its fields)
+        full = [(type(a)(*f) if hasattr(a, "_fields") else type(a)(f))
+                if isinstance(a, tuple) else f for a, f in zip(args, full)]
         _, pb = rule.fn(*full, **rule.kwargs)
         cots = dict(enumerate(c for _, c in rule.pairs(pb(cot))))
         return tuple(zeros_like_value(p) if _structural(cots.get(n)) else cots[n]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from chainrules.testing import strategies as crs
 from chainrules.testing.specs import RuleSpec
+from chainrules.testing.specs.special import unary  # the shared sampler
 
 try:
     import scipy.special as sc
@@ -59,12 +60,6 @@ def params_then(*domains):
     def sample(draw, dtype):
         shapes = _shapes(draw, len(domains))
         return tuple(draw(crs.arrays(dtype, s, d)) for s, d in zip(shapes, domains)), {}
-    return sample
-
-
-def unary(domain):
-    def sample(draw, dtype):
-        return (draw(crs.arrays(dtype, draw(crs.shapes(0, 2)), domain)),), {}
     return sample
 
 

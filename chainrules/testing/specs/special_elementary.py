@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from chainrules.testing import strategies as crs
 from chainrules.testing.specs import RuleSpec
+from chainrules.testing.specs.special import order_first, unary  # the shared samplers
 
 try:
     import scipy.special as sc
@@ -21,14 +22,6 @@ def _real(dtype):
     return np.dtype(dtype).type(0).real.dtype
 
 
-def unary(domain="real", shift=0.0, scale=1.0, avoid=()):
-    """``avoid``: points (before ``scale`` and ``shift``) kept 0.1 away."""
-    def sample(draw, dtype):
-        x = draw(crs.arrays(dtype, draw(crs.shapes(0, 2)), domain, avoid=avoid))
-        return ((x * scale + shift).astype(dtype),), {}
-    return sample
-
-
 def args_in(*domains, params=0):
     """Arguments with values in ``domains`` (names of ``crs.DOMAINS`` or
     ``(lo, hi)`` pairs), broadcasting together; the first ``params`` of them
@@ -39,13 +32,6 @@ def args_in(*domains, params=0):
         out = tuple(draw(crs.arrays(_real(dtype) if k < params else dtype, s, d))
                     for k, (d, s) in enumerate(zip(domains, shapes)))
         return out, {}
-    return sample
-
-
-def order_first(orders, domain="positive", shift=0.0):
-    def sample(draw, dtype):
-        x = draw(crs.arrays(dtype, draw(crs.shapes(0, 2)), domain))
-        return (draw(st.sampled_from(orders)), (x + shift).astype(dtype)), {}
     return sample
 
 
