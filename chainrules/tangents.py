@@ -10,6 +10,9 @@ Two structural tangents:
   random seeds. Use it for *arguments*; use ``ZeroTangent`` for real-valued
   arguments whose derivative happens to be zero.
 
+Both add as zero (``NoTangent() + b`` is ``b``, as the engine accumulates
+them); two structural zeros add to ``NoTangent()`` when either is one.
+
 The algebra (``add``, ``scale``, ``inner``, ``zeros_like``, ``random_like``,
 ``to_vector``/``from_vector``) is dispatched per value type with
 multipledispatch: ndarrays, Python and NumPy scalars (real and complex), and
@@ -101,12 +104,23 @@ class NoTangent(Structural):
 
     __slots__ = ()
 
+    # adding acts as zero, as the engine accumulates it (a value added to
+    # "no derivative" is that value); anything else keeps "no derivative"
     def __add__(self, other):
-        return self
+        return other if not isinstance(other, ZeroTangent) else self
 
     __radd__ = __add__
-    __mul__ = __add__
-    __rmul__ = __add__
+
+    def __sub__(self, other):
+        return -other if not isinstance(other, Structural) else self
+
+    def __rsub__(self, other):
+        return other
+
+    def __mul__(self, other):
+        return self
+
+    __rmul__ = __mul__
 
     def __neg__(self):
         return self
@@ -145,7 +159,15 @@ def _add_zero_zero(a, b):
 
 
 @add.register(NoTangent, object)
+def _add_no_left(a, b):
+    return b
+
+
 @add.register(object, NoTangent)
+def _add_no_right(a, b):
+    return a
+
+
 @add.register(NoTangent, ZeroTangent)
 @add.register(ZeroTangent, NoTangent)
 @add.register(NoTangent, NoTangent)

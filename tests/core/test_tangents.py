@@ -24,9 +24,17 @@ def test_zero_is_free_in_arithmetic():
     assert add(z, a) is a and add(a, z) is a and add(z, z) is z
 
 
-def test_no_tangent_absorbs():
-    assert add(NoTangent(), np.ones(2)) is NoTangent()
-    assert add(np.ones(2), NoTangent()) is NoTangent()
+def test_no_tangent_adds_as_zero():
+    # as the engine accumulates it: a cotangent added to "no derivative" is
+    # that cotangent (ChainRulesCore's NoTangent() + b == b)
+    a = np.ones(2)
+    assert add(NoTangent(), a) is a and add(a, NoTangent()) is a
+    assert (NoTangent() + a) is a and (a + NoTangent()) is a
+    assert add(NoTangent(), NoTangent()) is NoTangent()
+    assert add(NoTangent(), ZeroTangent()) is NoTangent()
+    assert add(ZeroTangent(), NoTangent()) is NoTangent()
+    assert (NoTangent() * a) is NoTangent() and -NoTangent() is NoTangent()
+    assert (NoTangent() - a == -a).all() and (a - NoTangent()) is a
 
 
 def test_add_scale_inner_arrays_and_scalars():
