@@ -1,6 +1,9 @@
-"""The reverse sweep of a tape (``Tape.backward``): cotangents accumulated
-from the outputs back to the leaves, optionally only along the nodes that
-lead to a chosen set (``wrt``)."""
+"""The reverse sweep of a tape, in one loop for whatever it carries:
+cotangents alone (``Tape.backward``), or every cotangent together with its
+tangent along forward tangents (``Tape.backward_with_tangents``,
+forward-over-reverse HVPs). Cotangents are accumulated from the outputs back
+to the leaves, optionally only along the nodes that lead to a chosen set
+(``wrt``)."""
 
 import numpy as np
 
@@ -11,12 +14,50 @@ from .tangents import ZERO, Structural
 _ndarray = np.ndarray
 
 
+class TangentCarry:
+    """What a reverse sweep carries besides cotangents: the tangent of each
+    one, along the forward ``tangents`` (from ``Tape.forward``).
+
+    ``need``: which first-order cotangents to compute (``cotangent_demand``),
+    or None for all; rules that support it (``cot_skippable``) are told which
+    inputs to skip (``skip=``). ``out_tangents``: give a rule that asks for
+    it (``takes_output_tangent``) its output's tangent from ``tangents``;
+    False makes every rule compute it itself (the rule checker runs both).
+    """
+
+    __slots__ = ("tangents", "need", "out_tangents")
+
+    def __init__(self, tangents, need=None, out_tangents=True):
+        self.tangents = tangents
+        self.need = need
+        self.out_tangents = out_tangents
+
+    def pull(self, rule, i, g, gd):
+        """The rule's ``(NodeId, cotangent, tangent)`` triples."""
+        tangents = self.tangents
+        ins = rule.inputs()
+        if len(ins) == 1:
+            t = tangents[ins[0]]
+            ts = (ZERO if t is None else t,)
+        else:
+            ts = tuple([ZERO if tangents[j] is None else tangents[j] for j in ins])
+        if (self.out_tangents and tangents[i] is not None
+                and getattr(rule, "takes_output_tangent", False)):
+            # the rule reuses its output's tangent from the forward sweep
+            return rule.pullback_with_tangents(g, gd, ts, out_tangent=tangents[i])
+        need = self.need
+        if need is not None and getattr(rule, "cot_skippable", False):  # duck-typed rules too
+            skip = [j for j in ins if not need[j]]
+            if skip:
+                return rule.pullback_with_tangents(g, gd, ts, skip=skip)
+        return rule.pullback_with_tangents(g, gd, ts)
+
+
 class ReverseSweeps:
-    """The reverse sweep of ``chainrules.graph.Tape`` (a mixin of it)."""
+    """The reverse sweeps of ``chainrules.graph.Tape`` (a mixin of it)."""
 
     __slots__ = ()
 
-    # -- reverse sweep -----------------------------------------------------------
     def backward(self, outputs, seeds, wrt=None, retain_graph=False, check=None):
         """Reverse sweep from ``outputs`` seeded with ``seeds``.
 
@@ -24,73 +65,163 @@ class ReverseSweeps:
         With ``wrt`` the sweep is partial: only rules whose inputs lead to a
         ``wrt`` node are pulled back (e.g. the gradient of one layer's
         weights skips every other branch). ``check(tape, i, g, pairs)``, if
-        given, sees each pullback's result (anomaly mode installs one).
+        given, sees each pullback's result before the engine projects it
+        (anomaly mode installs one; the rule checker another).
         Returns a ``Gradients`` store (``get``, ``remove``, ``replace``).
         """
+        return self._reverse(outputs, seeds, None, None, wrt, retain_graph, check)[0]
+
+    def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
+                               wrt=None, retain_graph=True, check=None,
+                               leaf_cotangents=True, need=None, out_tangents=True):
+        """Reverse sweep carrying, for every cotangent, its tangent along the
+        forward tangents ``tangents`` (from ``forward``).
+
+        ``leaf_cotangents=False``: only the tangents of the leaves' cotangents
+        are wanted (a plain HVP), so first-order cotangents that no
+        second-order term reads are not computed (``cotangent_demand``; pass
+        its result as ``need`` to reuse it across sweeps of one tape). Rules
+        that support it (``cot_skippable``) are told which inputs to skip
+        (``skip=``); from the others such cotangents are dropped.
+        ``out_tangents``: see ``TangentCarry``.
+
+        Returns ``(Gradients of cotangents, Gradients of their tangents)``.
+        """
+        if need is None and not leaf_cotangents:
+            need = self.cotangent_demand(outputs, False, () if wrt is None else wrt)
+        carry = TangentCarry(tangents, need, out_tangents)
+        return self._reverse(outputs, seeds, seed_tangents, carry, wrt, retain_graph, check)
+
+    def _reverse(self, outputs, seeds, seed_tangents, carry, wrt, retain_graph, check):
+        """The one reverse loop. ``carry`` None: cotangents only, each rule's
+        ``pullback`` called; else a ``TangentCarry``, each rule's
+        ``pullback_with_tangents`` called. Returns ``(Gradients, Gradients of
+        the tangents or None)``."""
         rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
         shapes = self.shapes
         dtypes = self.dtypes
         n = len(rules)
         cots = [None] * n
-        owned = bytearray(n)
-        for o, s in zip(outputs, seeds):
+        dots = None if carry is None else [None] * n
+        owned = bytearray(n)  # bit 1: cots[i] is the sweep's own buffer, bit 2: dots[i]
+        for k, o in enumerate(outputs):
             if o is not None:
-                self._seed(cots, o, s)
+                self._seed(cots, o, seeds[k])
+                if dots is not None:
+                    self._seed(dots, o, seed_tangents[k])
         keep = None if wrt is None else set(wrt)
+        need = None if carry is None else carry.need
         store = {}
+        dstore = None if dots is None else {}
         start = max((o for o in outputs if o is not None), default=-1)
         for i in range(start, -1, -1):
             g = cots[i]
-            if g is None:
-                continue
-            rule = rules[i]
-            if keep is not None:
-                if i in keep:
-                    store[i] = g
-            elif rule is None:
-                store[i] = g
-            if rule is None:
-                cots[i] = None
+            if dots is not None:
+                gd = dots[i]
+                if g is None and gd is None:
+                    continue
+                dots[i] = None
+            elif g is None:
                 continue
             cots[i] = None
-            if shapes[i] is MULTI:
+            rule = rules[i]
+            if rule is None or keep is not None:
+                if keep is None or i in keep:
+                    if dots is None:
+                        store[i] = g
+                    else:
+                        store[i] = ZERO if g is None else g
+                        dstore[i] = ZERO if gd is None else gd
+                if rule is None:
+                    continue
+            if dots is not None:
+                if shapes[i] is MULTI:
+                    g = ZERO if g is None else tuple(ZERO if t is None else t for t in g)
+                    gd = ZERO if gd is None else tuple(ZERO if t is None else t for t in gd)
+                else:
+                    g = ZERO if g is None else g
+                    gd = ZERO if gd is None else gd
+            elif shapes[i] is MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
+                gd = None
             index = getattr(rule, "gather_index", None)
             if index is not None and check is None:
-                x = rule.inputs()[0]
-                if add_at(cots, owned, 1, x, index, g, shapes[x], dtypes[x]):
+                left = self._gather(rule.inputs()[0], index, g, None if dots is None else gd, cots,
+                                    dots, owned, need)
+                if left is None:  # all of it added in place
                     if not retain_graph:
                         rules[i] = None
                     continue
+                g, gd = left  # what add_at could not take goes through the pullback
             try:
-                pairs = rule.pullback(g)
+                if dots is None:
+                    results = rule.pullback(g)
+                else:
+                    results = carry.pull(rule, i, g, gd)
             except Exception as e:
-                note_failure(e, rule, i, "pullback")
+                note_failure(e, rule, i, "pullback" if dots is None else
+                             "pullback_with_tangents")
                 raise
             if check is not None:
-                check(self, i, g, pairs)
+                check(self, i, g, results)
             if type(rule) not in _verified_classes and not library_rule(type(rule)):
-                verify_results(rule, pairs, "pullback")
+                verify_results(rule, results, "pullback" if dots is None else
+                               "pullback_with_tangents")
             if not retain_graph:
                 rules[i] = None
-            for nid, c in pairs:
-                tc = type(c)
-                if tc is _ndarray:
-                    if c.shape != shapes[nid] or (c.dtype is not dtypes[nid]
-                                                  and c.dtype != dtypes[nid]):
+            if dots is None:
+                for nid, c in results:
+                    tc = type(c)
+                    if tc is _ndarray:
+                        if c.shape != shapes[nid] or (c.dtype is not dtypes[nid]
+                                                      and c.dtype != dtypes[nid]):
+                            c = self._project(c, nid, rule)
+                    elif tc in STRUCT:
+                        continue
+                    elif shapes[nid] is MULTI:
+                        accumulate_slot(cots, nid, dtypes[nid], c)
+                        continue
+                    else:
                         c = self._project(c, nid, rule)
-                elif tc in STRUCT:
-                    continue
-                elif shapes[nid] is MULTI:
-                    accumulate_slot(cots, nid, dtypes[nid], c)
-                    continue
-                else:
-                    c = self._project(c, nid, rule)
-                if cots[nid] is None:  # the common case, without a call
-                    cots[nid] = c
-                else:
-                    accumulate(cots, owned, 1, nid, c)
-        return Gradients(store)
+                    if cots[nid] is None:  # the common case, without a call
+                        cots[nid] = c
+                    else:
+                        accumulate(cots, owned, 1, nid, c)
+            else:
+                for nid, c, cd in results:
+                    if need is not None and not need[nid]:
+                        c = None  # nothing reads it (a rule without skip= computed it)
+                    self._add(cots, owned, 1, nid, c, rule)
+                    self._add(dots, owned, 2, nid, cd, rule)
+        return Gradients(store), (None if dstore is None else Gradients(dstore))
+
+    def _add(self, buf, owned, bit, nid, c, rule):
+        """Project a rule's cotangent (or its tangent) ``c`` onto node ``nid``
+        and add it into ``buf``; structural zeros add nothing."""
+        if type(c) in STRUCT:
+            return
+        if self.shapes[nid] is MULTI:
+            if not isinstance(c[1], Structural):
+                accumulate_slot(buf, nid, self.dtypes[nid], c)
+            return
+        if type(c) is not _ndarray or c.shape != self.shapes[nid] or (
+                c.dtype is not self.dtypes[nid] and c.dtype != self.dtypes[nid]):
+            c = self._project(c, nid, rule)
+        accumulate(buf, owned, bit, nid, c)
+
+    def _gather(self, x, index, g, gd, cots, dots, owned, need):
+        """The pullback of a gather ``x[index]`` as an in-place add into the
+        sweep's buffers (``add_at``). Returns None when all of it was added,
+        else ``(g, gd)`` with what is left for the rule's pullback."""
+        shape, dtype = self.shapes[x], self.dtypes[x]
+        if dots is None:
+            return None if add_at(cots, owned, 1, x, index, g, shape, dtype) else (g, gd)
+        if (isinstance(g, Structural) or (need is not None and not need[x])
+                or add_at(cots, owned, 1, x, index, g, shape, dtype)):
+            g = ZERO  # done (or not wanted)
+        if isinstance(gd, Structural) or add_at(dots, owned, 2, x, index, gd, shape, dtype):
+            gd = ZERO
+        return None if g is ZERO and gd is ZERO else (g, gd)
 
     def _reverse_start(self, outputs, wrt, retain_graph, check):
         """What every reverse sweep does first: refuse a freed tape, mark it
@@ -110,7 +241,6 @@ class ReverseSweeps:
             return
         s = self._project(s, o, "seed")
         buf[o] = s if buf[o] is None else buf[o] + s
-
     # -- partial backward ------------------------------------------------
     def _prune(self, wrt, outputs, retain_graph):
         """The rules list with ``None`` for every node whose inputs do not

@@ -12,7 +12,7 @@ from chainrules.rule import rule_name
 from chainrules.tangents import NOTANGENT, ZERO, NoTangent, Structural
 from chainrules.tracing import Traced, untraced
 
-from .numerics import copy_arrays, has_inexact, inexact, mutated
+from .numerics import copy_arrays, has_inexact, inexact, mutated, random_leaf
 
 
 class Recording:
@@ -147,76 +147,70 @@ class Recording:
                     f" for argument {i}, which is an integer/bool value: return "
                     "NoTangent() for arguments without a derivative")
 
-    # sweeps
-    def _seed(self, w_leaves):
-        n = len(self.tape.rules)
-        cots = [None] * n
+    # sweeps: the engine's own, with the raw results checked before it projects them
+    def _outputs_and_seeds(self, w_leaves):
+        outs, seeds = [], []
         for nid, w in zip(self.out_nodes, w_leaves):
-            if nid is None or w is None or isinstance(w, Structural):
-                continue
-            cots[nid] = w if cots[nid] is None else cots[nid] + w
-        return cots
+            if nid is not None and w is not None and not isinstance(w, Structural):
+                outs.append(nid)
+                seeds.append(w)
+        return outs, seeds
 
-    def _accumulate(self, buf, nid, c, rule, where, role="cotangent"):
-        tape = self.tape
-        if tape.shapes[nid] is MULTI:
-            k, ck = c
-            if ck is None or isinstance(ck, Structural):
-                return
-            slots = buf[nid]
-            if slots is None:
-                slots = buf[nid] = [None] * tape.dtypes[nid]
-            slots[k] = ck if slots[k] is None else slots[k] + ck
-            return
-        if c is None or isinstance(c, Structural):
-            return
-        self.check_tangent(c, nid, rule, where, role)
-        c = tape._project(c, nid, rule)
-        buf[nid] = c if buf[nid] is None else buf[nid] + c
+    def _check_results(self, where, role="cotangent"):
+        """A sweep's ``check`` hook: the kind (shape, dtype) of every raw
+        result of a rule; the tangents of cotangents too, when present."""
+        def check(tape, i, g, results):
+            rule = tape.rules[i]
+            self._check_closure_ints(rule, g)
+            for item in results:
+                nid = item[0]
+                for k, c in enumerate(item[1:]):
+                    if c is None or isinstance(c, Structural) or tape.shapes[nid] is MULTI:
+                        continue
+                    self.check_tangent(c, nid, rule, where if k == 0 else
+                                       f"{where} (tangent of the cotangent)", role)
+        return check
+
+    def _check_pushforward(self, tape, i, t):
+        rule = tape.rules[i]
+        if tape.shapes[i] is not MULTI and not isinstance(rule, Select):
+            self.check_tangent(t, i, rule, "the pushforward", "tangent")
+
+    def _per_leaf(self, grads):
+        return [NOTANGENT if nid is None else grads.get(nid) for nid in self.leaf_ids]
 
     def backward(self, w_leaves):
-        """Raw reverse sweep: the cotangent of every primal leaf."""
+        """The engine's reverse sweep: the cotangent of every primal leaf."""
+        outs, seeds = self._outputs_and_seeds(w_leaves)
+        grads = self.tape.backward(outs, seeds, retain_graph=True,
+                                   check=self._check_results("the pullback"))
+        return self._per_leaf(grads)
+
+    def check_unmutated_cotangents(self):
+        """No pullback writes into the cotangent it is given: each rule is
+        called with a random cotangent, compared after with a copy."""
         tape = self.tape
-        cots = self._seed(w_leaves)
-        for i in range(len(tape.rules) - 1, -1, -1):
-            g, rule = cots[i], tape.rules[i]
-            if g is None or rule is None:
-                continue
-            cots[i] = None
-            if tape.shapes[i] is MULTI:
-                g = tuple(ZERO if t is None else t for t in g)
+        rng = np.random.default_rng(7)
+        for i, rule in self.rules():
+            outs = self.outputs_of(i)
+            if outs is None:
+                g = random_leaf(np.zeros(tape.shapes[i], tape.dtypes[i]), rng)
+            else:
+                g = tuple(ZERO if o is None else random_leaf(np.zeros(o[0], o[1]), rng)
+                          for o in outs)
             snap = copy_arrays(g)
-            pairs = rule.pullback(g)
+            rule.pullback(g)
             if mutated(g, snap) is not None:
                 self.ctx.fail(f"the pullback of rule {rule_name(rule)} modified the "
                               "cotangent it was given (an in-place update); compute "
                               "a new array instead")
-            self._check_closure_ints(rule, g)
-            for nid, c in pairs:
-                self._accumulate(cots, nid, c, rule, "the pullback")
-        return [NOTANGENT if nid is None else (ZERO if cots[nid] is None else cots[nid])
-                for nid in self.leaf_ids]
 
     def forward(self, u_leaves):
-        """Raw forward sweep: ``(tangent of every output leaf, node tangents)``."""
-        tape = self.tape
-        tans = [None] * len(tape.rules)
-        for nid, u in zip(self.leaf_ids, u_leaves):
-            if nid is not None and not isinstance(u, Structural):
-                tans[nid] = u
-        for i, rule in enumerate(tape.rules):
-            if rule is None:
-                continue
-            ts = [tans[j] for j in rule.inputs()]
-            if all(t is None for t in ts):
-                continue
-            ts = tuple(ZERO if t is None else t for t in ts)
-            t = tape._pushforward(rule, ts, i)
-            if t is None or isinstance(t, Structural):
-                continue
-            if tape.shapes[i] is not MULTI and not isinstance(rule, Select):
-                self.check_tangent(t, i, rule, "the pushforward", "tangent")
-            tans[i] = t
+        """The engine's forward sweep: ``(tangent of every output leaf, node
+        tangents)``."""
+        seeds = {nid: u for nid, u in zip(self.leaf_ids, u_leaves)
+                 if nid is not None and not isinstance(u, Structural)}
+        tans = self.tape.forward(seeds, check=self._check_pushforward)
         outs = []
         for nid, v in zip(self.out_nodes, self.out_values):
             if nid is not None and tans[nid] is not None:
@@ -227,44 +221,21 @@ class Recording:
                 outs.append(NOTANGENT)
         return outs, tans
 
-    def backward_with_tangents(self, w_leaves, tans, out_tangents=False):
-        """Raw reverse sweep carrying tangents: ``(cotangents, their tangents)``
-        per primal leaf, for the seed ``w`` (held constant). With
+    def backward_with_tangents(self, w_leaves, tans, out_tangents=False,
+                               leaf_cotangents=True):
+        """The engine's reverse sweep carrying tangents: ``(cotangents, their
+        tangents)`` per primal leaf, for the seed ``w`` (held constant). With
         ``out_tangents``, a rule that asks for it (``takes_output_tangent``)
         gets its output's tangent from ``tans``, as the engine's HVP sweep
-        passes it; without, it computes it itself: the checker runs both."""
-        tape = self.tape
-        n = len(tape.rules)
-        cots = self._seed(w_leaves)
-        dots = [None] * n
-        for i in range(n - 1, -1, -1):
-            g, gd, rule = cots[i], dots[i], tape.rules[i]
-            if (g is None and gd is None) or rule is None:
-                continue
-            cots[i] = dots[i] = None
-            if tape.shapes[i] is MULTI:
-                g = ZERO if g is None else tuple(ZERO if t is None else t for t in g)
-                gd = ZERO if gd is None else tuple(ZERO if t is None else t for t in gd)
-            else:
-                g = ZERO if g is None else g
-                gd = ZERO if gd is None else gd
-            ts = tuple(ZERO if tans[j] is None else tans[j] for j in rule.inputs())
-            if out_tangents and getattr(rule, "takes_output_tangent", False) \
-                    and tans[i] is not None:
-                triples = rule.pullback_with_tangents(g, gd, ts, out_tangent=tans[i])
-            else:
-                triples = rule.pullback_with_tangents(g, gd, ts)
-            for nid, c, cd in triples:
-                self._accumulate(cots, nid, c, rule, "pullback_with_tangents")
-                if cd is not None:
-                    self._accumulate(dots, nid, cd, rule,
-                                     "pullback_with_tangents (tangent of the cotangent)")
-
-        def leafs(buf):
-            return [NOTANGENT if nid is None else (ZERO if buf[nid] is None else buf[nid])
-                    for nid in self.leaf_ids]
-
-        return leafs(cots), leafs(dots)
+        passes it; without, it computes it itself: the checker runs both.
+        ``leaf_cotangents=False`` is the HVP sweep proper: first-order
+        cotangents nothing reads are skipped (``skip=``)."""
+        outs, seeds = self._outputs_and_seeds(w_leaves)
+        g, gd = self.tape.backward_with_tangents(
+            outs, seeds, [ZERO] * len(outs), tans, retain_graph=True,
+            check=self._check_results("pullback_with_tangents"),
+            leaf_cotangents=leaf_cotangents, out_tangents=out_tangents)
+        return self._per_leaf(g), self._per_leaf(gd)
 
 
 def by_node(pairs, k=1):

@@ -141,6 +141,9 @@ class RuleCheck:
     def rrule(self, adjoint=True):
         ctx = self.ctx
         self.report.add_mode("rrule")
+        # first: a pullback writing into its cotangent would change the
+        # checker's own directions in the sweeps below
+        self.rec.check_unmutated_cotangents()
         for k in range(self.directions):
             u, w = self.us[k], self.ws[k]
             ct = self.cotangent(k)
@@ -298,6 +301,13 @@ class RuleCheck:
             ctx.vector("pullback_with_tangents cotangent vs pullback", g,
                        self.cotangent(0), 0.0, "for the seed w of direction #0",
                        ("pullback_with_tangents", "pullback"), rtol=ctx.adj)
+            # the HVP sweep proper skips the first-order cotangents no
+            # second-order term reads (skip=): the same tangents
+            _, hv_skip = rec.backward_with_tangents(w, rec.forward(v)[1], out_tangents=True,
+                                                    leaf_cotangents=False)
+            ctx.vector("HVP sweep skipping unread cotangents vs the full sweep", hv_skip,
+                       hv, 0.0, "for the seed w and direction v of direction #0",
+                       ("skip=", "full"), rtol=ctx.adj)
             self._hvp_consistency()
         nu, nv = norm(u), norm(v)
         a, b = inner(u, hv), inner(v, hu)
