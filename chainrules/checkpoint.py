@@ -28,8 +28,16 @@ Policies:
 ``f`` must be deterministic (same operations on the same values each time
 it runs), as with any recomputation; ``"dots"`` raises if the recomputation
 calls different expensive operations, or a different number of them.
-``f`` must receive every value being differentiated as an argument: a
-closure over a traced value raises ``UntraceableError``.
+
+Closures: ``f`` may use values being differentiated that are not its
+arguments (``W`` in ``lambda x: np.tanh(W @ x)``). Its first run, under a
+closure capture (``capture.py``), finds them: each becomes a leaf of the
+run's own tape and an input of the ``CheckpointRule``, after the traced
+arguments, so the pullback returns their cotangents and the HVP sweep
+carries their tangents. The recomputations convert them the same way. A
+result that still depends on an enclosing traced value through a path the
+capture cannot see raises ``UntraceableError`` rather than give a wrong
+derivative.
 """
 
 import contextvars
@@ -45,6 +53,7 @@ from .guards import treat_as_ndarray
 from .graph import Tape
 from .rule import MultiOutput, ReverseRule
 from .tangents import ZERO, Structural
+from .capture import FIXED, LEAVES, Capture, converted, current
 from .tracing import Traced, record, top_tape
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointRule", "dots_saveable"]
@@ -163,15 +172,18 @@ class _Seg(np.ndarray):
 class CheckpointRule(ReverseRule):
     """One recorded node standing for a whole segment ``fn(*args, **kwargs)``.
 
-    Keeps the segment's argument leaves (traced ones unwrapped) and, under
-    a saving policy, the saved outputs; every sweep recomputes the segment
-    on a fresh inner tape."""
+    Keeps the segment's argument leaves (traced ones unwrapped), the values
+    of the enclosing traced values it captured (closures, globals), the
+    capture in effect when it was recorded and, under a saving policy, the
+    saved outputs; every sweep recomputes the segment on a fresh inner tape,
+    where arguments and captured values are leaves. Its inputs are the
+    traced arguments' nodes, then the captured values' nodes."""
 
     __slots__ = ("fn", "treedef", "leaves", "traced_pos", "in_ids", "n_out", "multi",
-                 "wants", "saved")
+                 "wants", "saved", "cap_values", "level", "parent")
 
     def __init__(self, fn, treedef, leaves, traced_pos, in_ids, n_out, multi, wants,
-                 saved):
+                 saved, cap_values=(), level=None, parent=None):
         self.fn = fn
         self.treedef = treedef
         self.leaves = leaves
@@ -181,34 +193,37 @@ class CheckpointRule(ReverseRule):
         self.multi = multi
         self.wants = wants
         self.saved = saved
+        self.cap_values = cap_values
+        self.level = level  # the level of the tape the rule is recorded on
+        self.parent = parent
 
     @property
     def name(self):
-        fn = self.fn
-        return "checkpoint(" + (getattr(fn, "__qualname__", None)
-                                or getattr(fn, "__name__", None) or repr(fn)) + ")"
+        return f"checkpoint({_fn_name(self.fn)})"
 
     def inputs(self):
         return self.in_ids
 
     def _recompute(self):
         tape = Tape()
+        saver = None if self.saved is None else _Saver(self.wants, self.saved)
+        cap = Capture(tape.level, FIXED, self.parent, level=self.level, name=self.name)
         leaves = list(self.leaves)
         ids = []
-        saver = None
-        if self.saved is not None:
-            saver = _Saver(self.wants, self.saved)
-        for k in self.traced_pos:
-            v = leaves[k]
+        values = [leaves[k] for k in self.traced_pos] + list(self.cap_values)
+        for i, (v, node) in enumerate(zip(values, self.in_ids)):
             if saver is not None and type(v) is np.ndarray:
                 v = v.view(_Seg)
             nid = tape.leaf(v)
             ids.append(nid)
-            leaves[k] = Traced(v, nid, tape)
+            leaf = Traced(v, nid, tape)
+            cap.memo.setdefault((self.level, node), leaf)
+            if i < len(self.traced_pos):
+                leaves[self.traced_pos[i]] = leaf
         args, kwargs = pytree.unflatten(self.treedef, leaves)
         token = _push_saver(saver) if saver is not None else None
         try:
-            out = self.fn(*args, **kwargs)
+            out = cap.run(self.fn, *args, **kwargs)
         finally:
             tape.active = False
             if token is not None:
@@ -223,6 +238,8 @@ class CheckpointRule(ReverseRule):
             raise AutodiffError(
                 f"{self.name}: the recomputation made fewer expensive calls than the "
                 "first run; the checkpointed function must be deterministic")
+        for o in out_leaves:
+            _check_escape(o, tape, self.level, self.name)
         nodes = [o.node if type(o) is Traced and o.tape is tape else None
                  for o in out_leaves]
         return tape, ids, nodes
@@ -277,11 +294,23 @@ class CheckpointRule(ReverseRule):
                 for nid, lid in zip(self.in_ids, ids)]
 
 
-def _closure_error(fname):
-    return UntraceableError(
-        f"checkpoint({fname}): the function uses a value being differentiated that "
-        "is not one of its arguments (a closure or a global); pass every traced "
-        "value as an argument of the checkpointed function")
+def _fn_name(f):
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+def _check_escape(o, tape, level, name):
+    """Refuse an output of a segment's run (on its own ``tape``) that is
+    still traced on the tape the segment is recorded on, or a higher one:
+    it depends on a value being differentiated by a path the capture did
+    not see, and its derivative would be wrong."""
+    if type(o) is Traced and o.tape is tape:
+        o = o.value
+    if type(o) is Traced and o.tape.level >= level:
+        raise UntraceableError(
+            f"{name}: the result depends on a value being differentiated through a "
+            "path chainrules cannot follow (a traced value kept from an earlier "
+            "differentiation, or computed in another thread); compute it inside the "
+            "checkpointed function, or before it runs, on the calling thread")
 
 
 def checkpoint(f=None, policy="nothing"):
@@ -294,16 +323,22 @@ def checkpoint(f=None, policy="nothing"):
     (save the outputs of matmul, dot, einsum, tensordot, inner, outer, kron
     and ``numpy.linalg`` calls and recompute the elementwise work between
     them), or a callable ``policy(op) -> bool`` naming the operations whose
-    outputs to save. ``f`` must be deterministic, and must receive every
-    value being differentiated as an argument: a closure over a traced value
-    raises ``UntraceableError`` (pass it as an argument). The checkpointing
-    guide (docs/guide/checkpointing.md) has the memory figures.
+    outputs to save. ``f`` must be deterministic. It may use values being
+    differentiated that are not its arguments (closures, globals: the
+    weights of a layer): they are found by running ``f`` and become inputs
+    of the checkpointed segment. The checkpointing guide
+    (docs/guide/checkpointing.md) has the memory figures.
 
     >>> import numpy as np, chainrules as cr
     >>> block = cr.checkpoint(lambda x: np.tanh(np.tanh(x)))
     >>> g = cr.grad(lambda x: np.sum(block(x)))(np.zeros(3))
     >>> g
     array([1., 1., 1.])
+    >>> def loss(w):
+    ...     layer = cr.checkpoint(lambda x: np.tanh(w * x))  # closes over w
+    ...     return np.sum(layer(np.ones(2)))
+    >>> float(cr.grad(loss)(0.0))
+    2.0
     """
     if f is None:
         return functools.partial(checkpoint, policy=policy)
@@ -314,68 +349,114 @@ def checkpoint(f=None, policy="nothing"):
     else:
         raise ValueError(f"checkpoint: unknown policy {policy!r}; use one of "
                          f"{_POLICIES} or a callable op -> bool")
-    fname = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    fname = _fn_name(f)
 
     @functools.wraps(f)
     def checkpointed(*args, **kwargs):
-        leaves, td = pytree.flatten((args, kwargs))
-        top = top_tape(leaves, None)
-        if top is None or not top.active or policy == "everything":
+        if policy == "everything":
             return f(*args, **kwargs)
-        traced_pos = tuple(k for k, v in enumerate(leaves)
-                           if type(v) is Traced and v.tape is top)
-        plain = list(leaves)
-        for k in traced_pos:
-            plain[k] = leaves[k].value
-        in_ids = tuple(leaves[k].node for k in traced_pos)
-        saved = None
-        if wants is not None and all(type(plain[k]) is np.ndarray for k in traced_pos):
-            out = _first_run_saving(f, td, plain, traced_pos, wants, fname, top)
-            out, saved = out
-        else:
-            a, kw = pytree.unflatten(td, plain)
-            out = f(*a, **kw)
-        out_leaves, out_td = pytree.flatten(out)
-        for o in out_leaves:
-            if type(o) is Traced and o.tape.level >= top.level:
-                raise _closure_error(fname)
+        leaves, td = pytree.flatten((args, kwargs))
+        # inside a running capture (a segment in a segment), arguments
+        # traced on an enclosing tape are what stands for them there
+        leaves = converted(leaves)
+        top = top_tape(leaves, None)
+        if top is not None and not top.active:
+            return f(*args, **kwargs)
+        run = _first_run(f, td, leaves, top, wants, f"checkpoint({fname})")
+        if run.outer is None:  # nothing traced met: a plain call
+            return run.out
+        out_leaves, out_td = pytree.flatten(run.out)
         multi = out_td is not pytree.LEAF
-        rule = CheckpointRule(f, td, plain, traced_pos, in_ids, len(out_leaves), multi,
-                              wants, saved)
+        rule = CheckpointRule(f, td, run.plain, run.traced_pos, run.in_ids,
+                              len(out_leaves), multi, wants, run.saved, run.cap_values,
+                              run.outer.level, run.parent)
         if not multi:
-            return record(top, rule, out)
-        return pytree.unflatten(out_td, record(top, rule, MultiOutput(out_leaves)))
+            return record(run.outer, rule, run.out)
+        return pytree.unflatten(out_td, record(run.outer, rule, MultiOutput(out_leaves)))
 
     checkpointed.policy = policy
     return Transformed(checkpointed, checkpoint, f, (), dict(policy=policy))
 
 
-def _first_run_saving(f, td, plain, traced_pos, wants, fname, top):
-    """Run ``f`` once on a throwaway tape (so that it makes exactly the calls
-    the recomputation will make) saving the chosen outputs."""
-    tape = Tape()
-    leaves = list(plain)
-    for k in traced_pos:
-        v = leaves[k].view(_Seg)
-        leaves[k] = Traced(v, tape.leaf(v), tape)
-    saver = _Saver(wants)
-    a, kw = pytree.unflatten(td, leaves)
-    token = _push_saver(saver)
-    try:
-        out = f(*a, **kw)
-    finally:
-        _savers.reset(token)
-        tape.active = False
+class _FirstRun:
+    """What the first run of a segment found: its output (plain or traced
+    below ``outer``), the tape to record it on, the argument leaves with the
+    traced ones unwrapped, and the inputs of its rule."""
+
+    __slots__ = ("out", "outer", "plain", "traced_pos", "in_ids", "cap_values", "saved",
+                 "parent")
+
+
+def _first_run(f, td, leaves, top, wants, name):
+    """Run ``f`` once under a capture, on a throwaway tape. Values traced on
+    ``top`` (the highest tape among the arguments) are the segment's
+    inputs: the arguments' are unwrapped, the closed-over ones become leaves
+    of the throwaway tape and are captured. A closed-over value of a tape
+    higher than ``top`` makes that tape the one to record on: the segment
+    runs again. Under a saving policy the arguments are leaves too (so that
+    the run makes exactly the calls the recomputation will make) and the
+    chosen outputs are saved."""
+    parent = current()
+    while True:
+        traced_pos = () if top is None else tuple(
+            k for k, v in enumerate(leaves) if type(v) is Traced and v.tape is top)
+        plain = list(leaves)
+        for k in traced_pos:
+            plain[k] = leaves[k].value
+        saving = wants is not None and all(type(plain[k]) is np.ndarray for k in traced_pos)
+        tape = Tape()
+        cap = Capture(tape.level, LEAVES, parent, tape=tape, outer=top, name=name,
+                      view=_seg_view if saving else None)
+        args = list(plain)
+        if saving:
+            for k in traced_pos:
+                v = plain[k].view(_Seg)
+                args[k] = cap.bind(leaves[k], Traced(v, tape.leaf(v), tape))
+        saver = _Saver(wants) if saving else None
+        a, kw = pytree.unflatten(td, args)
+        token = _push_saver(saver) if saver is not None else None
+        try:
+            out = cap.run(f, *a, **kw)
+        finally:
+            tape.active = False
+            if token is not None:
+                _savers.reset(token)
+        if cap.rise is None:
+            break
+        tape.free()
+        top = cap.rise
+    return _finish(out, cap, tape, leaves, plain, traced_pos, saver, parent, name)
+
+
+def _finish(out, cap, tape, leaves, plain, traced_pos, saver, parent, name):
+    run = _FirstRun()
+    run.outer, run.parent, run.plain, run.traced_pos = cap.outer, parent, plain, traced_pos
+    run.out = out
+    if cap.outer is None:
+        tape.free()
+        return run
+    level = cap.outer.level
     out_leaves, out_td = pytree.flatten(out)
     res = []
     for o in out_leaves:
-        if type(o) is Traced and o.tape is tape:
-            o = o.value
-        if type(o) is Traced and o.tape.level >= top.level:
-            raise _closure_error(fname)
-        res.append(_plain(o))
+        _check_escape(o, tape, level, name)
+        res.append(_plain(o.value if type(o) is Traced and o.tape is tape else o))
     tape.free()
-    return pytree.unflatten(out_td, res), saver.saved
+    run.out = pytree.unflatten(out_td, res)
+    in_ids = [leaves[k].node for k in traced_pos]
+    captured = [c for c in cap.captured if c.node not in in_ids]  # also an argument
+    run.in_ids = tuple(in_ids) + tuple(c.node for c in captured)
+    run.cap_values = tuple(c.value for c in captured)
+    # a saved output traced on a lower tape (the segment computed with such
+    # a value) would be a stale value there when replayed: recompute instead
+    run.saved = None
+    if saver is not None and not any(type(v) is Traced for _, v in saver.saved):
+        run.saved = saver.saved
+    return run
+
+
+def _seg_view(v):
+    return v.view(_Seg) if type(v) is np.ndarray else v
 
 
 def checkpoint_sequential(layers, x, segments=None, policy="nothing"):
@@ -385,6 +466,11 @@ def checkpoint_sequential(layers, x, segments=None, policy="nothing"):
     instead of ``n``. The last group is recorded normally (its backward
     pass comes first, so recomputing it would save nothing).
 
+    Parameters being differentiated reach the layers as closures: build
+    each layer over its own weights (``lambda x, W=W: np.tanh(W @ x)``, or
+    ``functools.partial(layer, W)``); ``checkpoint`` captures them, so their
+    gradients come out of the checkpointed groups like ``x``'s.
+
     Examples
     --------
     >>> import numpy as np, chainrules as cr
@@ -392,6 +478,11 @@ def checkpoint_sequential(layers, x, segments=None, policy="nothing"):
     >>> g = cr.grad(lambda x: np.sum(cr.checkpoint_sequential(layers, x)))(np.zeros(2))
     >>> g
     array([1., 1.])
+    >>> def loss(ws):  # one weight per layer, closed over
+    ...     layers = [lambda x, w=w: x + w * x for w in ws]
+    ...     return np.sum(cr.checkpoint_sequential(layers, np.ones(2), segments=2))
+    >>> cr.grad(loss)(np.zeros(4))
+    array([2., 2., 2., 2.])
     """
     layers = list(layers)
     n = len(layers)

@@ -10,13 +10,18 @@ Levels: every tape has a level, newer tapes higher. An operation is recorded
 on the highest-level tape among its arguments; values of lower levels are
 constants there and are unwrapped by their own tape when the rule computes
 with them. That is what makes ``grad(grad(f))`` and closures over outer
-traced values correct, without perturbation confusion.
+traced values correct, without perturbation confusion. A sub-computation
+that must see such values as its own inputs (a checkpointed segment, an ODE
+right-hand side) runs under a closure capture (``capture.py``), which
+``dispatch`` lets convert them.
 
 Uses that would silently drop a derivative raise ``UntraceableError``:
 ``np.asarray(x)``, ``float(x)``, ``x.item()``, ``x[0] = ...``, ``out=``
 (``Traced`` takes the refused conversions from ``guards.py`` and its ndarray
 methods from ``array_methods.py``, as mixins).
 """
+
+import contextvars
 
 import numpy as np
 
@@ -32,6 +37,17 @@ __all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_tra
 
 _list_tuple = (list, tuple)
 _new = object.__new__
+#: the closure capture running in this context (innermost), and the highest
+#: level bound of the captures running in any thread (0: none): operations
+#: on a tape below it leave the fast paths for dispatch, where the capture
+#: converts the traced values of enclosing tapes (chainrules/capture.py)
+CAPTURE = contextvars.ContextVar("chainrules_capture", default=None)
+_capture_bound = 0
+
+
+def set_capture_bound(level):
+    global _capture_bound
+    _capture_bound = level
 
 
 def _primal_type(v):
@@ -101,6 +117,11 @@ def dispatch(op, args, kwargs):
     top = top_tape(args, kwargs)
     if top is None:
         return op(*args, **kwargs)
+    if _capture_bound and CAPTURE.get() is not None:
+        args, kwargs = CAPTURE.get().convert(args, kwargs)
+        top = top_tape(args, kwargs)
+        if top is None:  # every traced argument stood for a plain value
+            return op(*args, **(kwargs or {}))
     if not top.active:
         try:
             maker = lookup(op, tuple(_primal_type(a) for a in args))
@@ -238,37 +259,6 @@ def _sequences_as_arrays(op, args, top):
     return tuple(out)
 
 
-def _block(arrays, **kwargs):
-    """``np.block`` as the concatenations it stands for (each recorded by
-    the concatenate rule): innermost lists along the last axis, the next
-    level along the one before, pieces promoted to the common rank."""
-    from .arrays import ndim_of, shape_of
-
-    def depth(a):
-        return 1 + depth(a[0]) if type(a) is list and a else 0
-
-    def max_ndim(a):
-        return max(max_ndim(b) for b in a) if type(a) is list else ndim_of(a)
-
-    if type(arrays) is not list:
-        return np.block(untraced(arrays)) if type(arrays) is not Traced else arrays
-    d = depth(arrays)
-    n = max(d, max_ndim(arrays))
-
-    def build(a, level):
-        if type(a) is list:
-            return np.concatenate([build(b, level + 1) for b in a], axis=level - d)
-        if type(a) is tuple:
-            raise TypeError("np.block takes nested lists, not tuples")
-        k = ndim_of(a)
-        return a if k == n else np.reshape(a, (1,) * (n - k) + tuple(shape_of(a)))
-
-    return build(arrays, 0)
-
-
-DECOMPOSITIONS[np.block] = _block
-
-
 def _binary_operator(op, reflected=False):
     """The fast path of a binary operator as the method itself
     (``Traced.__add__`` is ``_binary_operator(np.add)``; ``__radd__`` the
@@ -312,7 +302,7 @@ def _binary_operator(op, reflected=False):
             tb = type(vb)
             if tb is Traced:
                 tb = _primal_type(vb)
-        if not tape.active:
+        if not tape.active or tape.level < _capture_bound:
             return dispatch(op, (a, b), None)
         maker = GENERIC_MAKERS.get(op) or lookup(op, (ta, tb))
         out, rule = maker(ids, va, vb)
@@ -399,7 +389,7 @@ class Traced(ConversionGuards, ArrayMethods):
                 # the unary fast path: one traced argument, no keywords
                 x = inputs[0]
                 tape = x.tape
-                if not tape.active:
+                if not tape.active or tape.level < _capture_bound:
                     return dispatch(ufunc, inputs, None)
                 v = x.value
                 tv = type(v)

@@ -5,6 +5,10 @@ and ``solve_ivp``.
 ``ode_solve(y0, t, *params, _spec=...)`` is one operation: the solution of
 ``y' = f(y, s, *params)`` from ``y(t[0]) = y0``, sampled at every ``t[i]``
 (shape ``(len(t), n)``), computed by SciPy's ``odeint`` or ``solve_ivp``.
+``params`` are the leaves of the user's ``args`` followed by the values
+being differentiated that the right-hand side closes over: the twins find
+those with ``chainrules.capture.closure_convert``, and ``f`` then takes them
+as trailing arguments, so they are differentiated exactly as ``args`` are.
 
 * Reverse mode (adjoint method): with ``a(s) = dL/dy(s)``, integrate
   ``[y, a, g_p]' = [f, -a^T f_y, -a^T f_p]`` backwards from ``t[-1]`` to

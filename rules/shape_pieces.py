@@ -1,6 +1,7 @@
 """Shape rules of several arrays in or out: broadcast_arrays,
 atleast_1d/2d/3d of several arrays, concatenate, stack, hstack, vstack,
-dstack, column_stack, append, split, array_split, hsplit, vsplit, dsplit.
+dstack, column_stack, append, split, array_split, hsplit, vsplit, dsplit;
+``np.block`` as the concatenations it stands for.
 
 Pieces may mix traced and constant arrays; unused outputs of an operation
 with several outputs get a zero cotangent. Like every shape rule, each is
@@ -14,11 +15,11 @@ from chainrules.arrays import is_array
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.rule import MultiOutput
-from chainrules.registry import accepts_sequences, op_name, register
+from chainrules.registry import accepts_sequences, decompose, op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, Structural
 from chainrules.primitives import primitive
-from chainrules.tracing import astype, untraced
+from chainrules.tracing import Traced, astype, untraced
 
 from ._util import ndim_of, shape_of
 from .shape import (PiecesRule, ZipLinearRule, axis_slice, dtype_of, first_dtype, reject_traced,
@@ -202,6 +203,33 @@ _join_maker(np.hstack, _hstack_layout)
 _join_maker(np.vstack, _vstack_layout)
 _join_maker(np.dstack, _dstack_layout)
 _join_maker(np.column_stack, _column_stack_layout)
+
+
+@decompose(np.block)
+def _block(arrays, **kwargs):
+    """``np.block`` as the concatenations it stands for (each recorded by
+    the concatenate rule): innermost lists along the last axis, the next
+    level along the one before, pieces promoted to the common rank."""
+    def depth(a):
+        return 1 + depth(a[0]) if type(a) is list and a else 0
+
+    def max_ndim(a):
+        return max(max_ndim(b) for b in a) if type(a) is list else ndim_of(a)
+
+    if type(arrays) is not list:
+        return np.block(untraced(arrays)) if type(arrays) is not Traced else arrays
+    d = depth(arrays)
+    n = max(d, max_ndim(arrays))
+
+    def build(a, level):
+        if type(a) is list:
+            return np.concatenate([build(b, level + 1) for b in a], axis=level - d)
+        if type(a) is tuple:
+            raise TypeError("np.block takes nested lists, not tuples")
+        k = ndim_of(a)
+        return a if k == n else np.reshape(a, (1,) * (n - k) + tuple(shape_of(a)))
+
+    return build(arrays, 0)
 
 
 @register(np.append)

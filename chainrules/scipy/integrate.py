@@ -2,20 +2,26 @@
 ``cumulative_trapezoid`` (same signatures as ``scipy.integrate``); requires SciPy.
 
 ``odeint`` and ``solve_ivp`` are differentiable with respect to the initial
-state, the parameters passed through ``args`` and the time points (``t`` for
+state, the parameters passed through ``args``, the values being
+differentiated that the right-hand side closes over (``def rhs(y, t):
+return -k * y`` with ``k`` traced) and the time points (``t`` for
 ``odeint``; ``t_span[0]`` and ``t_eval`` for ``solve_ivp``), by the adjoint
 method in reverse mode and the variational equation in forward mode (see
 rules/scipy_integrate.py). The right-hand side is plain NumPy code: it is
-differentiated by chainrules itself. Derivatives are those of the exact ODE
-solution, computed to the solver tolerances you pass (``rtol``/``atol``), which
-also govern the adjoint solve. Second derivatives raise ``HvpNotSupported``.
+differentiated by chainrules itself. Closed-over values are found by
+evaluating it once at the initial point (``chainrules.capture.closure_convert``)
+and become trailing parameters, differentiated like ``args``. Derivatives are
+those of the exact ODE solution, computed to the solver tolerances you pass
+(``rtol``/``atol``), which also govern the adjoint solve. Second derivatives
+raise ``HvpNotSupported``.
 """
 
 import numpy as np
 
 from chainrules import pytree
+from chainrules.capture import closure_convert
 from chainrules.rules.scipy_integrate import OdeSpec, ode_solve
-from chainrules.tracing import is_traced
+from chainrules.tracing import is_traced, untraced
 
 try:
     import scipy.integrate as _si
@@ -27,6 +33,11 @@ __all__ = ["odeint", "solve_ivp", "trapezoid", "simpson", "cumulative_trapezoid"
 
 def _any_traced(*xs):
     return any(is_traced(x) for x in xs)
+
+
+def _name(func, solver):
+    fname = getattr(func, "__qualname__", None) or getattr(func, "__name__", "func")
+    return f"the right-hand side {fname} of chainrules.scipy.integrate.{solver}"
 
 
 def _flat_args(func, args):
@@ -43,13 +54,32 @@ def _flat_args(func, args):
     return flat_func, tuple(leaves)
 
 
+def _closure_args(func, y0, t0, args, tfirst, name):
+    """``(func, args)`` with the values being differentiated that ``func``
+    uses without receiving them (closures, globals) appended to ``args``:
+    ``func`` is evaluated once at the initial point on plain values to find
+    them, and then takes them as trailing arguments."""
+    y = np.asarray(untraced(y0))
+    y = np.ravel(y if y.dtype.kind in "fc" else y.astype(float))
+    s = np.ravel(np.asarray(untraced(t0), dtype=float))[0]
+    first = (s, y) if tfirst else (y, s)
+    func, captured = closure_convert(
+        func, *first, *args, name=name,
+        unseen="it did not use at the initial point, where chainrules evaluates it to "
+               "find them; pass such a value in args")
+    return func, tuple(args) + tuple(captured)
+
+
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
            rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
            mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
-    """``scipy.integrate.odeint``, differentiable in ``y0``, ``t`` and ``args``
-    (every leaf of a nested argument too: a list of ``(W, b)`` pairs)."""
+    """``scipy.integrate.odeint``, differentiable in ``y0``, ``t``, ``args``
+    (every leaf of a nested argument too: a list of ``(W, b)`` pairs) and the
+    values being differentiated that ``func`` closes over."""
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    name = _name(func, "odeint")
     func, args = _flat_args(func, args)
+    func, args = _closure_args(func, y0, t, args, tfirst, name)
     kw = dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu, rtol=rtol, atol=atol,
               tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
               mxhnil=mxhnil, mxordn=mxordn, mxords=mxords, printmessg=printmessg)
@@ -80,12 +110,15 @@ class OdeResult(dict):
 def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
               vectorized=False, args=None, **options):
     """``scipy.integrate.solve_ivp``, differentiable in ``y0``, ``args``,
-    ``t_span[0]`` and ``t_eval``. Without ``t_eval`` the solution is
-    differentiated at the solver's own time points, held fixed."""
+    ``t_span[0]``, ``t_eval`` and the values being differentiated that
+    ``fun`` closes over. Without ``t_eval`` the solution is differentiated
+    at the solver's own time points, held fixed."""
     params = () if args is None else tuple(args)
+    name = _name(fun, "solve_ivp")
     fun, params = _flat_args(fun, params)
-    args = None if args is None else params
     t0 = t_span[0]
+    fun, params = _closure_args(fun, y0, t0, params, True, name)
+    args = None if args is None and not params else params
     if not _any_traced(y0, t0, t_eval, *params):
         return _si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
                              dense_output=dense_output, events=events, vectorized=vectorized,

@@ -33,8 +33,8 @@ LAYERS = [
     {"sweep_reverse", "sweep_forward"},
     {"graph"},
     {"tracing"},
-    {"arguments", "broadcast", "derived", "derived_common", "derived_linear", "derived_nary",
-     "primitives", "transpose"},
+    {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
+     "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "closure_second_order"},
 ]

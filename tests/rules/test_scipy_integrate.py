@@ -234,3 +234,135 @@ def test_nested_args_are_differentiated_leaf_by_leaf():
         fd = (loss_np(plus) - loss_np(minus)) / (2 * h)
         np.testing.assert_allclose(g[layer][part][index], fd, rtol=1e-5)
         np.testing.assert_allclose(g2[layer][part][index], fd, rtol=1e-4)
+
+
+# -- right-hand sides that close over values being differentiated ----------------
+K = np.array([0.7, 0.3])
+
+
+def _decay(k, y0, t):
+    """y' = -k y: y(t_i) = y0 exp(-k (t_i - t_0)), per component."""
+    return y0 * np.exp(-np.outer(np.asarray(t) - t[0], k))
+
+
+def test_odeint_closure_over_traced_k():
+    w = RNG.normal(size=(len(T), 2))
+
+    def loss(k, y0, t):
+        def rhs(y, s):
+            return -k * y                      # k is not an argument: a closure
+        return np.sum(w * ci.odeint(rhs, y0, t, **TIGHT))
+
+    np.testing.assert_allclose(loss(K, Y0, T), np.sum(w * _decay(K, Y0, T)), rtol=1e-9)
+    gk, gy0, gt = cr.grad(loss, argnums=(0, 1, 2))(K, Y0, T)
+    # d/dk_j sum_i w_ij y0_j exp(-k_j (t_i - t_0)) = -sum_i w_ij (t_i - t_0) y_ij
+    dt = (T - T[0])[:, None]
+    np.testing.assert_allclose(gk, -np.sum(w * dt * _decay(K, Y0, T), axis=0), rtol=1e-8)
+    np.testing.assert_allclose(gy0, np.sum(w * np.exp(-dt * K), axis=0), rtol=1e-8)
+    ref = lambda t: np.sum(w * _decay(K, Y0, t))  # noqa: E731
+    np.testing.assert_allclose(gt, _fd_grad(ref, T), rtol=1e-6, atol=1e-8)
+    # forward mode: the tangent of the solution along dk
+    dk = np.array([1.0, -2.0])
+    tan = cr.jvp(lambda k: loss(k, Y0, T), (K,), (dk,))[1]
+    np.testing.assert_allclose(tan, gk @ dk, rtol=1e-8)
+    # a traced scalar k closed over, the same as passing it in args
+    g_cl = cr.grad(lambda k: np.sum(ci.odeint(lambda y, s: -k * y, Y0, T, **TIGHT)))(0.5)
+    g_args = cr.grad(lambda k: np.sum(ci.odeint(lambda y, s, k: -k * y, Y0, T, args=(k,),
+                                                **TIGHT)))(0.5)
+    np.testing.assert_allclose(g_cl, g_args, rtol=1e-12)
+    np.testing.assert_allclose(g_cl, -np.sum((T - T[0])[:, None] * _decay(
+        np.array([0.5, 0.5]), Y0, T)), rtol=1e-8)
+
+
+def test_solve_ivp_closure_over_traced_k():
+    te = np.linspace(0.3, 2.0, 5)
+    w = RNG.normal(size=(2, len(te)))
+
+    def loss(k, y0):
+        sol = ci.solve_ivp(lambda s, y: -k * y, (0.0, 2.0), y0, t_eval=te, method="DOP853",
+                           **TIGHT)
+        return np.sum(w * sol.y)
+
+    gk, gy0 = cr.grad(loss, argnums=(0, 1))(K, Y0)
+    y = _decay(K, Y0, np.concatenate([[0.0], te]))[1:].T       # (2, len(te))
+    np.testing.assert_allclose(gk, -np.sum(w * te * y, axis=1), rtol=1e-8)
+    np.testing.assert_allclose(gy0, np.sum(w * np.exp(-np.outer(K, te)), axis=1), rtol=1e-8)
+    # without t_eval: differentiated at the solver's own times
+    out, back = cr.vjp(lambda k: ci.solve_ivp(lambda s, y: -k * y, (0.0, 2.0), Y0,
+                                              **TIGHT).y, K)
+    ts = si.solve_ivp(lambda s, y: -K * y, (0.0, 2.0), Y0, **TIGHT).t
+    assert out.shape == (2, len(ts))
+    w2 = RNG.normal(size=out.shape)
+    np.testing.assert_allclose(back(w2)[0], -np.sum(w2 * ts * Y0[:, None] * np.exp(
+        -np.outer(K, ts)), axis=1), rtol=1e-7)
+
+
+@pytest.mark.parametrize("solver", ["odeint", "solve_ivp"])
+def test_closure_over_a_traced_pytree_of_parameters(solver):
+    rng = np.random.default_rng(3)
+    params = [(rng.normal(size=(2, 3)) * 0.3, rng.normal(size=3) * 0.1),
+              (rng.normal(size=(3, 2)) * 0.3, rng.normal(size=2) * 0.1)]
+    t = np.linspace(0.0, 1.0, 5)
+    y0 = np.array([1.0, -0.5])
+    tol = dict(rtol=1e-10, atol=1e-10)
+
+    def field(y, p):
+        return np.tanh(y @ p[0][0] + p[0][1]) @ p[1][0] + p[1][1]
+
+    def loss(p):
+        if solver == "odeint":
+            ys = ci.odeint(lambda y, s: field(y, p), y0, t, **tol)
+        else:
+            ys = ci.solve_ivp(lambda s, y: field(y, p), (0.0, 1.0), y0, t_eval=t[1:],
+                              method="LSODA", **tol).y
+        return np.sum(ys ** 2)
+
+    def plain(p):
+        return np.sum(si.odeint(lambda y, s: field(y, p), y0, t, **tol)[1:] ** 2) + (
+            np.sum(y0 ** 2) if solver == "odeint" else 0.0)
+
+    g = cr.grad(loss)(params)
+    assert isinstance(g, list) and g[1][0].shape == (3, 2)
+    h = 1e-6
+    for layer, part, index in ((0, 0, (1, 2)), (0, 1, (0,)), (1, 0, (2, 1)), (1, 1, (1,))):
+        plus = [[a.copy() for a in pair] for pair in params]
+        minus = [[a.copy() for a in pair] for pair in params]
+        plus[layer][part][index] += h
+        minus[layer][part][index] -= h
+        fd = (plain(plus) - plain(minus)) / (2 * h)
+        np.testing.assert_allclose(g[layer][part][index], fd, rtol=1e-4)
+    # the same gradient as with the parameters passed in args
+    g_args = cr.grad(lambda p: np.sum(ci.odeint(lambda y, s, q: field(y, q), y0, t,
+                                                args=(p,), **tol) ** 2))(params)
+    if solver == "odeint":
+        for pair, pair_args in zip(g, g_args):
+            for a, b in zip(pair, pair_args):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_checkpoint_around_an_ode_with_a_closure():
+    def loss(k, on):
+        def solve(y0):
+            return ci.odeint(lambda y, s: -k * y, y0, T, **TIGHT)
+        seg = cr.checkpoint(solve) if on else solve
+        return np.sum(seg(Y0 * k[0]))
+
+    np.testing.assert_allclose(cr.grad(loss)(K, True), cr.grad(loss)(K, False), rtol=1e-12)
+
+
+def test_closure_errors():
+    def branchy(k, k2):
+        def rhs(y, s):
+            return -k * y if s < 1.0 else -k2 * y   # k2 unseen at the initial point
+        return np.sum(ci.odeint(rhs, Y0, T, **TIGHT))
+
+    for argnums in ((0, 1), 1):
+        with pytest.raises(cr.UntraceableError, match="rhs of chainrules.scipy.integrate."
+                                                      "odeint .* initial point"):
+            cr.grad(branchy, argnums=argnums)(0.5, 0.3)
+    # second order through a closure: as through args
+    with pytest.raises(cr.HvpNotSupported, match="odeint: second derivatives"):
+        cr.hvp(lambda k: np.sum(ci.odeint(lambda y, s: -k * y, Y0, T)), K, K)
+    # nothing traced: SciPy's own result
+    np.testing.assert_array_equal(ci.odeint(lambda y, s: -K * y, Y0, T),
+                                  si.odeint(lambda y, s: -K * y, Y0, T))
