@@ -11,7 +11,8 @@ import numpy as np
 
 from . import pytree
 from .transformed import Transformed
-from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
+from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
+                        collect_cotangents, function_name,
                         like_output, normalize_argnums, scalar_output_dtype, trace_args,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
 from .arrays import ones_like_value, zeros_like_value
@@ -106,7 +107,9 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
 
 def vjp(f, *primals, has_aux=False):
     """``out, f_vjp = vjp(f, *primals)``; ``f_vjp(cotangent)`` returns a tuple
-    with one cotangent per primal. ``f_vjp`` may be called many times.
+    with one cotangent per primal. ``f_vjp`` may be called many times;
+    ``f_vjp.many(cotangents)`` takes a batch (a leading axis of directions on
+    every leaf) in one sweep and returns batches.
 
     Examples
     --------
@@ -145,6 +148,26 @@ def vjp(f, *primals, has_aux=False):
         users = user_arrays(cotangent)
         return tuple(collect_cotangents(s, grads, users) for s in specs)
 
+    def many(cotangents):
+        """``f_vjp`` of a batch of cotangents (every leaf with a leading axis
+        of directions) in one reverse sweep; each result leaf has that axis."""
+        cleaves, k = check_tangent(cotangents, out, fname, "cotangent", "output",
+                                   "vjp (f_vjp.many)", batch=True)
+        if k is None:
+            raise TangentShapeError(f"vjp of {fname}: f_vjp.many needs at least one batch "
+                                    "of cotangents as an array (its leading axis is the "
+                                    "number of directions)")
+        nodes, seeds = [], []
+        for o, c in zip(leaves, cleaves):
+            if type(o) is Traced and o.tape is tape and not isinstance(c, Structural):
+                nodes.append(o.node)
+                seeds.append(c)
+        grads = tape.backward(nodes, seeds, retain_graph=True, batch=k) if nodes \
+            else NO_GRADIENTS
+        users = user_arrays(cotangents)
+        return tuple(collect_cotangent_batches(s, grads, k, users) for s in specs)
+
+    f_vjp.many = many
     if has_aux:
         return value, f_vjp, unwrap_level(aux, tape)
     return value, f_vjp

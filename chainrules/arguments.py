@@ -160,6 +160,22 @@ def collect_cotangents(spec, grads, users=()):
     return pytree.unflatten(spec.treedef, out)
 
 
+def collect_cotangent_batches(spec, grads, k, users=()):
+    """``collect_cotangents`` of a batched sweep: every leaf's cotangents
+    with a leading axis of ``k`` directions (zeros where structurally
+    zero)."""
+    out = []
+    for leaf, nid in zip(spec.leaves, spec.ids):
+        if nid is None:
+            out.append(NOTANGENT)
+            continue
+        v = grads.get(nid)
+        if isinstance(v, Structural):
+            v = np.zeros((k,) + tuple(shape_of(leaf)), value_dtype(leaf))
+        out.append(unaliased(v, users))
+    return pytree.unflatten(spec.treedef, out)
+
+
 def unaliased(v, users):
     """``v``, copied when it shares memory with one of the ``users`` arrays."""
     if users and type(v) is np.ndarray:
@@ -242,24 +258,37 @@ def value_dtype(v):
     return None
 
 
-def check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp"):
+def check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp", batch=False):
     """The leaves of tangent tree ``t`` for primal tree ``p``, checked and
     converted: the same structure and shapes, a dtype that can belong to the
     primal (a complex tangent for a real primal raises ``TangentShapeError``:
     dropping its imaginary part would be a silently wrong answer), cast to the
     primal's dtype (Python floats, NumPy scalars and float32 tangents of
-    float64 primals included)."""
+    float64 primals included). ``batch``: every leaf of ``t`` is a batch of
+    directions, one leading axis (of one length throughout) before the
+    primal's shape; returns ``(leaves, number of directions or None)``."""
     pl, ptd = pytree.flatten(p)
     tl, ttd = pytree.flatten(t)
     if ptd != ttd:
         raise TangentShapeError(f"{entry} of {fname}: {what} structure {ttd} does not "
                                 f"match {of} structure {ptd}")
     out = []
+    k = None
     for a, b in zip(pl, tl):
         if b is None or isinstance(b, Structural):
             out.append(ZERO if b is None else b)
             continue
-        if shape_of(a) != shape_of(b):
+        if batch:
+            bs = shape_of(b)
+            if len(bs) != len(shape_of(a)) + 1 or bs[1:] != shape_of(a) or (
+                    k is not None and bs[0] != k):
+                raise TangentShapeError(
+                    f"{entry} of {fname}: a batch of {what}s of shape {bs} for a"
+                    f"{'n' if of[0] in 'aeiou' else ''} {of} of shape {shape_of(a)}; a batch "
+                    f"has one leading axis of directions (of one length for every "
+                    f"leaf), then the {of}'s shape")
+            k = bs[0]
+        elif shape_of(a) != shape_of(b):
             raise TangentShapeError(f"{entry} of {fname}: {what} of shape {shape_of(b)} "
                                     f"for a{'n' if of[0] in 'aeiou' else ''} {of} of "
                                     f"shape {shape_of(a)}")
@@ -284,7 +313,7 @@ def check_tangent(t, p, fname, what="tangent", of="primal", entry="jvp"):
         else:
             b = np.asarray(b, dtype=pdt)
         out.append(b)
-    return out
+    return (out, k) if batch else out
 
 
 def like_output(t, v):

@@ -12,7 +12,8 @@ from .arrays import shape_of
 from .rule import ReverseRule
 from .tangents import Structural
 
-__all__ = ["unbroadcast", "CastCotangents", "narrower_inputs"]
+__all__ = ["unbroadcast", "unbroadcast_batched", "expand_batched", "CastCotangents",
+           "narrower_inputs"]
 
 
 def unbroadcast(g, shape):
@@ -38,6 +39,31 @@ def unbroadcast(g, shape):
     if g.shape != shape:
         g = np.reshape(g, shape)
     return g
+
+
+def unbroadcast_batched(g, shape):
+    """``unbroadcast`` of a batch: ``g`` of shape ``(k,) + s`` where ``s`` is
+    a broadcast of ``shape``; returns shape ``(k,) + shape`` (the batch axis
+    is never summed)."""
+    if isinstance(g, Structural):
+        return g
+    shape = tuple(shape)
+    gshape = g.shape
+    inner = len(gshape) - 1
+    if gshape[1:] == shape:
+        return g
+    full = (gshape[0],) + (1,) * (inner - len(shape)) + shape
+    g = unbroadcast(g, full)
+    return g if len(full) == len(shape) + 1 else np.reshape(g, (gshape[0],) + shape)
+
+
+def expand_batched(t, shape, ndim):
+    """A batch ``t`` of shape ``(k,) + shape`` with ones inserted after the
+    batch axis so that it broadcasts against arrays of ``ndim`` axes (the
+    output of a broadcasting operation) as its slices would."""
+    if isinstance(t, Structural) or len(shape) >= ndim:
+        return t
+    return np.reshape(t, t.shape[:1] + (1,) * (ndim - len(shape)) + tuple(shape))
 
 
 class CastCotangents(ReverseRule):
@@ -87,6 +113,23 @@ class CastCotangents(ReverseRule):
     def pullback_with_tangents(self, g, gd, tangents):
         return [(nid, self._cast(nid, c), self._cast(nid, cd))
                 for nid, c, cd in self.rule.pullback_with_tangents(g, gd, tangents)]
+
+    @property
+    def batched(self):
+        return getattr(self.rule, "batched", False)
+
+    def pullback_batched(self, g):
+        return [(nid, self._cast(nid, c)) for nid, c in self.rule.pullback_batched(g)]
+
+    def pushforward_batched(self, tangents):
+        t = self.rule.pushforward_batched(tangents)
+        if t is None or isinstance(t, Structural) or getattr(t, "dtype", None) == self.zdtype:
+            return t
+        return t.astype(self.zdtype)
+
+    def pullback_with_tangents_batched(self, g, gd, tangents):
+        return [(nid, self._cast(nid, c), self._cast(nid, cd))
+                for nid, c, cd in self.rule.pullback_with_tangents_batched(g, gd, tangents)]
 
 
 def narrower_inputs(ids, args, z):

@@ -251,7 +251,7 @@ class CheckpointRule(ReverseRule):
             return (ZERO,) * self.n_out
         return g
 
-    def pullback(self, g):
+    def pullback(self, g, batch=None):
         tape, ids, nodes = self._recompute()
         outs, seeds = [], []
         for n, c in zip(nodes, self._split(g)):
@@ -260,25 +260,38 @@ class CheckpointRule(ReverseRule):
                 seeds.append(c)
         if not outs:
             return []
-        grads = tape.backward(outs, seeds)
+        grads = tape.backward(outs, seeds, batch=_batch_size(seeds, batch))
         return [(nid, _plain(grads.get(lid))) for nid, lid in zip(self.in_ids, ids)]
 
-    def _forward(self, tape, ids, tangents):
+    def _forward(self, tape, ids, tangents, batch=None):
         seeds = {}
         for lid, t in zip(ids, tangents):
             if not isinstance(t, Structural):
                 seeds[lid] = t if lid not in seeds else seeds[lid] + t
-        return tape.forward(seeds)
+        return tape.forward(seeds, batch=_batch_size(list(seeds.values()), batch))
 
-    def pushforward(self, tangents):
+    def pushforward(self, tangents, batch=None):
         tape, ids, nodes = self._recompute()
-        tans = self._forward(tape, ids, tangents)
+        tans = self._forward(tape, ids, tangents, batch)
         res = [ZERO if n is None or tans[n] is None else _plain(tans[n]) for n in nodes]
         return tuple(res) if self.multi else res[0]
 
-    def pullback_with_tangents(self, g, gd, tangents):
+    # a batch of directions: one recomputation, then the inner tape's own
+    # batched sweeps
+    batched = True
+
+    def pullback_batched(self, g):
+        return self.pullback(g, batch=True)
+
+    def pushforward_batched(self, tangents):
+        return self.pushforward(tangents, batch=True)
+
+    def pullback_with_tangents_batched(self, g, gd, tangents):
+        return self.pullback_with_tangents(g, gd, tangents, batch=True)
+
+    def pullback_with_tangents(self, g, gd, tangents, batch=None):
         tape, ids, nodes = self._recompute()
-        tans = self._forward(tape, ids, tangents)
+        tans = self._forward(tape, ids, tangents, batch)
         outs, seeds, dseeds = [], [], []
         for n, c, cd in zip(nodes, self._split(g), self._split(gd)):
             if n is None or (isinstance(c, Structural) and isinstance(cd, Structural)):
@@ -288,10 +301,22 @@ class CheckpointRule(ReverseRule):
             dseeds.append(cd)
         if not outs:
             return []
-        cg, dg = tape.backward_with_tangents(outs, seeds, dseeds, tans,
-                                             retain_graph=False)
+        cg, dg = tape.backward_with_tangents(outs, seeds, dseeds, tans, retain_graph=False,
+                                             batch=_batch_size(list(dseeds) + list(tangents),
+                                                               batch))
         return [(nid, _plain(cg.get(lid)), _plain(dg.get(lid)))
                 for nid, lid in zip(self.in_ids, ids)]
+
+
+def _batch_size(values, batch):
+    """The number of directions of a batch (``batch`` True) from its first
+    non-structural value; None for an unbatched sweep (or no value)."""
+    if not batch:
+        return None
+    for v in values:
+        if not isinstance(v, Structural):
+            return np.shape(v)[0]
+    return None
 
 
 def _fn_name(f):

@@ -16,7 +16,8 @@ more arguments); ``linear_rule`` and ``bilinear_rule`` live in
 import numpy as np
 
 from .arrays import uniform_value
-from .broadcast import CastCotangents, narrower_inputs, unbroadcast  # noqa: F401  (re-exported)
+from .broadcast import (CastCotangents, expand_batched, narrower_inputs,  # noqa: F401
+                        unbroadcast, unbroadcast_batched)
 from .derived_common import (broadcast_tangent, call_partial, cast_mixed, first_times_sum,
                              is_zero_const, NotKept, plus, plus_second, saved_values, signed_sum,
                              times)
@@ -125,6 +126,24 @@ class UnaryScalarRule(ReverseRule):
                 raise HvpNotSupported(f"{spec.name} was registered without second=")
             cd = plus_second(cd, g, call_partial(spec.d2, self.x, self.y), xd)
         return [(self.x_id, c, cd)]
+
+    # batches: elementwise products broadcast over the leading batch axis
+    batched = True
+
+    def pullback_batched(self, G):
+        spec = self.spec
+        if spec.const:
+            return [(self.x_id, times(G, spec.d))]
+        d = self.dval
+        if d is None:
+            d = call_partial(spec.d, self.x, self.y)
+        return [(self.x_id, times(G, d))]
+
+    pushforward_batched = pushforward
+    # g is unbatched and the tangents batched: the fused one-shape path of
+    # pullback_with_tangents never applies (its shapes differ), the rest
+    # broadcasts
+    pullback_with_tangents_batched = pullback_with_tangents
 
 
 # -- binary --------------------------------------------------------------------
@@ -244,6 +263,72 @@ class BinaryScalarRule(ReverseRule):
                         cd if isinstance(cd, Structural) else unbroadcast(cd, self.yshape)))
         return out
 
+    # batches: cotangents keep their batch axis when summed back to an
+    # input's shape, tangents of inputs with fewer axes than the output get
+    # ones after the batch axis so that they broadcast as their slices would
+    batched = True
+
+    def pullback_batched(self, G):
+        spec, x, y, z = self.spec, self.x, self.y, self.z
+        out = []
+        if self.x_id is not None:
+            out.append((self.x_id, unbroadcast_batched(
+                times(G, call_partial(spec.dx, x, y, z)), self.xshape)))
+        if self.y_id is not None:
+            out.append((self.y_id, unbroadcast_batched(
+                times(G, call_partial(spec.dy, x, y, z)), self.yshape)))
+        return out
+
+    def _expanded(self, tangents):
+        xd, yd = self._tangents(tangents)
+        n = len(self.zshape)
+        if self.x_id is not None:
+            xd = expand_batched(xd, self.xshape, n)
+        if self.y_id is not None:
+            yd = expand_batched(yd, self.yshape, n)
+        return xd, yd
+
+    def pushforward_batched(self, tangents):
+        xd, yd = self._expanded(tangents)
+        k = (xd if not isinstance(xd, Structural) else yd).shape[0]
+        if self.spec.linear and not isinstance(xd, Structural) and not isinstance(
+                yd, Structural):
+            t = signed_sum(xd, self.spec.dx, yd, self.spec.dy)
+            return broadcast_tangent(t, (k,) + self.zshape)
+        t = ZERO
+        if not isinstance(xd, Structural):
+            t = times(xd, self._dx())
+        if not isinstance(yd, Structural):
+            t = plus(t, times(yd, self._dy()))
+        if isinstance(t, Structural):
+            return t
+        return broadcast_tangent(t, (k,) + self.zshape)
+
+    def pullback_with_tangents_batched(self, g, GD, tangents, skip=()):
+        spec, x, y, z = self.spec, self.x, self.y, self.z
+        xd, yd = self._expanded(tangents)
+        has_g = not isinstance(g, Structural)
+        xd_on = has_g and not isinstance(xd, Structural)
+        yd_on = has_g and not isinstance(yd, Structural)
+        if (xd_on or yd_on) and spec.dxx is None:
+            raise HvpNotSupported(f"{spec.name} was registered without second=")
+        out = []
+        dxy = call_partial(spec.dxy, x, y, z) if (xd_on or yd_on) and spec.dxy is not None else 0
+        for nid, shape, d, own, cross, own_t, cross_t in (
+                (self.x_id, self.xshape, self._dx, spec.dxx, dxy, xd, yd),
+                (self.y_id, self.yshape, self._dy, spec.dyy, dxy, yd, xd)):
+            if nid is None:
+                continue
+            dv = d()
+            c = ZERO if nid in skip else times(g, dv)
+            cd = times(GD, dv)
+            if has_g and not isinstance(own_t, Structural):
+                cd = plus_second(cd, g, call_partial(own, x, y, z), own_t)
+            if has_g and not isinstance(cross_t, Structural):
+                cd = plus_second(cd, g, cross, cross_t)
+            out.append((nid, unbroadcast(c, shape), unbroadcast_batched(cd, shape)))
+        return out
+
 
 def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=None):
     """Register an elementwise rule from partial derivatives.
@@ -285,73 +370,10 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=N
     """
     name = op_name(op)
     if len(partials) == 1:
-        spec = _UnarySpec()
-        spec.op, spec.d, spec.d2, spec.name = op, partials[0], second, name
-        spec.ratio = second_ratio
-        if second is None and second_ratio is not None:
-            d, ratio = spec.d, second_ratio
-            spec.d2 = lambda x, y: call_partial(d, x, y) * call_partial(ratio, x, y)
-        spec.const = not callable(spec.d)
-        spec.linear = spec.const and is_zero_const(spec.d2)
-        spec.saves = saved_values(name, ("x", "y"), (spec.d, spec.d2, second_ratio), saves)
-        save_x, save_y = "x" in spec.saves, "y" in spec.saves
-        # what the rule holds in place of a value it does not keep
-        no_x, no_y = NotKept(name, "x"), NotKept(name, "y")
-
-        def unary_maker(ids, x, **kwargs):
-            y = op(x, **kwargs) if kwargs else op(x)
-            rule = UnaryScalarRule(ids[0], x if save_x else no_x, y if save_y else no_y,
-                                   spec)
-            xdt, ydt = x.dtype, y.dtype
-            if xdt is not ydt and xdt != ydt:
-                # real to complex (scipy.special.wofz), float32 to float64: the
-                # input's cotangent takes its own dtype
-                rule = CastCotangents(rule, {ids[0]: xdt}, ydt)
-            return y, rule
-
-        unary_maker.spec = spec
-        register(op, *types)(unary_maker)
+        _unary_scalar_rule(op, name, partials[0], second, second_ratio, saves, types)
         return op
     if len(partials) == 2:
-        spec = _BinarySpec()
-        spec.op, spec.name = op, name
-        spec.dx, spec.dy = partials
-        if second is None:
-            spec.dxx = spec.dxy = spec.dyy = None
-        else:
-            spec.dxx, spec.dxy, spec.dyy = second
-        spec.linear = (not callable(spec.dx) and not callable(spec.dy)
-                       and all(is_zero_const(d) for d in (spec.dxx, spec.dxy, spec.dyy)))
-        spec.saves = saved_values(name, ("x", "y", "z"),
-                                  (spec.dx, spec.dy, spec.dxx, spec.dxy, spec.dyy), saves)
-        save_x, save_y, save_z = "x" in spec.saves, "y" in spec.saves, "z" in spec.saves
-        no_x, no_y, no_z = NotKept(name, "x"), NotKept(name, "y"), NotKept(name, "z")
-
-        dx_const = not callable(spec.dx) and spec.dxx == 0 and spec.dxy == 0
-        dy_const = not callable(spec.dy) and spec.dyy == 0 and spec.dxy == 0
-
-        def binary_maker(ids, x, y, **kwargs):
-            z = op(x, y, **kwargs) if kwargs else op(x, y)
-            xi, yi = ids
-            # x + c, c - x, ...: one traced side with a constant partial and no
-            # broadcasting is a plain (signed) identity
-            if yi is None and dx_const and x.shape == z.shape:
-                rule = ConstPartialRule(xi, spec.dx, spec.name)
-            elif xi is None and dy_const and y.shape == z.shape:
-                rule = ConstPartialRule(yi, spec.dy, spec.name)
-            else:
-                # traced values always have .shape; constants' shapes are not needed
-                rule = BinaryScalarRule(
-                    xi, yi, x if save_x else no_x, y if save_y else no_y,
-                    z if save_z else no_z, None if xi is None else x.shape,
-                    None if yi is None else y.shape, z.shape, spec)
-            zdt = z.dtype
-            if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
-                return z, rule  # one dtype throughout, the common case: no call
-            return z, cast_mixed(xi, x, yi, y, z, rule)
-
-        binary_maker.spec = spec
-        register(op, *types)(binary_maker)
+        _binary_scalar_rule(op, name, partials, second, saves, types)
         return op
     if len(partials) >= 3:
         if saves is not None:
@@ -362,3 +384,79 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=N
         register(op, *types)(nary_maker(NarySpec(op, name, partials, second)))
         return op
     raise TypeError("scalar_rule takes one partial per argument")
+
+
+def _unary_scalar_rule(op, name, d, second, second_ratio, saves, types):
+    """``scalar_rule`` of one argument: registers a maker of
+    ``UnaryScalarRule`` (with a cast wrapper for a wider output)."""
+    spec = _UnarySpec()
+    spec.op, spec.d, spec.d2, spec.name = op, d, second, name
+    spec.ratio = second_ratio
+    if second is None and second_ratio is not None:
+        d, ratio = spec.d, second_ratio
+        spec.d2 = lambda x, y: call_partial(d, x, y) * call_partial(ratio, x, y)
+    spec.const = not callable(spec.d)
+    spec.linear = spec.const and is_zero_const(spec.d2)
+    spec.saves = saved_values(name, ("x", "y"), (spec.d, spec.d2, second_ratio), saves)
+    save_x, save_y = "x" in spec.saves, "y" in spec.saves
+    # what the rule holds in place of a value it does not keep
+    no_x, no_y = NotKept(name, "x"), NotKept(name, "y")
+
+    def unary_maker(ids, x, **kwargs):
+        y = op(x, **kwargs) if kwargs else op(x)
+        rule = UnaryScalarRule(ids[0], x if save_x else no_x, y if save_y else no_y,
+                               spec)
+        xdt, ydt = x.dtype, y.dtype
+        if xdt is not ydt and xdt != ydt:
+            # real to complex (scipy.special.wofz), float32 to float64: the
+            # input's cotangent takes its own dtype
+            rule = CastCotangents(rule, {ids[0]: xdt}, ydt)
+        return y, rule
+
+    unary_maker.spec = spec
+    register(op, *types)(unary_maker)
+
+
+def _binary_scalar_rule(op, name, partials, second, saves, types):
+    """``scalar_rule`` of two arguments: registers a maker of
+    ``BinaryScalarRule`` (``ConstPartialRule`` for one traced side with a
+    constant partial and no broadcasting)."""
+    spec = _BinarySpec()
+    spec.op, spec.name = op, name
+    spec.dx, spec.dy = partials
+    if second is None:
+        spec.dxx = spec.dxy = spec.dyy = None
+    else:
+        spec.dxx, spec.dxy, spec.dyy = second
+    spec.linear = (not callable(spec.dx) and not callable(spec.dy)
+                   and all(is_zero_const(d) for d in (spec.dxx, spec.dxy, spec.dyy)))
+    spec.saves = saved_values(name, ("x", "y", "z"),
+                              (spec.dx, spec.dy, spec.dxx, spec.dxy, spec.dyy), saves)
+    save_x, save_y, save_z = "x" in spec.saves, "y" in spec.saves, "z" in spec.saves
+    no_x, no_y, no_z = NotKept(name, "x"), NotKept(name, "y"), NotKept(name, "z")
+
+    dx_const = not callable(spec.dx) and spec.dxx == 0 and spec.dxy == 0
+    dy_const = not callable(spec.dy) and spec.dyy == 0 and spec.dxy == 0
+
+    def binary_maker(ids, x, y, **kwargs):
+        z = op(x, y, **kwargs) if kwargs else op(x, y)
+        xi, yi = ids
+        # x + c, c - x, ...: one traced side with a constant partial and no
+        # broadcasting is a plain (signed) identity
+        if yi is None and dx_const and x.shape == z.shape:
+            rule = ConstPartialRule(xi, spec.dx, spec.name)
+        elif xi is None and dy_const and y.shape == z.shape:
+            rule = ConstPartialRule(yi, spec.dy, spec.name)
+        else:
+            # traced values always have .shape; constants' shapes are not needed
+            rule = BinaryScalarRule(
+                xi, yi, x if save_x else no_x, y if save_y else no_y,
+                z if save_z else no_z, None if xi is None else x.shape,
+                None if yi is None else y.shape, z.shape, spec)
+        zdt = z.dtype
+        if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
+            return z, rule  # one dtype throughout, the common case: no call
+        return z, cast_mixed(xi, x, yi, y, z, rule)
+
+    binary_maker.spec = spec
+    register(op, *types)(binary_maker)

@@ -40,6 +40,12 @@ class ConstPartialRule(ReverseRule):
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
         return [(self.x_id, ZERO if skip else times(g, self.d), times(gd, self.d))]
 
+    # a constant factor scales a batch as it scales one direction
+    batched = True
+    pullback_batched = pullback
+    pushforward_batched = pushforward
+    pullback_with_tangents_batched = pullback_with_tangents
+
 
 class SelfProductRule(ReverseRule):
     """z = x * x, one input used twice: the two cotangents ``g * x`` of a
@@ -56,8 +62,8 @@ class SelfProductRule(ReverseRule):
     def inputs(self):
         return (self.x_id,)
 
-    def _twice(self, g):
-        u = uniform_value(g)
+    def _twice(self, g, batch=False):
+        u = None if batch else uniform_value(g)
         if u is not None:   # a sum's cotangent: one pass, bit for bit 2 (g x)
             return self.x * (u + u)
         c = g * self.x
@@ -91,21 +97,42 @@ class SelfProductRule(ReverseRule):
             cd = plus(cd, d + d)
         return [(self.x_id, c, cd)]
 
+    # batches: 2 g x broadcasts over the batch axis (a uniform batch is not
+    # one scalar, so the uniform shortcut is off)
+    batched = True
+
+    def pullback_batched(self, g):
+        return [(self.x_id, self._twice(g, True))]
+
+    def pushforward_batched(self, tangents):
+        t = tangents[0]
+        return t if isinstance(t, Structural) else self._twice(t, True)
+
+    def pullback_with_tangents_batched(self, g, gd, tangents, skip=()):
+        xd = tangents[0]
+        has_g = not isinstance(g, Structural)
+        c = self._twice(g) if has_g and not skip else ZERO
+        cd = ZERO if isinstance(gd, Structural) else self._twice(gd, True)
+        if has_g and not isinstance(xd, Structural):
+            cd = plus(cd, 2 * (g * xd))
+        return [(self.x_id, c, cd)]
+
 
 # -- linear --------------------------------------------------------------------
 class LinearRule(ReverseRule):
     """y = op(x, *static) linear in x; the pullback is ``transpose``."""
 
-    __slots__ = ("x_id", "op", "transpose", "shape", "args", "kwargs")
+    __slots__ = ("x_id", "op", "transpose", "shape", "args", "kwargs", "forms")
     linear = True
 
-    def __init__(self, x_id, op, transpose, shape, args, kwargs):
+    def __init__(self, x_id, op, transpose, shape, args, kwargs, forms=None):
         self.x_id = x_id
         self.op = op
         self.transpose = transpose
         self.shape = shape
         self.args = args
         self.kwargs = kwargs
+        self.forms = forms  # (op, transpose) of batches, or None
 
     def inputs(self):
         return (self.x_id,)
@@ -126,12 +153,33 @@ class LinearRule(ReverseRule):
         ds = self.pullback(gd)
         return [(self.x_id, cs[0][1] if cs else ZERO, ds[0][1] if ds else ZERO)]
 
+    @property
+    def batched(self):
+        return self.forms is not None
 
-def linear_rule(op, transpose, types=()):
+    def pullback_batched(self, g):
+        if isinstance(g, Structural):
+            return []
+        return [(self.x_id, self.forms[1](g, self.shape, *self.args, **self.kwargs))]
+
+    def pushforward_batched(self, tangents):
+        t = tangents[0]
+        return t if isinstance(t, Structural) else self.forms[0](t, *self.args, **self.kwargs)
+
+    def pullback_with_tangents_batched(self, g, gd, tangents, skip=()):
+        cs = [] if self.x_id in skip else self.pullback(g)
+        ds = self.pullback_batched(gd)
+        return [(self.x_id, cs[0][1] if cs else ZERO, ds[0][1] if ds else ZERO)]
+
+
+def linear_rule(op, transpose, types=(), batched=None):
     """Register ``op(x, *static, **kw)``, linear in its first argument.
 
     ``transpose(g, x_shape, *static, **kw)`` returns the cotangent of ``x``.
     The other arguments must not be traced (they are static: axes, shapes).
+    ``batched``: optionally ``(op_b, transpose_b)``, the same two maps of a
+    batch (a leading axis more on the tangent and on the cotangent), for
+    sweeps carrying many directions at once.
 
     Examples
     --------
@@ -150,7 +198,7 @@ def linear_rule(op, transpose, types=()):
                 f"{op_name(op)} is differentiated in its first argument only; "
                 "its other arguments must not be traced")
         y = op(x, *args, **kwargs)
-        return y, LinearRule(ids[0], op, transpose, shape_of(x), args, kwargs)
+        return y, LinearRule(ids[0], op, transpose, shape_of(x), args, kwargs, batched)
 
     register(op, *types)(linear_maker)
     return op
@@ -161,9 +209,11 @@ class BilinearRule(ReverseRule):
     """z = op(x, y, *static), linear in each of x and y."""
 
     __slots__ = ("x_id", "y_id", "x", "y", "op", "tx", "ty", "xshape", "yshape",
-                 "args", "kwargs")
+                 "args", "kwargs", "forms")
 
-    def __init__(self, x_id, y_id, x, y, op, tx, ty, xshape, yshape, args, kwargs):
+    def __init__(self, x_id, y_id, x, y, op, tx, ty, xshape, yshape, args, kwargs,
+                 forms=None):
+        self.forms = forms  # a BatchedBilinear, or None
         self.x_id = x_id
         self.y_id = y_id
         self.x = x
@@ -236,18 +286,86 @@ class BilinearRule(ReverseRule):
             out.append((self.y_id, c, cd))
         return out
 
+    # -- batches (when the registration gave their forms) ----------------------
+    @property
+    def batched(self):
+        return self.forms is not None
+
+    def _shapes(self):
+        xs = self.xshape if self.xshape is not None else shape_of(self.x)
+        ys = self.yshape if self.yshape is not None else shape_of(self.y)
+        return xs, ys
+
+    def pullback_batched(self, g):
+        f, (xs, ys) = self.forms, self._shapes()
+        out = []
+        if self.x_id is not None:
+            out.append((self.x_id, f.tx(g, self.y, xs, ys, True, False)))
+        if self.y_id is not None:
+            out.append((self.y_id, f.ty(g, self.x, xs, ys, True, False)))
+        return out
+
+    def pushforward_batched(self, tangents):
+        f, (xs, ys) = self.forms, self._shapes()
+        xd, yd = self._split(tangents)
+        t = ZERO
+        if not isinstance(xd, Structural):
+            t = f.op(xd, self.y, xs, ys, True, False)
+        if not isinstance(yd, Structural):
+            t = plus(t, f.op(self.x, yd, xs, ys, False, True))
+        return t
+
+    def pullback_with_tangents_batched(self, g, gd, tangents, skip=()):
+        f, (xs, ys) = self.forms, self._shapes()
+        xd, yd = self._split(tangents)
+        has_g = not isinstance(g, Structural)
+        has_gd = not isinstance(gd, Structural)
+        out = []
+        if self.x_id is not None:
+            c = self._gx(g, self.y) if has_g and self.x_id not in skip else ZERO
+            cd = f.tx(gd, self.y, xs, ys, True, False) if has_gd else ZERO
+            if has_g and not isinstance(yd, Structural):
+                cd = plus(cd, f.tx(g, yd, xs, ys, False, True))
+            out.append((self.x_id, c, cd))
+        if self.y_id is not None:
+            c = self._gy(g, self.x) if has_g and self.y_id not in skip else ZERO
+            cd = f.ty(gd, self.x, xs, ys, True, False) if has_gd else ZERO
+            if has_g and not isinstance(xd, Structural):
+                cd = plus(cd, f.ty(g, xd, xs, ys, False, True))
+            out.append((self.y_id, c, cd))
+        return out
+
+
+class BatchedBilinear:
+    """The maps of a bilinear rule on batches (a leading axis more than the
+    value): ``tx(G, Y, x_shape, y_shape, g_batched, y_batched)``, the
+    cotangent of x from the cotangent and y, either of which may be a batch
+    (the result is a batch when either is); ``ty(G, X, x_shape, y_shape,
+    g_batched, x_batched)`` likewise for y; ``op(X, Y, x_shape, y_shape,
+    x_batched, y_batched)`` the operation itself with one side batched. The
+    shapes are those of one direction."""
+
+    __slots__ = ("tx", "ty", "op")
+
+    def __init__(self, tx, ty, op):
+        self.tx = tx
+        self.ty = ty
+        self.op = op
+
 
 _SCALARS = (float, int, np.float64, np.float32)
 
 
-def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
+def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False, batched=None):
     """Register ``z = op(x, y, *static, **kw)``, bilinear in ``(x, y)``.
 
     ``transpose_x(g, y, x_shape, *static, **kw)`` is the cotangent of ``x``
     and ``transpose_y(g, x, y_shape, *static, **kw)`` that of ``y``. The
     pushforward and the second-order terms follow from bilinearity.
     ``elementwise=True`` (for ``multiply``) records ``x * c`` with a constant
-    real scalar ``c`` as a cheaper scaling rule.
+    real scalar ``c`` as a cheaper scaling rule. ``batched``: optionally a
+    ``BatchedBilinear``, the maps of batches of directions (used for calls
+    without static arguments).
 
     Examples
     --------
@@ -275,7 +393,8 @@ def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False):
             rule = BilinearRule(xi, yi, None if yi is None else x,
                                 None if xi is None else y, op, transpose_x, transpose_y,
                                 None if xi is None else x.shape,
-                                None if yi is None else y.shape, args, kwargs)
+                                None if yi is None else y.shape, args, kwargs,
+                                None if args or kwargs else batched)
         zdt = z.dtype
         if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
             return z, rule  # one dtype throughout, the common case: no call

@@ -65,6 +65,14 @@ class Select(ReverseRule):
             return ZERO
         return t[self.k]
 
+    # a batch of cotangents or tangents is routed the same way
+    batched = True
+    pullback_batched = pullback
+    pushforward_batched = pushforward
+
+    def pullback_with_tangents_batched(self, g, gd, tangents):
+        return self.pullback_with_tangents(g, gd, tangents)
+
 
 def _meta(value):
     try:
@@ -187,14 +195,17 @@ class Tape(ReverseSweeps, ForwardSweeps):
                           "its rules")
 
     # -- projection --------------------------------------------------------------
-    def _project(self, c, nid, rule, what="cotangent"):
+    def _project(self, c, nid, rule, what="cotangent", batch=None):
         """``c`` as a tangent of node ``nid``: its shape checked (a mismatch is
         the rule's bug: ``TangentShapeError`` naming it), its dtype cast to the
         node's, the imaginary part dropped for a real node. The one
-        validation of every sweep (reverse, forward, forward-over-reverse)."""
+        validation of every sweep (reverse, forward, forward-over-reverse).
+        ``batch``: ``c`` holds that many directions (a leading axis)."""
         shape = self.shapes[nid]
         if shape is MULTI:
             return c
+        if batch is not None:
+            shape = (batch,) + shape
         dtype = self.dtypes[nid]
         try:
             cshape = c.shape

@@ -21,11 +21,12 @@ import numpy as np
 from . import pytree
 from .api import hvp as _api_hvp
 from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
-                        scalar_output_dtype, unwrap_level, zero_like_value)
+                        is_inexact, scalar_output_dtype, unwrap_level, zero_like_value)
 from .arrays import shape_of
 from .errors import GraphFreedError, HvpNotSupported, NonDifferentiableInputError, TangentShapeError
-from .jacobians import Recording, is_complex_leaf, leaf_dtype
-from .tangents import ZERO, Structural, to_vector
+from .jacobians import (Recording, batch_or_zeros, concat_batches, direction_chunks,
+                        is_complex_leaf, leaf_dtype)
+from .tangents import NOTANGENT, ZERO, Structural, to_vector
 
 __all__ = ["linearize", "linearize_grad", "hessian_operator", "hessp", "Hessp"]
 
@@ -71,7 +72,40 @@ def linearize(f, *primals):
             res.append(t)
         return pytree.unflatten(rec.out_td, res)
 
+    def many(*tangents):
+        if len(tangents) != len(primals):
+            raise TangentShapeError(f"linearize of {fname}: {len(primals)} primals but "
+                                    f"{len(tangents)} batches of tangents")
+        seeds, k = {}, None
+        for spec, p, t in zip(rec.specs, primals, tangents):
+            leaves, kk = check_tangent(t, p, fname, entry="linearize (f_jvp.many)", batch=True)
+            if kk is not None:
+                if k is not None and kk != k:
+                    raise TangentShapeError(f"linearize of {fname}: batches of {k} and {kk} "
+                                            "directions; give every argument the same number")
+                k = kk
+            for nid, tv in zip(spec.ids, leaves):
+                if nid is not None and not isinstance(tv, Structural):
+                    seeds[nid] = tv
+        if k is None:
+            raise TangentShapeError(f"linearize of {fname}: f_jvp.many needs at least one "
+                                    "batch of tangents as an array (its leading axis is the "
+                                    "number of directions)")
+        pieces = []
+        for a, b in direction_chunks(k, tape, None):
+            tans = tape.forward({n: t[a:b] for n, t in seeds.items()}, batch=b - a)
+            res = []
+            for o, v in zip(rec.out_leaves, outs):
+                node = rec.node(o)
+                t = None if node is None else tans[node]
+                res.append(batch_or_zeros(t, b - a, shape_of(v), leaf_dtype(v)) if is_inexact(v)
+                           else NOTANGENT)
+            pieces.append(res)
+        res = [p[0] if isinstance(p[0], Structural) else concat_batches(list(p)) for p in zip(*pieces)]
+        return pytree.unflatten(rec.out_td, res)
+
     f_jvp.free = tape.free
+    f_jvp.many = many
     return value, f_jvp
 
 
@@ -110,13 +144,7 @@ class _HvpRecording:
             self.grad = collect_cotangents(self.spec, g)
 
     def hvp(self, v):
-
-        if self._closed:
-            raise GraphFreedError(
-                f"Hessian-vector product of {self.fname}: the recording was freed "
-                "(free() was called on the operator or on hvp_fn); keep the operator "
-                "unfreed while you use it, or record again with "
-                "chainrules.hessian_operator / linearize_grad")
+        self._check_open()
         tl = check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
         if self.node is None:
             return collect_cotangents(self.spec, NO_GRADIENTS)
@@ -140,6 +168,59 @@ class _HvpRecording:
             self.tape.free()
             return _api_hvp(self.f, self.x, v)
         return collect_cotangents(self.spec, hv)
+
+    def hvp_many(self, V):
+        """``H @ v`` for a batch of directions: every leaf of ``V`` has a
+        leading axis of directions; so does every leaf of the result. The
+        batch runs as chunks, each one forward sweep and one reverse sweep
+        carrying it."""
+        self._check_open()
+        tl, k = check_tangent(V, self.x, self.fname, entry="Hessian-vector products",
+                              batch=True)
+        if k is None:
+            raise TangentShapeError(f"Hessian-vector products of {self.fname}: a batch of "
+                                    "directions needs at least one array leaf (its leading "
+                                    "axis is the number of directions)")
+        if self.node is not None and not self._slow:
+            seeds = {nid: tv for nid, tv in zip(self.spec.ids, tl)
+                     if nid is not None and not isinstance(tv, Structural)}
+            try:
+                pieces = [self._sweep({n: t[a:b] for n, t in seeds.items()}, b - a)
+                          for a, b in direction_chunks(k, self.tape, None)]
+            except HvpNotSupported:
+                self._slow = True
+                self.tape.free()
+            else:
+                cols = [concat_batches(list(p)) for p in zip(*pieces)]
+                return pytree.unflatten(self.spec.treedef, cols)
+        # one direction at a time (a rule without pullback_with_tangents)
+        leaves = [[ZERO if isinstance(t, Structural) else t[j] for t in tl] for j in range(k)]
+        hvs = [pytree.flatten(self.hvp(pytree.unflatten(self.spec.treedef, lv)))[0]
+               for lv in leaves]
+        return pytree.unflatten(self.spec.treedef, [
+            np.stack([np.asarray(h[i]) for h in hvs]) if not isinstance(hvs[0][i], Structural)
+            else hvs[0][i] for i in range(len(tl))] if hvs else tl)
+
+    def _sweep(self, seeds, k):
+        tape = self.tape
+        if self._demand is None:
+            self._demand = (tape.tangent_demand([self.node]),
+                            tape.cotangent_demand([self.node]))
+        tans = tape.forward(seeds, needed=self._demand[0], batch=k)
+        _, hv = tape.backward_with_tangents([self.node], [self.one], [ZERO], tans,
+                                            retain_graph=True, leaf_cotangents=False,
+                                            need=self._demand[1], batch=k)
+        return [batch_or_zeros(hv.get(nid), k, shape_of(leaf), leaf_dtype(leaf))
+                if nid is not None else NOTANGENT
+                for leaf, nid in zip(self.spec.leaves, self.spec.ids)]
+
+    def _check_open(self):
+        if self._closed:
+            raise GraphFreedError(
+                f"Hessian-vector product of {self.fname}: the recording was freed "
+                "(free() was called on the operator or on hvp_fn); keep the operator "
+                "unfreed while you use it, or record again with "
+                "chainrules.hessian_operator / linearize_grad")
 
     def free(self):
         self._closed = True
@@ -168,6 +249,7 @@ def linearize_grad(f, x):
         return rec.hvp(v)
 
     hvp_fn.free = rec.free
+    hvp_fn.many = rec.hvp_many
     hvp_fn.value = rec.value
     return rec.grad, hvp_fn
 
@@ -218,6 +300,13 @@ def _get_operator_class():
 
         def _matmat(self, V):
             V = np.asarray(V, dtype=np.float64)
+            x = self.x
+            if V.shape[1] == 0:
+                return np.zeros((self.shape[0], 0))
+            if type(x) is np.ndarray and x.dtype == np.float64:
+                # the columns as one batch of directions (chunked sweeps)
+                batch = V.T.reshape((V.shape[1],) + x.shape)
+                return np.reshape(self._rec.hvp_many(batch), (V.shape[1], -1)).T
             return np.stack([self._matvec(V[:, j]) for j in range(V.shape[1])], axis=1)
 
         def _adjoint(self):

@@ -125,6 +125,17 @@ class ReverseRule:
     #: input ids whose first-order cotangent nobody reads): HVPs pass it
     cot_skippable = False
 
+    #: set to True when the rule also defines ``pullback_batched(G)``,
+    #: ``pushforward_batched(tangents)`` and ``pullback_with_tangents_batched(
+    #: g, GD, tangents, ...)``: the same maps applied to a batch of directions
+    #: at once, each batched value with one leading axis more than the value
+    #: it belongs to (``(k,) + shape``; structural zeros stay structural). In
+    #: ``pullback_with_tangents_batched`` the cotangent ``g`` is shared by the
+    #: batch and unbatched (so are the first-order results); ``GD`` and the
+    #: input tangents are batched. Without them the engine calls the
+    #: unbatched methods once per direction (``chainrules.sweep_batch``).
+    batched = False
+
     #: set to True when the rule's output is linear in its traced inputs. The
     #: engine relies on it: a linear rule's ``pullback_with_tangents`` reads
     #: neither the input tangents nor the first-order cotangent for its

@@ -5,6 +5,7 @@ carrying tangents reads (``tangent_demand``, ``cotangent_demand``)."""
 import numpy as np
 
 from .rule import ReverseRule
+from .sweep_batch import as_batch_of_one, batched_rule, pushforward_sliced, slice_of
 from .sweep_common import HOOKS, MULTI, note_failure
 from .tangents import ZERO, Structural
 
@@ -71,22 +72,29 @@ class ForwardSweeps:
         return need
 
     # -- forward-tangent sweep ---------------------------------------------------
-    def forward(self, leaf_tangents, start=0, needed=None, check=None):
+    def forward(self, leaf_tangents, start=0, needed=None, check=None, batch=None):
         """Push ``leaf_tangents`` ({NodeId: tangent}) through every rule.
 
         ``needed`` (from ``tangent_demand``) limits the sweep to the nodes
         whose tangents are read. ``check(tape, i, tangent)``, if given, sees
         each pushforward's result before the engine projects it (anomaly mode
-        installs one; the rule checker another). Returns the list of node
+        installs one; the rule checker another). ``batch``: the leaf
+        tangents hold that many directions (a leading axis), and so does
+        every tangent (``chainrules.sweep_batch``). Returns the list of node
         tangents (``None`` where structurally zero or not needed).
         """
+        if batch == 1:  # one direction: the unbatched sweep, without batch overheads
+            tans = self.forward({k: slice_of(t, 0) for k, t in leaf_tangents.items()}, start,
+                                needed, check)
+            return [as_batch_of_one(t) for t in tans]
         self._check_alive()
         rules = self.rules
         n = len(rules)
         tans = [None] * n
         for nid, t in leaf_tangents.items():
             if not isinstance(t, Structural):
-                tans[nid] = t
+                tans[nid] = t if batch is None else self._project(t, nid, "seed", "tangent",
+                                                                  batch)
         if check is None and self.sources is not None:
             check = HOOKS.anomaly.check_pushforward
         for i in range(start, n):
@@ -99,7 +107,12 @@ class ForwardSweeps:
                 continue
             ts = tuple(ZERO if t is None else t for t in ts)
             try:
-                t = self._pushforward(rule, ts, i)
+                if batch is None:
+                    t = self._pushforward(rule, ts, i)
+                elif batched_rule(rule):
+                    t = rule.pushforward_batched(ts)
+                else:
+                    t = pushforward_sliced(self, rule, i, ts, batch)
             except Exception as e:
                 note_failure(e, rule, i, "pushforward")
                 raise
@@ -108,9 +121,10 @@ class ForwardSweeps:
             if check is not None:
                 check(self, i, t)
             shape = self.shapes[i]
-            if shape is not MULTI and (type(t) is not _ndarray or t.shape != shape or (
-                    t.dtype is not self.dtypes[i] and t.dtype != self.dtypes[i])):
-                t = self._project(t, i, rule, "tangent")
+            if shape is not MULTI and (batch is not None or type(t) is not _ndarray
+                                       or t.shape != shape or (t.dtype is not self.dtypes[i]
+                                                               and t.dtype != self.dtypes[i])):
+                t = self._project(t, i, rule, "tangent", batch)
             tans[i] = t
         return tans
 

@@ -9,6 +9,8 @@ import numpy as np
 
 from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, _verified_classes, accumulate,
                            accumulate_slot, add_at, library_rule, note_failure, verify_results)
+from .sweep_batch import (as_batch_of_one, batched_rule, pullback_sliced,
+                          pullback_with_tangents_sliced, slice_of)
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -23,34 +25,70 @@ class TangentCarry:
     inputs to skip (``skip=``). ``out_tangents``: give a rule that asks for
     it (``takes_output_tangent``) its output's tangent from ``tangents``;
     False makes every rule compute it itself (the rule checker runs both).
+    ``batch``: the tangents hold that many directions (a leading axis); the
+    cotangents, the same for every direction, do not.
     """
 
-    __slots__ = ("tangents", "need", "out_tangents")
+    __slots__ = ("tape", "tangents", "need", "out_tangents", "batch")
 
-    def __init__(self, tangents, need=None, out_tangents=True):
+    def __init__(self, tape, tangents, need=None, out_tangents=True, batch=None):
+        self.tape = tape
         self.tangents = tangents
         self.need = need
         self.out_tangents = out_tangents
+        self.batch = batch
 
     def pull(self, rule, i, g, gd):
         """The rule's ``(NodeId, cotangent, tangent)`` triples."""
+        if self.batch is None:
+            return self._pull(rule, i, g, gd, None, rule.pullback_with_tangents)
+        if batched_rule(rule):
+            return self._pull(rule, i, g, gd, None, rule.pullback_with_tangents_batched)
+
+        def one(g, gd_j, j):
+            return self._pull(rule, i, g, gd_j, j, rule.pullback_with_tangents)
+
+        return pullback_with_tangents_sliced(self.tape, rule, one, g, gd, self.batch)
+
+    def _pull(self, rule, i, g, gd, j, method):
+        """``method(g, gd, input tangents, ...)``; ``j``: direction ``j`` of
+        batched tangents only."""
         tangents = self.tangents
         ins = rule.inputs()
-        if len(ins) == 1:
-            t = tangents[ins[0]]
-            ts = (ZERO if t is None else t,)
-        else:
-            ts = tuple([ZERO if tangents[j] is None else tangents[j] for j in ins])
-        if (self.out_tangents and tangents[i] is not None
-                and getattr(rule, "takes_output_tangent", False)):
+        ts = tuple([ZERO if tangents[n] is None else tangents[n] for n in ins])
+        out_t = tangents[i]
+        if j is not None:
+            ts = tuple([slice_of(t, j) for t in ts])
+            out_t = None if out_t is None else slice_of(out_t, j)
+        if out_t is not None and self.out_tangents and getattr(rule, "takes_output_tangent",
+                                                               False):
             # the rule reuses its output's tangent from the forward sweep
-            return rule.pullback_with_tangents(g, gd, ts, out_tangent=tangents[i])
+            return method(g, gd, ts, out_tangent=out_t)
         need = self.need
         if need is not None and getattr(rule, "cot_skippable", False):  # duck-typed rules too
-            skip = [j for j in ins if not need[j]]
+            skip = [n for n in ins if not need[n]]
             if skip:
-                return rule.pullback_with_tangents(g, gd, ts, skip=skip)
-        return rule.pullback_with_tangents(g, gd, ts)
+                return method(g, gd, ts, skip=skip)
+        return method(g, gd, ts)
+
+
+def _keep(store, dstore, i, g, gd):
+    """Store the swept cotangent of node ``i`` (and its tangent with a
+    ``dstore``) for the caller."""
+    if dstore is None:
+        store[i] = g
+    else:
+        store[i] = ZERO if g is None else g
+        dstore[i] = ZERO if gd is None else gd
+
+
+def _pair(g, gd, multi):
+    """A cotangent and its tangent as a rule takes them: structural zeros
+    for what is missing (per output of a multi-output node)."""
+    if multi:
+        return (ZERO if g is None else tuple(ZERO if t is None else t for t in g),
+                ZERO if gd is None else tuple(ZERO if t is None else t for t in gd))
+    return ZERO if g is None else g, ZERO if gd is None else gd
 
 
 class ReverseSweeps:
@@ -58,7 +96,7 @@ class ReverseSweeps:
 
     __slots__ = ()
 
-    def backward(self, outputs, seeds, wrt=None, retain_graph=False, check=None):
+    def backward(self, outputs, seeds, wrt=None, retain_graph=False, check=None, batch=None):
         """Reverse sweep from ``outputs`` seeded with ``seeds``.
 
         ``wrt``: the nodes whose cotangents to keep (default: every leaf).
@@ -67,13 +105,20 @@ class ReverseSweeps:
         weights skips every other branch). ``check(tape, i, g, pairs)``, if
         given, sees each pullback's result before the engine projects it
         (anomaly mode installs one; the rule checker another).
+        ``batch``: the seeds hold that many directions (a leading axis of
+        that length), and so does every cotangent (``chainrules.sweep_batch``).
         Returns a ``Gradients`` store (``get``, ``remove``, ``replace``).
         """
-        return self._reverse(outputs, seeds, None, None, wrt, retain_graph, check)[0]
+        if batch == 1:  # one direction: the unbatched sweep, without batch overheads
+            g = self._reverse(outputs, [slice_of(s, 0) for s in seeds], None, None, wrt,
+                              retain_graph, check)[0]
+            return Gradients({k: as_batch_of_one(v) for k, v in g.items()})
+        return self._reverse(outputs, seeds, None, None, wrt, retain_graph, check, batch)[0]
 
     def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
                                wrt=None, retain_graph=True, check=None,
-                               leaf_cotangents=True, need=None, out_tangents=True):
+                               leaf_cotangents=True, need=None, out_tangents=True,
+                               batch=None):
         """Reverse sweep carrying, for every cotangent, its tangent along the
         forward tangents ``tangents`` (from ``forward``).
 
@@ -83,36 +128,39 @@ class ReverseSweeps:
         its result as ``need`` to reuse it across sweeps of one tape). Rules
         that support it (``cot_skippable``) are told which inputs to skip
         (``skip=``); from the others such cotangents are dropped.
-        ``out_tangents``: see ``TangentCarry``.
+        ``out_tangents``: see ``TangentCarry``. ``batch``: ``tangents`` and
+        ``seed_tangents`` hold that many directions (a leading axis), and so
+        do the tangents of the cotangents; the cotangents do not.
 
         Returns ``(Gradients of cotangents, Gradients of their tangents)``.
         """
         if need is None and not leaf_cotangents:
             need = self.cotangent_demand(outputs, False, () if wrt is None else wrt)
-        carry = TangentCarry(tangents, need, out_tangents)
+        if batch == 1:  # one direction: the unbatched sweep, without batch overheads
+            carry = TangentCarry(self, [slice_of(t, 0) if t is not None else None
+                                        for t in tangents], need, out_tangents)
+            g, gd = self._reverse(outputs, seeds, [slice_of(s, 0) for s in seed_tangents],
+                                  carry, wrt, retain_graph, check)
+            return g, Gradients({k: as_batch_of_one(v) for k, v in gd.items()})
+        carry = TangentCarry(self, tangents, need, out_tangents, batch)
         return self._reverse(outputs, seeds, seed_tangents, carry, wrt, retain_graph, check)
 
-    def _reverse(self, outputs, seeds, seed_tangents, carry, wrt, retain_graph, check):
+    def _reverse(self, outputs, seeds, seed_tangents, carry, wrt, retain_graph, check,
+                 batch=None):
         """The one reverse loop. ``carry`` None: cotangents only, each rule's
-        ``pullback`` called; else a ``TangentCarry``, each rule's
-        ``pullback_with_tangents`` called. Returns ``(Gradients, Gradients of
-        the tangents or None)``."""
+        ``pullback`` called (``batch``: batches of them); else a
+        ``TangentCarry``, each rule's ``pullback_with_tangents`` called.
+        Returns ``(Gradients, Gradients of the tangents or None)``."""
         rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
         shapes = self.shapes
         dtypes = self.dtypes
-        n = len(rules)
-        cots = [None] * n
-        dots = None if carry is None else [None] * n
-        owned = bytearray(n)  # bit 1: cots[i] is the sweep's own buffer, bit 2: dots[i]
-        for k, o in enumerate(outputs):
-            if o is not None:
-                self._seed(cots, o, seeds[k])
-                if dots is not None:
-                    self._seed(dots, o, seed_tangents[k])
+        cots, dots, owned = self._buffers(outputs, seeds, seed_tangents, carry, batch)
+        dbatch = None if carry is None else carry.batch  # batch of the tangents
         keep = None if wrt is None else set(wrt)
         need = None if carry is None else carry.need
         store = {}
         dstore = None if dots is None else {}
+        plain = dots is None and batch is None  # cotangents of one direction
         start = max((o for o in outputs if o is not None), default=-1)
         for i in range(start, -1, -1):
             g = cots[i]
@@ -127,25 +175,19 @@ class ReverseSweeps:
             rule = rules[i]
             if rule is None or keep is not None:
                 if keep is None or i in keep:
-                    if dots is None:
-                        store[i] = g
-                    else:
-                        store[i] = ZERO if g is None else g
-                        dstore[i] = ZERO if gd is None else gd
+                    _keep(store, dstore, i, g, None if dots is None else gd)
                 if rule is None:
                     continue
             if dots is not None:
-                if shapes[i] is MULTI:
-                    g = ZERO if g is None else tuple(ZERO if t is None else t for t in g)
-                    gd = ZERO if gd is None else tuple(ZERO if t is None else t for t in gd)
-                else:
-                    g = ZERO if g is None else g
-                    gd = ZERO if gd is None else gd
+                g, gd = _pair(g, gd, shapes[i] is MULTI)
             elif shapes[i] is MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
                 gd = None
-            index = getattr(rule, "gather_index", None)
-            if index is not None and check is None:
+            try:  # an attribute of ReverseRule; duck-typed rules may lack it
+                index = rule.gather_index
+            except AttributeError:
+                index = None
+            if index is not None and check is None and batch is None and dbatch is None:
                 left = self._gather(rule.inputs()[0], index, g, None if dots is None else gd, cots,
                                     dots, owned, need)
                 if left is None:  # all of it added in place
@@ -154,8 +196,11 @@ class ReverseSweeps:
                     continue
                 g, gd = left  # what add_at could not take goes through the pullback
             try:
-                if dots is None:
+                if plain:
                     results = rule.pullback(g)
+                elif dots is None:
+                    results = (rule.pullback_batched(g) if batched_rule(rule)
+                               else pullback_sliced(self, rule, g, batch))
                 else:
                     results = carry.pull(rule, i, g, gd)
             except Exception as e:
@@ -164,12 +209,13 @@ class ReverseSweeps:
                 raise
             if check is not None:
                 check(self, i, g, results)
-            if type(rule) not in _verified_classes and not library_rule(type(rule)):
+            tr = type(rule)
+            if tr not in _verified_classes and not library_rule(tr):
                 verify_results(rule, results, "pullback" if dots is None else
                                "pullback_with_tangents")
             if not retain_graph:
                 rules[i] = None
-            if dots is None:
+            if plain:
                 for nid, c in results:
                     tc = type(c)
                     if tc is _ndarray:
@@ -188,25 +234,49 @@ class ReverseSweeps:
                     else:
                         accumulate(cots, owned, 1, nid, c)
             else:
-                for nid, c, cd in results:
-                    if need is not None and not need[nid]:
-                        c = None  # nothing reads it (a rule without skip= computed it)
-                    self._add(cots, owned, 1, nid, c, rule)
-                    self._add(dots, owned, 2, nid, cd, rule)
+                self._scatter(results, rule, cots, dots, owned, need, batch, dbatch)
         return Gradients(store), (None if dstore is None else Gradients(dstore))
 
-    def _add(self, buf, owned, bit, nid, c, rule):
+    def _buffers(self, outputs, seeds, seed_tangents, carry, batch):
+        """The sweep's cotangent buffers (and those of their tangents with a
+        ``carry``), seeded, and the bytearray of which ones it owns."""
+        n = len(self.rules)
+        cots = [None] * n
+        dots = None if carry is None else [None] * n
+        for k, o in enumerate(outputs):
+            if o is not None:
+                self._seed(cots, o, seeds[k], batch)
+                if dots is not None:
+                    self._seed(dots, o, seed_tangents[k], carry.batch)
+        # bit 1: cots[i] is the sweep's own buffer, bit 2: dots[i]
+        return cots, dots, bytearray(n)
+
+    def _scatter(self, results, rule, cots, dots, owned, need, batch, dbatch):
+        """Add a rule's results into the buffers, off the plain path: batched
+        cotangents (``dots`` None), or cotangents with their tangents."""
+        if dots is None:
+            for nid, c in results:
+                self._add(cots, owned, 1, nid, c, rule, batch)
+            return
+        for nid, c, cd in results:
+            if need is not None and not need[nid]:
+                c = None  # nothing reads it (a rule without skip= computed it)
+            self._add(cots, owned, 1, nid, c, rule)
+            self._add(dots, owned, 2, nid, cd, rule, dbatch)
+
+    def _add(self, buf, owned, bit, nid, c, rule, batch=None):
         """Project a rule's cotangent (or its tangent) ``c`` onto node ``nid``
-        and add it into ``buf``; structural zeros add nothing."""
+        (``batch``: a batch of them) and add it into ``buf``; structural
+        zeros add nothing."""
         if type(c) in STRUCT:
             return
         if self.shapes[nid] is MULTI:
             if not isinstance(c[1], Structural):
                 accumulate_slot(buf, nid, self.dtypes[nid], c)
             return
-        if type(c) is not _ndarray or c.shape != self.shapes[nid] or (
-                c.dtype is not self.dtypes[nid] and c.dtype != self.dtypes[nid]):
-            c = self._project(c, nid, rule)
+        if (batch is not None or type(c) is not _ndarray or c.shape != self.shapes[nid]
+                or (c.dtype is not self.dtypes[nid] and c.dtype != self.dtypes[nid])):
+            c = self._project(c, nid, rule, batch=batch)
         accumulate(buf, owned, bit, nid, c)
 
     def _gather(self, x, index, g, gd, cots, dots, owned, need):
@@ -235,12 +305,14 @@ class ReverseSweeps:
             return self.rules, check
         return self._prune(wrt, outputs, retain_graph), check
 
-    def _seed(self, buf, o, s):
-        """Add the seed ``s`` (projected onto node ``o``) into ``buf[o]``."""
+    def _seed(self, buf, o, s, batch=None):
+        """Add the seed ``s`` (projected onto node ``o``; ``batch``: a batch
+        of seeds) into ``buf[o]``."""
         if isinstance(s, Structural) or s is None:
             return
-        s = self._project(s, o, "seed")
+        s = self._project(s, o, "seed", batch=batch)
         buf[o] = s if buf[o] is None else buf[o] + s
+
     # -- partial backward ------------------------------------------------
     def _prune(self, wrt, outputs, retain_graph):
         """The rules list with ``None`` for every node whose inputs do not

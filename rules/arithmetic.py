@@ -56,8 +56,10 @@ import numpy as np
 
 from chainrules.arrays import is_array, real_dtype as _real_dtype
 
+from chainrules.broadcast import expand_batched, unbroadcast_batched
 from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule,  # noqa: F401
                                 narrower_inputs as _narrower_inputs, scalar_rule, unbroadcast)
+from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
@@ -243,7 +245,31 @@ def _sum_of_products(g, y):
     return np.einsum("i,i->", np.ravel(g), np.ravel(y))
 
 
-bilinear_rule(np.multiply, _multiply_tx, _multiply_ty, elementwise=True)
+def _batched_side(v, shape, batched, ndim):
+    return expand_batched(v, shape, ndim) if batched else v
+
+
+def _multiply_tx_batched(g, y, xshape, yshape, g_batched, y_batched):
+    """The cotangent of x in ``x * y`` for a batch: ``g`` (of the output's
+    shape) or ``y`` with a leading batch axis."""
+    n = max(len(xshape), len(yshape))
+    return unbroadcast_batched(g * _batched_side(y, yshape, y_batched, n), xshape)
+
+
+def _multiply_ty_batched(g, x, xshape, yshape, g_batched, x_batched):
+    n = max(len(xshape), len(yshape))
+    return unbroadcast_batched(g * _batched_side(x, xshape, x_batched, n), yshape)
+
+
+def _multiply_batched(x, y, xshape, yshape, x_batched, y_batched):
+    n = max(len(xshape), len(yshape))
+    return (_batched_side(x, xshape, x_batched, n)
+            * _batched_side(y, yshape, y_batched, n))
+
+
+bilinear_rule(np.multiply, _multiply_tx, _multiply_ty, elementwise=True,
+              batched=BatchedBilinear(_multiply_tx_batched, _multiply_ty_batched,
+                                      _multiply_batched))
 
 scalar_rule(
     np.true_divide,  # also np.divide and the / operator

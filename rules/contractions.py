@@ -23,7 +23,9 @@ import string
 
 import numpy as np
 
+from chainrules.broadcast import unbroadcast_batched
 from chainrules.derived import BilinearRule, bilinear_rule, unbroadcast
+from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
@@ -69,7 +71,88 @@ def _matmul_ty(g, x, yshape):
     return unbroadcast(gy, yshape)
 
 
-bilinear_rule(np.matmul, _matmul_tx, _matmul_ty)
+# batches: each operand promoted as matmul promotes it (a vector x as a row,
+# a vector y as a column), and a batched one given ones after its batch axis
+# up to the output's rank, so that the batch axis is left of every stacked
+# axis and matmul broadcasts it; promoted axes are dropped at the end
+def _mm_ranks(xshape, yshape):
+    xp = len(xshape) if len(xshape) > 1 else 2
+    yp = len(yshape) if len(yshape) > 1 else 2
+    return xp, yp, max(xp, yp)
+
+
+def _mm_x(v, xshape, batched, rank):
+    if len(xshape) == 1:
+        v = v[..., None, :]
+    return _mm_lift(v, batched, max(len(xshape), 2), rank)
+
+
+def _mm_y(v, yshape, batched, rank):
+    if len(yshape) == 1:
+        v = v[..., None]
+    return _mm_lift(v, batched, max(len(yshape), 2), rank)
+
+
+def _mm_lift(v, batched, own, rank):
+    if batched and own < rank:
+        return np.reshape(v, v.shape[:1] + (1,) * (rank - own) + v.shape[1:])
+    return v
+
+
+def _bmm(a, b, a_batched, b_batched):
+    """``np.matmul(a, b)`` where one side is a batch of matrices (``(k, r,
+    c)``) and the other one matrix: one GEMM over the batch folded into the
+    rows, instead of k small products. Anything else: ``np.matmul``."""
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        if a_batched and not b_batched and a.ndim == 3 and b.ndim == 2:
+            k, r, c = a.shape
+            return np.matmul(a.reshape(k * r, c), b).reshape(k, r, b.shape[1])
+        if b_batched and not a_batched and b.ndim == 3 and a.ndim == 2:
+            k, c, q = b.shape
+            bt = np.swapaxes(b, 1, 2).reshape(k * q, c)
+            return np.swapaxes(np.matmul(bt, a.T).reshape(k, q, a.shape[0]), 1, 2)
+    return np.matmul(a, b)
+
+
+def _mm_g(g, xshape, yshape):
+    if len(yshape) == 1:
+        g = g[..., None]
+    if len(xshape) == 1:
+        g = g[..., None, :]
+    return g
+
+
+def _matmul_tx_batched(g, y, xshape, yshape, g_batched, y_batched):
+    _, _, rank = _mm_ranks(xshape, yshape)
+    gx = _bmm(_mm_g(g, xshape, yshape), _mT(_mm_y(y, yshape, y_batched, rank)), g_batched,
+              y_batched)
+    if len(xshape) == 1:
+        return np.reshape(unbroadcast_batched(gx, (1,) + xshape), gx.shape[:1] + xshape)
+    return unbroadcast_batched(gx, xshape)
+
+
+def _matmul_ty_batched(g, x, xshape, yshape, g_batched, x_batched):
+    _, _, rank = _mm_ranks(xshape, yshape)
+    gy = _bmm(_mT(_mm_x(x, xshape, x_batched, rank)), _mm_g(g, xshape, yshape), x_batched,
+              g_batched)
+    if len(yshape) == 1:
+        return np.reshape(unbroadcast_batched(gy, yshape + (1,)), gy.shape[:1] + yshape)
+    return unbroadcast_batched(gy, yshape)
+
+
+def _matmul_batched(x, y, xshape, yshape, x_batched, y_batched):
+    _, _, rank = _mm_ranks(xshape, yshape)
+    z = _bmm(_mm_x(x, xshape, x_batched, rank), _mm_y(y, yshape, y_batched, rank), x_batched,
+             y_batched)
+    if len(yshape) == 1:
+        z = z[..., 0]
+    if len(xshape) == 1:
+        z = z[..., 0, :] if len(yshape) > 1 else z[..., 0]
+    return z
+
+
+bilinear_rule(np.matmul, _matmul_tx, _matmul_ty,
+              batched=BatchedBilinear(_matmul_tx_batched, _matmul_ty_batched, _matmul_batched))
 
 
 # -- einsum subscripts ---------------------------------------------------------------

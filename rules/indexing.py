@@ -55,14 +55,34 @@ class BasicIndexRule(LinearRule):
     __slots__ = ("gather_index",)
 
 
+def _batched_index(index):
+    """A basic index of one direction, for a batch (axis 0 kept whole)."""
+    return (slice(None),) + (index if type(index) is tuple else (index,))
+
+
+def _getitem_batched(t, index):
+    return t[_batched_index(index)]
+
+
+def _getitem_transpose_batched(g, shape, index):
+    if type(g) is not np.ndarray:  # traced (nested differentiation): per direction
+        return np.stack([_getitem_transpose(g[j], shape, index) for j in range(g.shape[0])])
+    # a basic index names each element at most once: placing is adding
+    z = np.zeros(g.shape[:1] + tuple(shape), g.dtype)
+    z[_batched_index(index)] = g
+    return z
+
+
 linear_rule(getitem, _getitem_transpose)
 _general_getitem = lookup(getitem, (np.ndarray, object))
+_BASIC_FORMS = (_getitem_batched, _getitem_transpose_batched)
 
 
 @register(getitem)
 def _getitem_maker(ids, x, index):
     if ids[1] is None and is_basic(index):
-        rule = BasicIndexRule(ids[0], getitem, _getitem_transpose, shape_of(x), (index,), {})
+        rule = BasicIndexRule(ids[0], getitem, _getitem_transpose, shape_of(x), (index,), {},
+                              _BASIC_FORMS if type(x) is np.ndarray else None)
         rule.gather_index = index
         return x[index], rule
     return _general_getitem(ids, x, index)

@@ -163,7 +163,34 @@ def _cast_for(transpose, x, dtype):
     return functools.partial(_cast_transpose, transpose, xd)
 
 
+def _batch_axes(axis, ndim):
+    """The axes of a reduction of one direction, in a batch (axis 0)."""
+    return tuple(a + 1 for a in normalize_axis(axis, ndim))
+
+
+def _batched_forms(op, transpose_one):
+    """``(op_b, transpose_b)`` of a linear reduction on batches of directions:
+    the same reduction over the shifted axes, and the cotangent of each
+    direction broadcast back (mean divides by the count of one direction)."""
+    scale = op is np.mean
+
+    def op_b(t, axis=None, keepdims=False, dtype=None):
+        return op(t, axis=_batch_axes(axis, t.ndim - 1), keepdims=keepdims, dtype=dtype)
+
+    def transpose_b(g, shape, axis=None, keepdims=False, dtype=None):
+        axes = normalize_axis(axis, len(shape))
+        if scale:
+            g = g / _count(shape, axes)
+        if not keepdims:
+            g = np.reshape(g, g.shape[:1] + _kd_shape(shape, axes))
+        return np.broadcast_to(g, g.shape[:1] + tuple(shape))
+
+    return op_b, transpose_b
+
+
 def _reduction_maker(op, params, transpose):
+    forms = _batched_forms(op, transpose)
+
     def reduction_maker(ids, *args, **kwargs):
         _check_static(op, ids, ("axis", "dtype"))
         p = params(*args, **kwargs)
@@ -181,7 +208,9 @@ def _reduction_maker(op, params, transpose):
         if p["dtype"] is not None and np.dtype(p["dtype"]) != x.dtype:
             # sum(x, dtype=...) computes in another dtype: cast the cotangent back
             tr = functools.partial(_cast_transpose, transpose, x.dtype)
-        return y, LinearRule(ids[0], op, tr, shape_of(x), (), kw)
+        # batches: plain arrays summed in their own dtype
+        batched = forms if tr is transpose and type(x) is np.ndarray else None
+        return y, LinearRule(ids[0], op, tr, shape_of(x), (), kw, batched)
 
     return reduction_maker
 

@@ -259,6 +259,15 @@ def _reshape_transpose(g, xshape, *args, **kwargs):
     return np.reshape(g, xshape) if order == "C" else np.reshape(g, xshape, order=order)
 
 
+def _reshape_batched(t, newshape, order="C"):
+    shape = (newshape,) if np.ndim(newshape) == 0 else tuple(newshape)
+    return np.reshape(t, (np.shape(t)[0],) + shape)
+
+
+def _reshape_back_batched(g, xshape, *args, **kwargs):
+    return np.reshape(g, (np.shape(g)[0],) + tuple(xshape))
+
+
 @register(np.reshape)
 def _reshape_maker(ids, x, *args, **kwargs):
     reject_traced(np.reshape, ids, 1)
@@ -269,8 +278,12 @@ def _reshape_maker(ids, x, *args, **kwargs):
         kwargs = dict(kwargs, order=_concrete_order(x, kwargs["order"]))
     kwargs.pop("copy", None)
     y = np.reshape(x, *args, **kwargs)
+    # batches of C-ordered reshapes: the same reshape after the batch axis
+    c_order = (args[1] if len(args) > 1 else kwargs.get("order", "C")) == "C"
+    forms = (_reshape_batched, _reshape_back_batched) if (
+        c_order and len(args) == 1 and not kwargs) else None
     return y, LinearRule(ids[0], np.reshape, _reshape_transpose, shape_of(x),
-                         tuple(args), kwargs)
+                         tuple(args), kwargs, forms)
 
 
 def _ravel_transpose(g, shape, order="C"):
@@ -314,7 +327,23 @@ def _transpose_transpose(g, shape, axes=None):
     return np.transpose(g, np.argsort([a % len(shape) for a in axes]))
 
 
-linear_rule(np.transpose, _transpose_transpose)
+def _batch_perm(axes, nd):
+    """The permutation of a batch (axis 0 first) for ``axes`` of one direction."""
+    if axes is None:
+        return (0,) + tuple(range(nd, 0, -1))
+    return (0,) + tuple(a % nd + 1 for a in axes)
+
+
+def _transpose_batched(t, axes=None):
+    return np.transpose(t, _batch_perm(axes, np.ndim(t) - 1))
+
+
+def _transpose_transpose_batched(g, shape, axes=None):
+    return np.transpose(g, np.argsort(_batch_perm(axes, len(shape))))
+
+
+linear_rule(np.transpose, _transpose_transpose,
+            batched=(_transpose_batched, _transpose_transpose_batched))
 
 
 def _moveaxis_transpose(g, shape, source, destination):

@@ -104,6 +104,8 @@ def check_rule(op, *args, call=None, rtol=None, atol=None, rng=None, directions=
         c.frule()
     if "hvp" in modes:
         c.hvp(fast=hvp_fast)
+    if "rrule" in modes:
+        c.batched(hvp="hvp" in modes, forward="frule" in modes)
     c.check_unmutated("the checks")
     return c.report
 
@@ -114,7 +116,8 @@ def check_rrule(op, *args, call=None, rtol=None, rng=None, atol=None, directions
     primal, pullback vs finite differences along ``directions`` random
     directions, adjoint identity with the pushforward (``adjoint=False`` skips
     it, for rules without a forward mode), raw cotangent kinds, structural
-    zeros, repeatability, no mutation.
+    zeros, repeatability, no mutation, and that sweeps carrying all the
+    directions as one batch agree with the sweeps of one direction.
 
     >>> import numpy as np
     >>> bool(check_rrule(np.sin, np.array([0.1, 0.2])))
@@ -123,6 +126,7 @@ def check_rrule(op, *args, call=None, rtol=None, rng=None, atol=None, directions
     c = RuleCheck(op, args, _merge_kwargs(kwargs, op_kwargs), call, rtol, atol, rng,
                    directions, "check_rrule", wrt)
     c.rrule(adjoint=adjoint)
+    c.batched(hvp=False, forward=adjoint)
     return c.report
 
 

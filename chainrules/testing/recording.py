@@ -7,6 +7,7 @@ import numpy as np
 
 from chainrules import pytree
 from chainrules.graph import MULTI, Select, Tape
+from chainrules.sweep_batch import batched_rule
 from chainrules.registry import ClosureRule
 from chainrules.rule import rule_name
 from chainrules.tangents import NOTANGENT, ZERO, NoTangent, Structural
@@ -236,6 +237,71 @@ class Recording:
             check=self._check_results("pullback_with_tangents"),
             leaf_cotangents=leaf_cotangents, out_tangents=out_tangents)
         return self._per_leaf(g), self._per_leaf(gd)
+
+
+    # the same sweeps carrying every direction at once (a leading batch axis)
+    def batched_rules(self):
+        """Whether every rule of the recording takes batches itself (else
+        the engine loops over the directions for some of them)."""
+        return all(batched_rule(r) for _, r in self.rules())
+
+    def _stack_outputs(self, w_dirs):
+        outs, seeds = [], []
+        for pos, nid in enumerate(self.out_nodes):
+            ws = [w[pos] for w in w_dirs]
+            if nid is None or any(w is None or isinstance(w, Structural) for w in ws):
+                continue
+            outs.append(nid)
+            seeds.append(np.stack([np.asarray(w) for w in ws]))
+        return outs, seeds
+
+    def _unstack(self, grads, k):
+        """Per direction, the leaves' values of a batched ``Gradients``."""
+        per = [[] for _ in range(k)]
+        for nid in self.leaf_ids:
+            v = NOTANGENT if nid is None else grads.get(nid)
+            for j in range(k):
+                per[j].append(v if isinstance(v, Structural) else v[j])
+        return per
+
+    def backward_batch(self, w_dirs):
+        """``backward`` of every direction of ``w_dirs`` in one batched sweep."""
+        outs, seeds = self._stack_outputs(w_dirs)
+        grads = self.tape.backward(outs, seeds, retain_graph=True, batch=len(w_dirs))
+        return self._unstack(grads, len(w_dirs))
+
+    def forward_batch(self, u_dirs):
+        """The forward sweep of every direction of ``u_dirs`` in one batch:
+        the node tangents, batched."""
+        seeds = {}
+        for pos, nid in enumerate(self.leaf_ids):
+            us = [u[pos] for u in u_dirs]
+            if nid is not None and not any(isinstance(u, Structural) for u in us):
+                seeds[nid] = np.stack([np.asarray(u) for u in us])
+        return self.tape.forward(seeds, batch=len(u_dirs))
+
+    def output_tangents(self, tans, k):
+        """Per direction, the output leaves' tangents of a batched forward sweep."""
+        per = [[] for _ in range(k)]
+        for nid, v in zip(self.out_nodes, self.out_values):
+            t = None if nid is None else tans[nid]
+            for j in range(k):
+                if t is not None:
+                    per[j].append(t[j])
+                elif inexact(v):
+                    per[j].append(np.zeros(np.shape(v), np.asarray(v).dtype))
+                else:
+                    per[j].append(NOTANGENT)
+        return per
+
+    def hvp_batch(self, w_leaves, tans, k):
+        """The tangents of the leaves' cotangents for a batch of forward
+        tangents (``forward_batch``) and one seed ``w``."""
+        outs, seeds = self._outputs_and_seeds(w_leaves)
+        _, gd = self.tape.backward_with_tangents(
+            outs, seeds, [ZERO] * len(outs), tans, retain_graph=True, leaf_cotangents=False,
+            batch=k)
+        return self._unstack(gd, k)
 
 
 def by_node(pairs, k=1):

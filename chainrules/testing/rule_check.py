@@ -330,6 +330,43 @@ class RuleCheck:
                    10.0 * r.error + ctx.atol * nv, where,
                    slack=lambda: ctx.rtol * self._second_order_scale(w) * nv)
 
+    def batched(self, hvp=True, forward=True):
+        """A sweep carrying every direction at once gives each direction's
+        result of the sweeps one at a time (to rounding): reverse, forward
+        and, with ``hvp``, forward-over-reverse. Rules with batched methods
+        are checked by it; the others go through the engine's
+        per-direction loop, which is checked too. ``forward`` False: the
+        reverse sweep only (a rule without a forward mode)."""
+        ctx, rec = self.ctx, self.rec
+        k = max(2, self.directions)
+        us = [self.us[j] if j < self.directions else
+              [random_leaf(x, self.rng) for x in self.p_leaves] for j in range(k)]
+        ws = [self.ws[j] if j < self.directions else
+              [random_leaf(y, self.rng) for y in rec.out_values] for j in range(k)]
+        self.report.add_mode("batched" if rec.batched_rules() else "batched(loop)")
+        where = "direction #{} of a batch of {}"
+        for j, c in enumerate(rec.backward_batch(ws)):
+            ctx.vector("batched pullback vs one direction", c, rec.backward(ws[j]), 0.0,
+                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj)
+        if not forward:
+            return
+        tans = rec.forward_batch(us)
+        for j, t in enumerate(rec.output_tangents(tans, k)):
+            ctx.vector("batched pushforward vs one direction", t, rec.forward(us[j])[0], 0.0,
+                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj)
+        if not hvp:
+            return
+        w = self.ws[0]
+        try:
+            batch = rec.hvp_batch(w, tans, k)
+        except HvpNotSupported:
+            return
+        for j, hv in enumerate(batch):
+            _, one = rec.backward_with_tangents(w, rec.forward(us[j])[1], out_tangents=True,
+                                                leaf_cotangents=False)
+            ctx.vector("batched HVP vs one direction", hv, one, 0.0, where.format(j, k),
+                       ("batched", "one direction"), rtol=ctx.adj)
+
     def _second_order_scale(self, w):
         """``|J^T w| / max(|x|, 1)``: the size of a Hessian of a function
         whose gradient is ``J^T w`` at ``x`` (a derivative per unit of ``x``,

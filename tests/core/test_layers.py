@@ -29,7 +29,7 @@ LAYERS = [
     {"tangents"},
     {"rule"},
     {"registry"},
-    {"sweep_common"},
+    {"sweep_common", "sweep_batch"},
     {"sweep_reverse", "sweep_forward"},
     {"graph"},
     {"tracing"},

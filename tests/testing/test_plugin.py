@@ -24,7 +24,8 @@ def test_rng_fixture_is_seeded_per_test(rng, request):
 
 
 def test_check_rule_fixture(check_rule, rng):
-    assert check_rule(np.sin, rng.standard_normal(3)).modes == ["rrule", "frule", "hvp"]
+    assert check_rule(np.sin, rng.standard_normal(3)).modes == ["rrule", "frule", "hvp",
+                                                                "batched"]
 
 
 def test_limit_blas_threads_is_harmless():
