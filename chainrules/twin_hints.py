@@ -15,12 +15,18 @@ __all__ = ["twin_for_frame"]
 
 
 def _public_module(modname):
-    """``scipy.linalg._matfuncs`` -> ``linalg``; ``scipy.stats`` -> ``stats``."""
+    """The public path of a SciPy module under ``scipy``, up to its first
+    private part: ``scipy.linalg._matfuncs`` -> ``linalg``, ``scipy.stats``
+    -> ``stats``, ``scipy.spatial.distance`` -> ``spatial.distance``."""
     parts = modname.split(".")
     if len(parts) < 2 or parts[0] != "scipy":
         return None
-    sub = parts[1]
-    return None if sub.startswith("_") else sub
+    public = []
+    for part in parts[1:]:
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join(public) or None
 
 
 def _resolve(path):
@@ -70,6 +76,11 @@ def twin_for_frame(frame):
         # scipy.signal's delegation holds the function as func; scipy.special's
         # as the func of its _FuncInfo (self)
         wrapped = local.get("func") or getattr(local.get("self"), "func", None)
+    elif func == "__ua_function__":
+        # a uarray backend (scipy.fft's own, when a set_backend block or a
+        # global backend puts it before chainrules') runs the multimethod it
+        # was given, scipy.fft.fft, as method
+        wrapped = local.get("method")
     if callable(wrapped):
         # SciPy's batching decorator (SciPy >= 1.14) and its array-API
         # delegation (SCIPY_ARRAY_API=1) convert the arguments of the function
@@ -88,6 +99,10 @@ def twin_for_frame(frame):
             candidates.append(f"{sub}.{dist}")
         candidates.append(f"{sub}.{dist}.{func}")
     candidates.append(f"{sub}.{func}")
+    if "." in sub:
+        # a function of a public submodule (scipy.signal.windows) may have its
+        # twin in the subpackage's module
+        candidates.append(f"{sub.split('.')[0]}.{func}")
     for path in candidates:
         if _resolve(path) is not None:
             return f"chainrules.scipy.{path}"

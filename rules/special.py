@@ -9,11 +9,15 @@ for their derivative raises ``MissingRuleError``).
 functions in SciPy that convert their inputs with ``np.asarray``: on traced
 values they raise ``UntraceableError``. Their differentiable versions live
 here: ``chainrules.rules.special.logsumexp`` (same signature, ``b`` weights,
-``keepdims``, ``return_sign``), ``softmax``, ``log_softmax`` and
-``polygamma(n, x)`` (differentiable in ``x``; ``zeta`` underneath).
+``keepdims``, ``return_sign``), ``softmax``, ``log_softmax``,
+``polygamma(n, x)`` (differentiable in ``x``; ``zeta`` underneath) and
+``multigammaln(a, d)`` (differentiable in ``a``; ``gammaln`` underneath).
 """
 
 import numpy as np
+
+from chainrules.errors import MissingRuleError
+from chainrules.tracing import is_traced
 
 from ._util import array_value, no_derivative
 
@@ -284,20 +288,52 @@ def log_softmax(x, axis=None):
     return x - logsumexp(x, axis=axis, keepdims=True)
 
 
+def _constant_order(value, what):
+    """An integer argument (an order, a dimension) as a plain array; traced,
+    it has no derivative to give."""
+    if is_traced(value):
+        raise MissingRuleError(f"scipy.special.{what} has no derivative in its integer "
+                               "argument: pass a constant (chainrules.stop_gradient)")
+    return np.asarray(value)
+
+
+def _float_dtype(x):
+    dt = getattr(x, "dtype", None)
+    return dt if dt is not None and dt.kind == "f" else np.dtype(np.float64)
+
+
 def polygamma(n, x):
-    """``scipy.special.polygamma(n, x)`` that also accepts traced ``x``
-    (integer ``n`` >= 0; differentiable in ``x``)."""
-    n = int(n)
-    if n == 0:
-        return sc.digamma(x)
-    return (-1.0) ** (n + 1) * float(np.prod(np.arange(1, n + 1))) * sc.zeta(n + 1.0, x)
+    """``scipy.special.polygamma(n, x)`` that also accepts traced ``x``, by
+    SciPy's formula: ``digamma(x)`` where ``n == 0``, ``(-1)**(n+1)
+    gamma(n+1) zeta(n+1, x)`` elsewhere; ``n`` broadcasts against ``x``.
+    Differentiable in ``x``; the order ``n`` is a constant. float32 ``x``
+    stays float32."""
+    n = _constant_order(n, "polygamma")
+    if n.ndim == 0:
+        # Python floats: a float32 x stays float32
+        if n == 0:
+            return sc.digamma(x)
+        k = float(n)
+        with np.errstate(invalid="ignore"):   # a non-integer order gives nan, as SciPy
+            factor = float(np.float64(-1.0) ** (k + 1) * sc.gamma(k + 1.0))
+        return factor * sc.zeta(k + 1.0, x)
+    dt = _float_dtype(x)
+    # the orders 0 take digamma; their zeta(1, x) = inf is replaced by zeta(2, x)
+    # so that the unselected branch passes no nan derivative
+    k = np.where(n == 0, 1.0, n).astype(dt)
+    with np.errstate(invalid="ignore"):
+        factor = ((-1.0) ** (k + 1) * sc.gamma(k + 1.0)).astype(dt)
+    return np.where(n == 0, sc.digamma(x), factor * sc.zeta(k + 1, x))
 
 
 def multigammaln(a, d):
     """``scipy.special.multigammaln(a, d)`` that also accepts traced ``a``:
     ``log Gamma_d(a) = d (d - 1) / 4 log(pi) + sum_{j=1..d} gammaln(a + (1 - j) / 2)``
-    (integer ``d`` >= 1; differentiable in ``a``, which must exceed
+    (integer ``d``, a constant; differentiable in ``a``, which must exceed
     ``(d - 1) / 2`` as in SciPy)."""
+    d = _constant_order(d, "multigammaln")
+    if d.ndim != 0 or np.floor(d) != d:
+        raise ValueError("d should be a positive integer (dimension)")
     d = int(d)
     if d < 1:
         raise ValueError("multigammaln: d must be a positive integer")

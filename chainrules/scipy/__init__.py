@@ -6,12 +6,18 @@ Python-level SciPy functions such as ``scipy.special.logsumexp`` or
 ``scipy.linalg.expm`` convert their inputs with ``np.asarray``, which no
 protocol can intercept; call the versions here instead::
 
-    from chainrules.scipy import special, linalg, stats
+    from chainrules.scipy import linalg, optimize, spatial, special, stats
     special.logsumexp(x, axis=0)
     linalg.expm(a)
     stats.norm.logpdf(x, loc=mu, scale=sigma)
     optimize.rosen(x)
+    spatial.distance.pdist(X, "cosine")
+
+``scipy.fft`` needs no twin: its transforms dispatch to a backend that
+chainrules registers, so ``scipy.fft.rfft(x)`` on a traced ``x``
+differentiates as it is; ``chainrules.scipy.fft`` holds the same functions
+for use where another backend of ``scipy.fft`` is put first.
 """
 
 from . import linalg, special  # noqa: F401
-from . import integrate, optimize, signal, stats  # noqa: F401
+from . import fft, integrate, optimize, signal, spatial, stats  # noqa: F401

@@ -28,10 +28,14 @@ import json
 import subprocess
 import sys
 
-__all__ = ["coverage_rows", "coverage_table", "main", "REGENERATE", "AUDIT_HEADING"]
+__all__ = ["coverage_rows", "coverage_table", "main", "REGENERATE", "AUDIT_HEADING",
+           "SCIPY_AUDIT_HEADING"]
 
 #: the heading of the section that depends on the installed NumPy's version
+BATCHED_HEADING = "## Batches of directions"
 AUDIT_HEADING = "## NumPy functions without a rule"
+#: the heading of the section that depends on the installed SciPy's version
+SCIPY_AUDIT_HEADING = "## SciPy functions without a twin"
 
 REGENERATE = "python -m chainrules.testing.coverage --write docs/coverage.md"
 
@@ -222,7 +226,7 @@ def coverage_table(rows=None):
                      f"{', '.join(r['modes']) or '—'} | {', '.join(r['dtypes']) or '—'} | "
                      f"{r['specs']} |")
     lines += (_compositions_section() + _twins_section() + _special_section()
-              + _audit_section())
+              + _batched_section() + _audit_section() + _scipy_audit_section())
     return "\n".join(lines) + "\n"
 
 
@@ -312,6 +316,50 @@ def _special_section():
     return lines
 
 
+def _batched_section():
+    """Which rule classes take a batch of directions themselves (the fast
+    path of Jacobians, Hessians and ``matmat``) and which the engine calls
+    once per direction, from the classes defined in the core and the rule
+    library."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import chainrules
+    import chainrules.rules as library
+    from chainrules.rule import ReverseRule
+
+    mods = [importlib.import_module(f"chainrules.{m.name}")
+            for m in pkgutil.iter_modules(chainrules.__path__) if not m.ispkg]
+    mods += [importlib.import_module(f"chainrules.rules.{m.name}")
+             for m in pkgutil.iter_modules(library.__path__)]
+    classes = {}
+    for mod in mods:
+        for name, cls in vars(mod).items():
+            if (inspect.isclass(cls) and issubclass(cls, ReverseRule) and cls is not ReverseRule
+                    and cls.__module__ == mod.__name__):
+                classes[f"{mod.__name__.replace('chainrules.', '')}.{name}"] = cls
+
+    def kind(cls):
+        b = inspect.getattr_static(cls, "batched", False)
+        if isinstance(b, property):
+            return "when its maps have batched forms"
+        return "batched" if b else "per direction"
+
+    lines = ["", BATCHED_HEADING, "",
+             "Jacobians, Hessians, `hessian_operator(...).matmat` and the `.many` spellings",
+             "sweep chunks of directions as one batch. Rule classes marked *batched* take",
+             "the batch themselves; *per direction* ones are called once per direction by",
+             "the engine (`chainrules/sweep_batch.py`), which is as correct and slower.",
+             "Linear and bilinear rules take batches when their registration gives batched",
+             "forms (`numpy.sum`, `numpy.mean`, basic indexing, `numpy.multiply`,",
+             "`numpy.matmul`); wrappers (casts) when the rule they wrap does. The registry",
+             "sweep checks every rule both ways (mode `batched` or `batched(loop)`).",
+             "", "| rule class | batches |", "|---|---|"]
+    lines += [f"| `{n}` | {kind(c)} |" for n, c in sorted(classes.items())]
+    return lines
+
+
 def _audit_section():
     """The NumPy audit: functions with no rule, each with its reason."""
     import numpy as np
@@ -328,6 +376,52 @@ def _audit_section():
              "", "| function | reason |", "|---|---|"]
     lines += [f"| `{m}.{n}` | {_cell(JUSTIFIED.get(n, '**not covered**'))} |"
               for m, n in rows]
+    return lines
+
+
+def _scipy_audit_section():
+    """The SciPy audit: per module, how its Python-level functions are
+    covered; the functions traced as they are; the others with their reason
+    (the methods of the scipy.stats distributions grouped by method)."""
+    try:
+        import scipy
+    except ImportError:  # pragma: no cover - SciPy is an optional extra
+        return []
+    from .scipy_audit import AS_IS, audit_rows, reason
+
+    rows = audit_rows()
+    kinds = ("twin", "rule", "as is")
+    lines = ["", SCIPY_AUDIT_HEADING, "",
+             "Every public Python-level function (not a ufunc) of `scipy.special`,",
+             "`scipy.linalg`, `scipy.signal`, `scipy.integrate`, `scipy.optimize` and",
+             "`scipy.spatial.distance`, and every public method of the `scipy.stats`",
+             "distributions that `chainrules.scipy.stats` has, has a twin in `chainrules.scipy`,",
+             "is reached through a rule, traces as it is, or is listed below with the reason it",
+             "is not covered (`chainrules/testing/scipy_audit.py`;",
+             "`tests/testing/test_scipy_audit.py` fails for any function left unexplained).",
+             f"Generated against SciPy {scipy.__version__}.", "",
+             "| module | functions | twins | rules | traced as is | not covered |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for mod in dict.fromkeys(m for m, _, _ in rows):
+        status = [s for m, _, s in rows if m == mod]
+        counts = [sum(s == k for s in status) for k in kinds]
+        rest = len(status) - sum(counts)
+        lines.append(f"| `{mod}` | {len(status)} | " + " | ".join(map(str, counts))
+                     + f" | {rest} |")
+    lines += ["", "| function | why it traces as it is |", "|---|---|"]
+    lines += [f"| `{m}.{n}` | {_cell(AS_IS[f'{m}.{n}'])} |" for m, n, s in rows
+              if s == "as is"]
+    lines += ["", "| function | reason |", "|---|---|"]
+    by_method = {}
+    for m, n, s in rows:
+        if s not in kinds and m == "scipy.stats":
+            dist, method = n.split(".")
+            by_method.setdefault(method, []).append(dist)
+        elif s not in kinds:
+            lines.append(f"| `{m}.{n}` | {_cell(reason(m, n))} |")
+    for method, dists in sorted(by_method.items()):
+        lines.append(f"| `scipy.stats.<dist>.{method}` for {', '.join(dists)} | "
+                     f"{_cell(reason('scipy.stats', method))} |")
     return lines
 
 

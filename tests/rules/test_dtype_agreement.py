@@ -50,7 +50,9 @@ def _cast(args, dtype):
 
 
 def _outputs(v):
-    return [leaf for leaf in pytree.flatten(v)[0] if hasattr(leaf, "dtype")]
+    # a Python float (SciPy's vector distances return one) is a float64 scalar
+    return [np.float64(leaf) if type(leaf) is float else leaf
+            for leaf in pytree.flatten(v)[0] if hasattr(leaf, "dtype") or type(leaf) is float]
 
 
 def _agree(spec, data, dtype):

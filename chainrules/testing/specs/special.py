@@ -64,6 +64,15 @@ def _complex_unary(draw, dtype):
     return (x,), {}
 
 
+def _polygamma(draw, dtype):
+    shape = draw(crs.shapes(0, 2))
+    if draw(st.booleans()):
+        n = draw(st.integers(0, 3))
+    else:   # orders broadcast against x, 0 (digamma) among them
+        n = np.arange(4).reshape((4,) + (1,) * len(shape))
+    return (n, draw(crs.arrays(dtype, shape, "positive"))), {}
+
+
 def _multigammaln(draw, dtype):
     d = draw(st.integers(1, 4))
     x = draw(crs.arrays(dtype, draw(crs.shapes(0, 2)), "positive"))
@@ -72,7 +81,7 @@ def _multigammaln(draw, dtype):
 
 SPECS = []
 if sc is not None:
-    from chainrules.rules.special import multigammaln, softplus
+    from chainrules.rules.special import multigammaln, polygamma, softplus
     SPECS = [
         RuleSpec(sc.expit, unary(), F),
         RuleSpec(sc.logit, unary("unit", 0.5, 0.3), F),
@@ -146,6 +155,7 @@ if sc is not None:
         RuleSpec(sc.gammasgn, unary("nonzero", 0.0, 3.0), F, modes=frozenset({"nondiff"})),
         RuleSpec(sc.huber, huber_args, F),
         RuleSpec(sc.pseudo_huber, huber_args, F),
+        RuleSpec(polygamma, _polygamma, F, name="chainrules.scipy.special.polygamma"),
         RuleSpec(multigammaln, _multigammaln, F, name="chainrules.scipy.special.multigammaln"),
         RuleSpec(softplus, unary(), F, name="chainrules.scipy.special.softplus"),
     ]
