@@ -47,6 +47,10 @@ EXPLAINED = {
     ("rules/scipy_integrate.py", "pushforward",
      "if any(is_traced(t) for t in full if t is not None and not is_zero(t)):"):
         "refuses a traced tangent (HvpNotSupported): nested differentiation only",
+    ("rules/indexing.py", "_getitem_transpose_batched",
+     "if type(g) is not np.ndarray:  # traced (nested differentiation): per direction"):
+        "a traced batch of cotangents: a Jacobian inside grad (nested differentiation), "
+        "which the rule sweep does not do; tests/core/test_batched.py takes it",
     ("rules/scipy_linalg.py", "_solve_triangular_pbt",
      'if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")'):
         "the generic second order for tangents that are not float ndarrays (dask "

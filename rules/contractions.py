@@ -350,6 +350,80 @@ class EinsumRule(ReverseRule):
             out.append((nid, c, cd))
         return out
 
+    # -- batches: one more letter, on the batched operand and on the output ----
+    batched = True
+
+    def _batch_letter(self):
+        used = set("".join(self.subs) + self.out)
+        return next(c for c in _LETTERS if c not in used)
+
+    def _batched_views(self, ops, m, n):
+        """The operands as the einsum sees them, operand ``m`` a batch of ``n``."""
+        return [np.reshape(o, (n,) + self.views[j]) if j == m and shape_of(o)[1:] != self.views[j]
+                else (o if j == m else self._view(j, o)) for j, o in enumerate(ops)]
+
+    def _transpose_batched(self, g, k, ops, m=None):
+        """Cotangent of operand ``k`` as a batch: of a batch of cotangents
+        ``g`` (``m`` None), or of one ``g`` with operand ``m`` a batch."""
+        b = self._batch_letter()
+        n = shape_of(g)[0] if m is None else shape_of(ops[m])[0]
+        subs = list(self.subs)
+        subs[k] = b + subs[k]
+        if m is None:
+            out = b + self.out
+            if self.out_view != self.out_shape:
+                g = np.reshape(g, (n,) + self.out_view)
+        else:
+            out = self.out
+            subs[m] = b + subs[m]
+            if self.out_view != self.out_shape:
+                g = np.reshape(g, self.out_view)
+        vals = self._batched_views(ops, m, n)
+        c = einsum_transpose(g, k, subs, out, vals, (n,) + self.views[k], self.optimize)
+        if self.views[k] != self.shapes[k]:
+            c = np.reshape(c, (n,) + self.shapes[k])
+        return c
+
+    def pullback_batched(self, g):
+        return [(nid, self._transpose_batched(g, k, self.operands))
+                for nid, k in zip(self.ids, self.pos)]
+
+    def pushforward_batched(self, tangents):
+        b = self._batch_letter()
+        t_out = ZERO
+        for k, t in zip(self.pos, tangents):
+            if isinstance(t, Structural):
+                continue
+            n = shape_of(t)[0]
+            ops = list(self.operands)
+            ops[k] = t
+            subs = list(self.subs)
+            subs[k] = b + subs[k]
+            spec = ",".join(subs) + "->" + b + self.out
+            z = np.einsum(spec, *self._batched_views(ops, k, n), optimize=self.optimize)
+            if self.out_view != self.out_shape:
+                z = np.reshape(z, (n,) + self.out_shape)
+            t_out = z if isinstance(t_out, Structural) else t_out + z
+        return t_out
+
+    def pullback_with_tangents_batched(self, g, gd, tangents):
+        has_g = not isinstance(g, Structural)
+        has_gd = not isinstance(gd, Structural)
+        out = []
+        for nid, k in zip(self.ids, self.pos):
+            c = self._transpose(g, k, self.operands) if has_g else ZERO
+            cd = self._transpose_batched(gd, k, self.operands) if has_gd else ZERO
+            if has_g:
+                for m, t in zip(self.pos, tangents):
+                    if m == k or isinstance(t, Structural):
+                        continue
+                    ops = list(self.operands)
+                    ops[m] = t
+                    term = self._transpose_batched(g, k, ops, m)
+                    cd = term if isinstance(cd, Structural) else cd + term
+            out.append((nid, c, cd))
+        return out
+
 
 def _einsum_rule(op, ids, operands, subs, out, views=None, out_view=None, out_shape=None):
     shapes = tuple(tuple(shape_of(o)) for o in operands)

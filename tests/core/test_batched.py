@@ -256,3 +256,25 @@ def test_vjp_many_is_a_batch_of_pullbacks():
     assert gy.shape == (5, 3) and not gy.any()
     with pytest.raises(TangentShapeError, match="leading axis"):
         f_vjp.many(np.ones(4))
+
+
+def test_batched_sweeps_inside_grad():
+    # a Jacobian and a Hessian inside grad: the batches are traced values of
+    # the outer tape (basic indexing's batched transpose of a traced batch)
+    x0 = RNG.standard_normal(4)
+
+    def inner(a, chunk):
+        J = cr.jacobian(lambda x: np.tanh(A[:4, :4] @ (x * a)) * np.sum(x ** 2) + x[1:3].sum() * a,
+                        mode="reverse", chunk_size=chunk)(x0)
+        H = cr.hessian(lambda x: np.sum(a * x ** 3) + np.sum(x[1:] * x[:-1] * a[0]),
+                       chunk_size=chunk)(x0)
+        return np.sum(J ** 2) + np.sum(H * H)
+
+    a0 = RNG.standard_normal(4)
+    g = cr.grad(lambda a: inner(a, None))(a0)
+    g1 = cr.grad(lambda a: inner(a, 1))(a0)
+    np.testing.assert_allclose(g, g1, rtol=1e-12, atol=1e-12)
+    h = 1e-6
+    fd = np.array([(inner(a0 + h * e, None) - inner(a0 - h * e, None)) / (2 * h)
+                   for e in np.eye(4)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
