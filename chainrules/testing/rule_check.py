@@ -11,6 +11,7 @@ from chainrules import pytree
 from chainrules.errors import AutodiffError, HvpNotSupported
 from chainrules.graph import MULTI
 from chainrules.rule import ReverseRule, rule_name
+from chainrules.sweep_batch import batched_rule
 from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import untraced
 
@@ -430,6 +431,25 @@ class RuleCheck:
                         np.asarray(untraced(c)) != 0):
                     ctx.fail(f"pullback_with_tangents of rule {name} returned a nonzero "
                              "cotangent for the cotangent ZeroTangent()")
+            if batched_rule(rule) and outs is None:
+                self._batched_zero_cotangent(rule, rand_out, ts)
+
+    def _batched_zero_cotangent(self, rule, rand_out, ts):
+        """The batched ``pullback_with_tangents`` of a zero cotangent is the
+        pullback of each direction's ``gd`` (no second-order term)."""
+        ctx = self.ctx
+        gds = [rand_out(), rand_out()]
+        TS = tuple(t if isinstance(t, Structural) else np.stack([t, t]) for t in ts)
+        got = by_node(rule.pullback_with_tangents_batched(ZERO, np.stack(gds), TS), 2)
+        for j, gd in enumerate(gds):
+            ref = by_node(rule.pullback(gd))
+            for nid in set(got) | set(ref):
+                g_j = got.get(nid, ZERO)
+                ctx.vector("batched pullback_with_tangents(ZeroTangent(), GD, T) vs pullback",
+                           [g_j if isinstance(g_j, Structural) else g_j[j]],
+                           [ref.get(nid, ZERO)], 0.0,
+                           f"rule {rule_name(rule)}, input node {int(nid)}, direction #{j}",
+                           ("batched", "pullback"), rtol=ctx.adj)
 
 
 # -- public checkers -----------------------------------------------------------------
