@@ -70,6 +70,14 @@ class ComplexPartRule(ReverseRule):
             return ZERO
         return self.op(t)
 
+    # elementwise: a batch of directions broadcasts through the same maps
+    batched = True
+    pullback_batched = pullback
+    pushforward_batched = pushforward
+
+    def pullback_with_tangents_batched(self, g, gd, tangents):
+        return self.pullback_with_tangents(g, gd, tangents)
+
 
 def _part_maker(op):
     def part_maker(ids, x):
@@ -123,6 +131,12 @@ class RealOfComplexRule(ReverseRule):
             term = g * self._scaled(self.dd(t))
             cd = term if cd is ZERO else cd + term
         return [(self.x_id, c, cd)]
+
+    # elementwise: a batch of directions broadcasts through d and dd
+    batched = True
+    pullback_batched = pullback
+    pushforward_batched = pushforward
+    pullback_with_tangents_batched = pullback_with_tangents
 
 
 class AbsComplexRule(RealOfComplexRule):

@@ -18,6 +18,8 @@ adjoint) is what a pullback needs:
 The n-dimensional transforms are products of 1-D ones along their axes.
 """
 
+import inspect
+
 import numpy as np
 
 from chainrules.derived import LinearRule
@@ -74,10 +76,55 @@ def linear_rule(op, transpose):
                                    "argument only; n/s/axes/norm must not be traced")
         y = op(x, *args, **kwargs)
         tr = transpose if x.dtype.kind == "c" else real_transpose
-        return y, LinearRule(ids[0], op, tr, x.shape, args, kwargs)
+        forms = _batched_forms(op, tr, x, args, kwargs) if type(x) is np.ndarray else None
+        return y, LinearRule(ids[0], op, tr, x.shape, args, kwargs, forms)
 
     register(op)(fft_maker)
     return op
+
+
+def _from_the_end(op, ndim, args, kwargs):
+    """The call's arguments as keywords with its axes counted from the end
+    (all of them named), so that a leading batch axis is never transformed;
+    None when they cannot be bound."""
+    try:
+        sig = inspect.signature(op)
+        bound = sig.bind(None, *args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    bound.apply_defaults()
+    kw = dict(bound.arguments)
+    kw.pop(next(iter(sig.parameters)))
+    if kw.get("out") is None:
+        kw.pop("out", None)
+    if "axis" in kw:
+        kw["axis"] = kw["axis"] % ndim - ndim
+    if "axes" in kw:
+        axes = kw["axes"]
+        if axes is None:
+            s = kw.get("s")
+            axes = range(ndim - len(s), ndim) if s is not None else range(ndim)
+        elif np.ndim(axes) == 0:
+            axes = (axes,)
+        kw["axes"] = tuple(a % ndim - ndim for a in axes)
+    return kw
+
+
+def _batched_forms(op, transpose, x, args, kwargs):
+    """``(op_b, transpose_b)`` of a transform on batches of directions: the
+    same transform over the same trailing axes."""
+    kw = _from_the_end(op, x.ndim, args, kwargs)
+    if kw is None:
+        return None
+    shape = tuple(x.shape)
+
+    def op_b(t, *a, **k):
+        return op(t, **kw)
+
+    def transpose_b(g, xshape, *a, **k):
+        return transpose(g, (np.shape(g)[0],) + shape, **kw)
+
+    return op_b, transpose_b
 
 
 # -- 1-D ------------------------------------------------------------------------
