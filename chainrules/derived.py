@@ -216,12 +216,14 @@ class BinaryScalarRule(ReverseRule):
         return tangents
 
     def pushforward(self, tangents):
-        xd, yd = self._tangents(tangents)
+        return self._push(*self._tangents(tangents), self.zshape)
+
+    def _push(self, xd, yd, zshape):
         if self.spec.linear and not isinstance(xd, Structural) and not isinstance(
                 yd, Structural):
             # x + y, x - y: one pass
             t = signed_sum(xd, self.spec.dx, yd, self.spec.dy)
-            return broadcast_tangent(t, self.zshape)
+            return broadcast_tangent(t, zshape)
         t = ZERO
         if not isinstance(xd, Structural):
             t = times(xd, self._dx())
@@ -229,11 +231,17 @@ class BinaryScalarRule(ReverseRule):
             t = plus(t, times(yd, self._dy()))
         if isinstance(t, Structural):
             return t
-        return broadcast_tangent(t, self.zshape)
+        return broadcast_tangent(t, zshape)
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        return self._with_tangents(g, gd, tangents, skip, False)
+
+    def _with_tangents(self, g, gd, tangents, skip, batched):
+        """``pullback_with_tangents``; ``batched``: ``gd`` and the tangents
+        are batches of directions (``g`` is shared)."""
         spec, x, y, z = self.spec, self.x, self.y, self.z
-        xd, yd = self._tangents(tangents)
+        xd, yd = self._expanded(tangents) if batched else self._tangents(tangents)
+        unbroadcast_d = unbroadcast_batched if batched else unbroadcast
         has_g = not isinstance(g, Structural)
         xd_on = has_g and not isinstance(xd, Structural)
         yd_on = has_g and not isinstance(yd, Structural)
@@ -250,7 +258,7 @@ class BinaryScalarRule(ReverseRule):
             if yd_on:
                 cd = plus_second(cd, g, dxy, yd)
             out.append((self.x_id, unbroadcast(c, self.xshape),
-                        cd if isinstance(cd, Structural) else unbroadcast(cd, self.xshape)))
+                        cd if isinstance(cd, Structural) else unbroadcast_d(cd, self.xshape)))
         if self.y_id is not None:
             d = self._dy()
             c = ZERO if self.y_id in skip else times(g, d)
@@ -260,7 +268,7 @@ class BinaryScalarRule(ReverseRule):
             if yd_on:
                 cd = plus_second(cd, g, call_partial(spec.dyy, x, y, z), yd)
             out.append((self.y_id, unbroadcast(c, self.yshape),
-                        cd if isinstance(cd, Structural) else unbroadcast(cd, self.yshape)))
+                        cd if isinstance(cd, Structural) else unbroadcast_d(cd, self.yshape)))
         return out
 
     # batches: cotangents keep their batch axis when summed back to an
@@ -291,43 +299,10 @@ class BinaryScalarRule(ReverseRule):
     def pushforward_batched(self, tangents):
         xd, yd = self._expanded(tangents)
         k = (xd if not isinstance(xd, Structural) else yd).shape[0]
-        if self.spec.linear and not isinstance(xd, Structural) and not isinstance(
-                yd, Structural):
-            t = signed_sum(xd, self.spec.dx, yd, self.spec.dy)
-            return broadcast_tangent(t, (k,) + self.zshape)
-        t = ZERO
-        if not isinstance(xd, Structural):
-            t = times(xd, self._dx())
-        if not isinstance(yd, Structural):
-            t = plus(t, times(yd, self._dy()))
-        if isinstance(t, Structural):
-            return t
-        return broadcast_tangent(t, (k,) + self.zshape)
+        return self._push(xd, yd, (k,) + self.zshape)
 
     def pullback_with_tangents_batched(self, g, GD, tangents, skip=()):
-        spec, x, y, z = self.spec, self.x, self.y, self.z
-        xd, yd = self._expanded(tangents)
-        has_g = not isinstance(g, Structural)
-        xd_on = has_g and not isinstance(xd, Structural)
-        yd_on = has_g and not isinstance(yd, Structural)
-        if (xd_on or yd_on) and spec.dxx is None:
-            raise HvpNotSupported(f"{spec.name} was registered without second=")
-        out = []
-        dxy = call_partial(spec.dxy, x, y, z) if (xd_on or yd_on) and spec.dxy is not None else 0
-        for nid, shape, d, own, cross, own_t, cross_t in (
-                (self.x_id, self.xshape, self._dx, spec.dxx, dxy, xd, yd),
-                (self.y_id, self.yshape, self._dy, spec.dyy, dxy, yd, xd)):
-            if nid is None:
-                continue
-            dv = d()
-            c = ZERO if nid in skip else times(g, dv)
-            cd = times(GD, dv)
-            if has_g and not isinstance(own_t, Structural):
-                cd = plus_second(cd, g, call_partial(own, x, y, z), own_t)
-            if has_g and not isinstance(cross_t, Structural):
-                cd = plus_second(cd, g, cross, cross_t)
-            out.append((nid, unbroadcast(c, shape), unbroadcast_batched(cd, shape)))
-        return out
+        return self._with_tangents(g, GD, tangents, skip, True)
 
 
 def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=None):

@@ -268,21 +268,40 @@ class BilinearRule(ReverseRule):
     cot_skippable = True
 
     def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        return self._with_tangents(g, gd, tangents, skip, False)
+
+    def _with_tangents(self, g, gd, tangents, skip, batched):
+        """``pullback_with_tangents``; ``batched``: ``gd`` and the tangents
+        are batches of directions (``g`` is shared)."""
         xd, yd = self._split(tangents)
         has_g = not isinstance(g, Structural)
         has_gd = not isinstance(gd, Structural)
+        if batched:
+            f, (xs, ys) = self.forms, self._shapes()
+
+            def gx(v, y, vb, yb):
+                return f.tx(v, y, xs, ys, vb, yb)
+
+            def gy(v, x, vb, xb):
+                return f.ty(v, x, xs, ys, vb, xb)
+        else:
+            def gx(v, y, vb, yb):
+                return self._gx(v, y)
+
+            def gy(v, x, vb, xb):
+                return self._gy(v, x)
         out = []
         if self.x_id is not None:
             c = self._gx(g, self.y) if has_g and self.x_id not in skip else ZERO
-            cd = self._gx(gd, self.y) if has_gd else ZERO
+            cd = gx(gd, self.y, True, False) if has_gd else ZERO
             if has_g and not isinstance(yd, Structural):
-                cd = plus(cd, self._gx(g, yd))
+                cd = plus(cd, gx(g, yd, False, True))
             out.append((self.x_id, c, cd))
         if self.y_id is not None:
             c = self._gy(g, self.x) if has_g and self.y_id not in skip else ZERO
-            cd = self._gy(gd, self.x) if has_gd else ZERO
+            cd = gy(gd, self.x, True, False) if has_gd else ZERO
             if has_g and not isinstance(xd, Structural):
-                cd = plus(cd, self._gy(g, xd))
+                cd = plus(cd, gy(g, xd, False, True))
             out.append((self.y_id, c, cd))
         return out
 
@@ -316,24 +335,7 @@ class BilinearRule(ReverseRule):
         return t
 
     def pullback_with_tangents_batched(self, g, gd, tangents, skip=()):
-        f, (xs, ys) = self.forms, self._shapes()
-        xd, yd = self._split(tangents)
-        has_g = not isinstance(g, Structural)
-        has_gd = not isinstance(gd, Structural)
-        out = []
-        if self.x_id is not None:
-            c = self._gx(g, self.y) if has_g and self.x_id not in skip else ZERO
-            cd = f.tx(gd, self.y, xs, ys, True, False) if has_gd else ZERO
-            if has_g and not isinstance(yd, Structural):
-                cd = plus(cd, f.tx(g, yd, xs, ys, False, True))
-            out.append((self.x_id, c, cd))
-        if self.y_id is not None:
-            c = self._gy(g, self.x) if has_g and self.y_id not in skip else ZERO
-            cd = f.ty(gd, self.x, xs, ys, True, False) if has_gd else ZERO
-            if has_g and not isinstance(xd, Structural):
-                cd = plus(cd, f.ty(g, xd, xs, ys, False, True))
-            out.append((self.y_id, c, cd))
-        return out
+        return self._with_tangents(g, gd, tangents, skip, True)
 
 
 class BatchedBilinear:

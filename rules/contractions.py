@@ -333,19 +333,29 @@ class EinsumRule(ReverseRule):
         return t_out
 
     def pullback_with_tangents(self, g, gd, tangents):
+        return self._with_tangents(g, gd, tangents, False)
+
+    def _with_tangents(self, g, gd, tangents, batched):
+        """``pullback_with_tangents``; ``batched``: ``gd`` and the tangents
+        are batches of directions (``g`` is shared)."""
+        if batched:
+            lift = self._transpose_batched
+        else:
+            def lift(v, k, ops, m=None):
+                return self._transpose(v, k, ops)
         has_g = not isinstance(g, Structural)
         has_gd = not isinstance(gd, Structural)
         out = []
         for nid, k in zip(self.ids, self.pos):
             c = self._transpose(g, k, self.operands) if has_g else ZERO
-            cd = self._transpose(gd, k, self.operands) if has_gd else ZERO
+            cd = lift(gd, k, self.operands) if has_gd else ZERO
             if has_g:
                 for m, t in zip(self.pos, tangents):
                     if m == k or isinstance(t, Structural):
                         continue
                     ops = list(self.operands)
                     ops[m] = t
-                    term = self._transpose(g, k, ops)
+                    term = lift(g, k, ops, m)
                     cd = term if isinstance(cd, Structural) else cd + term
             out.append((nid, c, cd))
         return out
@@ -407,22 +417,7 @@ class EinsumRule(ReverseRule):
         return t_out
 
     def pullback_with_tangents_batched(self, g, gd, tangents):
-        has_g = not isinstance(g, Structural)
-        has_gd = not isinstance(gd, Structural)
-        out = []
-        for nid, k in zip(self.ids, self.pos):
-            c = self._transpose(g, k, self.operands) if has_g else ZERO
-            cd = self._transpose_batched(gd, k, self.operands) if has_gd else ZERO
-            if has_g:
-                for m, t in zip(self.pos, tangents):
-                    if m == k or isinstance(t, Structural):
-                        continue
-                    ops = list(self.operands)
-                    ops[m] = t
-                    term = self._transpose_batched(g, k, ops, m)
-                    cd = term if isinstance(cd, Structural) else cd + term
-            out.append((nid, c, cd))
-        return out
+        return self._with_tangents(g, gd, tangents, True)
 
 
 def _einsum_rule(op, ids, operands, subs, out, views=None, out_view=None, out_shape=None):
