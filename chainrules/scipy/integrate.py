@@ -70,12 +70,72 @@ def _closure_args(func, y0, t0, args, tfirst, name):
     return func, tuple(args) + tuple(captured)
 
 
+class _FlatState:
+    """A state given as a pytree (a dict of arrays, a list of pairs) as the
+    one vector SciPy's solvers integrate: ``func`` sees and returns the tree,
+    the solution is one array per leaf with the time axis added."""
+
+    def __init__(self, y0):
+        leaves, self.td = pytree.flatten(y0)
+        self.shapes = [np.shape(leaf) for leaf in leaves]
+        ends = np.cumsum([int(np.prod(s, dtype=int)) for s in self.shapes])
+        self.bounds = list(zip([0] + [int(e) for e in ends[:-1]], [int(e) for e in ends]))
+        self.y0 = np.concatenate([np.ravel(leaf) for leaf in leaves])
+
+    def tree(self, v):
+        return pytree.unflatten(self.td, [np.reshape(v[a:b], s)
+                                          for (a, b), s in zip(self.bounds, self.shapes)])
+
+    def vector(self, tree):
+        leaves, td = pytree.flatten(tree)
+        if td != self.td:
+            raise ValueError(f"the right-hand side returned a {td} for a state {self.td}: "
+                             "return the derivative with the state's structure")
+        return np.concatenate([np.ravel(leaf) for leaf in leaves])
+
+    def wrap(self, func, tfirst):
+        if tfirst:
+            def flat_func(t, y, *args):
+                return self.vector(func(t, self.tree(y), *args))
+        else:
+            def flat_func(y, t, *args):
+                return self.vector(func(self.tree(y), t, *args))
+        return flat_func
+
+    def solution(self, ys, time_last):
+        """The solution ``ys`` (time by state, or state by time) per leaf."""
+        if time_last:
+            return pytree.unflatten(self.td, [np.reshape(ys[a:b], s + (np.shape(ys)[1],))
+                                              for (a, b), s in zip(self.bounds, self.shapes)])
+        return pytree.unflatten(self.td, [np.reshape(ys[:, a:b], (np.shape(ys)[0],) + s)
+                                          for (a, b), s in zip(self.bounds, self.shapes)])
+
+
+def _state(y0):
+    """A ``_FlatState`` for a pytree state, None for an array (or a scalar)."""
+    return None if pytree.flatten(y0)[1] is pytree.LEAF else _FlatState(y0)
+
+
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
            rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
            mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
     """``scipy.integrate.odeint``, differentiable in ``y0``, ``t``, ``args``
     (every leaf of a nested argument too: a list of ``(W, b)`` pairs) and the
-    values being differentiated that ``func`` closes over."""
+    values being differentiated that ``func`` closes over. ``y0`` may be a
+    pytree (a dict of arrays, ...): ``func`` then takes and returns that
+    structure, and the solution is the structure with a leading time axis
+    on every leaf."""
+    state = _state(y0)
+    if state is not None:
+        if Dfun is not None:
+            raise ValueError("odeint: Dfun applies to an array state; a pytree state "
+                             "(y0) takes none")
+        out = odeint(state.wrap(func, tfirst), state.y0, t, args, None, col_deriv,
+                     full_output, ml, mu, rtol, atol, tcrit, h0, hmax, hmin, ixpr, mxstep,
+                     mxhnil, mxordn, mxords, printmessg, tfirst)
+        if full_output:
+            return state.solution(out[0], False), out[1]
+        return state.solution(out, False)
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     name = _name(func, "odeint")
     func, args = _flat_args(func, args)
@@ -112,7 +172,16 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     """``scipy.integrate.solve_ivp``, differentiable in ``y0``, ``args``,
     ``t_span[0]``, ``t_eval`` and the values being differentiated that
     ``fun`` closes over. Without ``t_eval`` the solution is differentiated
-    at the solver's own time points, held fixed."""
+    at the solver's own time points, held fixed. ``y0`` may be a pytree:
+    ``fun`` then takes and returns that structure, and ``sol.y`` is the
+    structure with a trailing time axis on every leaf."""
+    state = _state(y0)
+    if state is not None:
+        sol = solve_ivp(state.wrap(fun, True), t_span, state.y0, method, t_eval,
+                        dense_output, events, vectorized, args, **options)
+        sol = OdeResult(sol)
+        sol["y"] = state.solution(sol["y"], True)
+        return sol
     params = () if args is None else tuple(args)
     name = _name(fun, "solve_ivp")
     fun, params = _flat_args(fun, params)

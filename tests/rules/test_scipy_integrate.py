@@ -366,3 +366,40 @@ def test_closure_errors():
     # nothing traced: SciPy's own result
     np.testing.assert_array_equal(ci.odeint(lambda y, s: -K * y, Y0, T),
                                   si.odeint(lambda y, s: -K * y, Y0, T))
+
+
+def _tree_rhs(s, t, k):
+    return {"a": -k * s["a"], "b": [k * s["a"][0] * np.ones(2), -s["b"][1]]}
+
+
+def test_odeint_and_solve_ivp_take_a_pytree_state():
+    from chainrules.scipy.integrate import odeint, solve_ivp
+
+    t = np.linspace(0.0, 1.0, 5)
+    y0 = {"a": np.array([1.0, 2.0]), "b": [np.zeros(2), np.ones(3)]}
+    ys = odeint(_tree_rhs, y0, t, args=(0.7,), rtol=1e-10, atol=1e-12)
+    assert ys["a"].shape == (5, 2) and ys["b"][0].shape == (5, 2) and ys["b"][1].shape == (5, 3)
+    np.testing.assert_allclose(ys["a"][:, 1], 2 * np.exp(-0.7 * t), rtol=1e-8)
+    np.testing.assert_allclose(ys["b"][1][:, 2], np.exp(-t), rtol=1e-8)
+    # b0' = k a0 = k exp(-k t): b0(t) = 1 - exp(-k t)
+    np.testing.assert_allclose(ys["b"][0][:, 0], 1 - np.exp(-0.7 * t), rtol=1e-7, atol=1e-10)
+
+    def loss(k, a0):
+        s = odeint(_tree_rhs, {"a": a0, "b": [np.zeros(2), np.ones(3)]}, t, args=(k,),
+                   rtol=1e-10, atol=1e-12)
+        return np.sum(s["a"][-1]) + np.sum(s["b"][0][-1])
+
+    gk, ga = cr.grad(loss, argnums=(0, 1))(0.7, np.array([1.0, 2.0]))
+    # closed form at t = 1: sum a = 3 e^{-k}; sum b0 = 2 (1 - e^{-k}) a0[0]
+    np.testing.assert_allclose(gk, -3 * np.exp(-0.7) + 2 * np.exp(-0.7), rtol=1e-6)
+    np.testing.assert_allclose(ga, [np.exp(-0.7) + 2 * (1 - np.exp(-0.7)), np.exp(-0.7)],
+                               rtol=1e-6)
+
+    def loss_ivp(k):
+        sol = solve_ivp(lambda t, s, k: _tree_rhs(s, t, k), (0.0, 1.0),
+                        {"a": np.array([1.0, 2.0]), "b": [np.zeros(2), np.ones(3)]},
+                        t_eval=t, args=(k,), rtol=1e-10, atol=1e-12)
+        assert sol.y["b"][1].shape == (3, 5)
+        return np.sum(sol.y["a"][:, -1]) + np.sum(sol.y["b"][0][:, -1])
+
+    np.testing.assert_allclose(cr.grad(loss_ivp)(0.7), -np.exp(-0.7), rtol=1e-6)
