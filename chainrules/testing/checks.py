@@ -54,7 +54,7 @@ from .numerics import (adjoint_rtol, copy_arrays, default_rtol, finite_differenc
                        has_inexact, inner, mutated, norm, random_leaf)
 from .report import (CheckFailure, CheckReport, Context, FiniteDifferenceUnreliable,
                      describe, lowest_precision, op_label, summary)
-from .recording import Recording
+from .recording import CheckedRecording
 from .rule_check import RuleCheck
 
 __all__ = ["check_rrule", "check_frule", "check_jvp", "check_hvp", "check_rule",
@@ -192,7 +192,7 @@ def check_nondiff(op, *args, call=None, op_kwargs=None, **kwargs):
         return f(*full, **kwargs)
 
     ctx = Context(desc, np.float64, None, None, report)
-    rec = Recording(fun, tuple(args[i] for i in idx), ctx)
+    rec = CheckedRecording(fun, tuple(args[i] for i in idx), ctx)
     if any(rec.escaped):
         ctx.fail(f"{op_label(op)} returned a traced value; a non-differentiable "
                  "operation must return plain values")

@@ -1,7 +1,8 @@
-"""``Recording``: one op recorded once on a tape, with the raw sweeps the
-checkers inspect (cotangents and tangents exactly as the rule returns them,
-before the engine would project them), and the choice of the differentiated
-arguments."""
+"""``CheckedRecording``: one op recorded once on a tape and swept by the
+engine's own sweeps (one direction, or a batch of them), with a check hook
+that inspects every rule's raw results (cotangents and tangents exactly as
+the rule returns them, before the engine projects them), and the choice of
+the differentiated arguments."""
 
 import numpy as np
 
@@ -16,9 +17,11 @@ from chainrules.tracing import Traced, untraced
 from .numerics import copy_arrays, has_inexact, inexact, mutated, random_leaf
 
 
-class Recording:
-    """``fun(*primals)`` traced once; sweeps that check every rule's raw output
-    (shape, dtype, kind) before projecting it as the engine would."""
+class CheckedRecording:
+    """``fun(*primals)`` traced once; the engine's sweeps over it, checking
+    every rule's raw output (shape, dtype, kind) before the engine projects
+    it. (Not ``jacobians.Recording``, the entry points' recording of a
+    user's function.)"""
 
     def __init__(self, fun, primals, ctx, op=None, int_positions=()):
         self.ctx = ctx

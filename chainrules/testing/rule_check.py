@@ -1,6 +1,6 @@
 """``RuleCheck``: every check of one op at one point (primal, pullback,
 pushforward, adjoint identity, HVP, raw cotangent kinds, zero cotangents,
-repeatability, mutation), run on one ``Recording``."""
+repeatability, mutation), run on one ``CheckedRecording``."""
 
 import math
 
@@ -20,7 +20,7 @@ from .numerics import (as64, copy_arrays, diff_norm, eps, inexact, inner, integr
                        norm, random_leaf, usable)
 from .report import (CheckFailure, CheckReport, Context, describe, lowest_precision,
                      op_label, summary)
-from .recording import Recording, by_node, diff_positions
+from .recording import CheckedRecording, by_node, diff_positions
 
 
 # -- the checker of one op at one point ------------------------------------------------
@@ -55,7 +55,7 @@ class RuleCheck:
         self.check_unmutated("the plain call")
         int_pos = [i for i, a in enumerate(args) if integral(a)] if call is None else []
         ctx = Context(self.desc, np.float64, None, None, self.report)
-        self.rec = Recording(fun, self.primals, ctx, op, int_pos)
+        self.rec = CheckedRecording(fun, self.primals, ctx, op, int_pos)
         self.check_unmutated("the traced call")
         dtype = lowest_precision(self.rec.leaves + self.rec.out_values)
         self.ctx = ctx = Context(self.desc, dtype, rtol, atol, self.report)
