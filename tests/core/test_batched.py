@@ -278,3 +278,20 @@ def test_batched_sweeps_inside_grad():
     fd = np.array([(inner(a0 + h * e, None) - inner(a0 - h * e, None)) / (2 * h)
                    for e in np.eye(4)])
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_batches_on_dask_stay_lazy():
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(np.linspace(0.1, 1.0, 8), chunks=4)
+    out, f_jvp = cr.linearize(lambda x: np.sin(x) * x + np.sum(x ** 2), x)
+    T = da.from_array(np.eye(8)[:3], chunks=(3, 4))
+    J = f_jvp.many(T)
+    assert isinstance(J, da.Array)          # nothing computed while differentiating
+    ref = np.stack([np.asarray(f_jvp(np.eye(8)[j])) for j in range(3)])
+    np.testing.assert_allclose(np.asarray(J), ref, rtol=1e-13)
+    g, hvp_fn = cr.linearize_grad(lambda x: np.sum(np.sin(x) * x), x)
+    H = hvp_fn.many(T)
+    assert isinstance(H, da.Array)
+    xs = np.linspace(0.1, 1.0, 8)
+    hdiag = 2 * np.cos(xs) - xs * np.sin(xs)   # d2/dx2 of x sin x
+    np.testing.assert_allclose(np.asarray(H), np.eye(8)[:3] * hdiag, rtol=1e-12, atol=1e-14)
