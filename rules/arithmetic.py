@@ -116,6 +116,38 @@ class PiecewiseLinearRule(ReverseRule):
             t = np.broadcast_to(t, self.zshape)
         return t
 
+    # batches: the weights broadcast over the batch axis; an input with fewer
+    # axes than the output gets ones after the batch axis
+    batched = True
+
+    def pullback_batched(self, g):
+        if isinstance(g, Structural):
+            return []
+        return [(nid, unbroadcast_batched(g if w is None else g * w, s))
+                for nid, w, s in zip(self.ids, self.weights, self.shapes)]
+
+    def pushforward_batched(self, tangents):
+        t = ZERO
+        n = len(self.zshape)
+        for w, ti, s in zip(self.weights, tangents, self.shapes):
+            if isinstance(ti, Structural):
+                continue
+            ti = expand_batched(ti, s, n)
+            term = ti if w is None else ti * w
+            t = term if t is ZERO else t + term
+        if t is not ZERO and shape_of(t)[1:] != tuple(self.zshape):
+            t = np.broadcast_to(t, shape_of(t)[:1] + tuple(self.zshape))
+        return t
+
+    def pullback_with_tangents_batched(self, g, gd, tangents):
+        # linear: no second-order term; the cotangent (shared) and its
+        # batched tangent are two pullbacks, paired by input
+        cots = self.pullback(g)
+        dots = self.pullback_batched(gd)
+        if cots and dots:  # both one pair per input, in the inputs' order
+            return [(nid, c, d) for (nid, c), (_, d) in zip(cots, dots)]
+        return [(nid, c, ZERO) for nid, c in cots] + [(nid, ZERO, d) for nid, d in dots]
+
 
 def _plain(v):
     """``v`` with every level of tracing removed (cheap for plain values)."""
