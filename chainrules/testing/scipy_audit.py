@@ -54,6 +54,8 @@ _NO_TWIN_YET = "no twin yet"
 # reason -> "module: names"; one line per reason
 _CATEGORIES = {
     "scipy.special": {
+        "older SciPy's tables of Legendre functions (deprecated, gone from newer SciPy); "
+        "the assoc_legendre_p / legendre_p families replace them": "clpmn lpmn lpn",
         "zeros of special functions, and Gauss quadrature nodes and weights of "
         "integer order: functions of integer counts and orders only": (
             "ai_zeros bi_zeros bei_zeros beip_zeros ber_zeros berp_zeros kei_zeros "
@@ -92,6 +94,7 @@ _CATEGORIES = {
         "error-handling configuration (no numeric output)": "geterr seterr",
     },
     "scipy.linalg": {
+        "older SciPy's deprecated alias of numpy.kron (which has a rule)": "kron",
         "a NumPy function of the same name has a rule (np.linalg.eig, eigvals, "
         "eigvalsh, svdvals, norm): call it; SciPy's extra arguments have no twin": (
             "eig eigvals eigvalsh svdvals norm"),
@@ -118,6 +121,8 @@ _CATEGORIES = {
         "a random sketch of the input: no twin": "clarkson_woodruff_transform",
     },
     "scipy.signal": {
+        _NO_TWIN_YET + " (SciPy 1.18's smoother: a banded linear solve)": (
+            "whittaker_henderson"),
         "filter and window design from specifications (orders, band edges, ripples), "
         "run on constants: no twin": (
             "bessel butter cheby1 cheby2 ellip iirfilter iirdesign iirnotch iirpeak "
@@ -182,7 +187,8 @@ _CATEGORIES = {
     },
     "scipy.spatial.distance": {
         "boolean dissimilarities (piecewise constant in the points)": (
-            "dice hamming jaccard rogerstanimoto russellrao sokalsneath yule"),
+            "dice hamming jaccard rogerstanimoto russellrao sokalsneath yule kulczynski1 "
+            "sokalmichener"),
         "a max-min over pairs of points, in random order: no twin": "directed_hausdorff",
         _NO_TWIN_YET + " (the rel_entr ufunc it is made of has a rule)": "jensenshannon",
         "validation and counting (boolean or integer results)": (
@@ -200,6 +206,23 @@ _CATEGORIES = {
 #: "module.function" -> the reason it is not covered
 JUSTIFIED = {f"{mod}.{name}": reason for mod, table in _CATEGORIES.items()
              for reason, names in table.items() for name in names.split()}
+
+
+def _scipy_version():
+    try:
+        import scipy
+    except ImportError:  # pragma: no cover - SciPy is an optional extra
+        return (0, 0)
+    return tuple(int(p) for p in scipy.__version__.split(".")[:2] if p.isdigit())
+
+
+# SciPy 1.18's fixed_quad converts its inputs with np.asarray (earlier
+# releases compute with NumPy calls on them, which trace)
+if _scipy_version() >= (1, 18):
+    AS_IS.pop("scipy.integrate.fixed_quad", None)
+    JUSTIFIED["scipy.integrate.fixed_quad"] = (
+        "no twin yet: SciPy 1.18's converts its inputs with np.asarray (earlier releases "
+        "trace as they are)")
 
 #: a method of the covered scipy.stats distributions -> the reason it has no twin
 STATS_JUSTIFIED = {

@@ -40,15 +40,20 @@ def test_the_audit_sees_each_kind(status):
 
 
 def test_the_tables_are_not_stale(status):
-    """A justified or traced-as-is name exists and has no twin or rule (a twin
-    added later makes its reason stale: remove it from the table)."""
+    """A justified or traced-as-is name has no twin or rule (a twin added
+    later makes its reason stale: remove it from the table). A name absent
+    from the installed SciPy is allowed: SciPy adds and removes functions
+    between the releases the project supports (1.15 to 1.18)."""
     for name in scipy_audit.JUSTIFIED:
-        assert status.get(name) == "justified", name
+        assert status.get(name, "justified") == "justified", name
     for name in scipy_audit.AS_IS:
-        assert status.get(name) == "as is", name
+        assert status.get(name, "as is") == "as is", name
     stats_missing = {n.rsplit(".", 1)[1] for n, s in status.items()
                      if n.startswith("scipy.stats.") and s == "justified"}
-    assert set(scipy_audit.STATS_JUSTIFIED) == stats_missing
+    present = {n.rsplit(".", 1)[1] for n in status if n.startswith("scipy.stats.")}
+    assert stats_missing <= set(scipy_audit.STATS_JUSTIFIED)
+    # the rest of the table: methods this SciPy's distributions do not have
+    assert not (set(scipy_audit.STATS_JUSTIFIED) - stats_missing) & present
 
 
 def test_reasons_are_one_short_line():
@@ -74,11 +79,16 @@ AS_IS_PROBES = {
 
 
 def test_as_is_probes_cover_the_table():
-    assert set(AS_IS_PROBES) == set(scipy_audit.AS_IS)
+    # a probe beyond the table: a function that traces as it is only in some
+    # of the SciPy releases the project supports (fixed_quad before 1.18)
+    assert set(scipy_audit.AS_IS) <= set(AS_IS_PROBES)
+    assert set(AS_IS_PROBES) - set(scipy_audit.AS_IS) <= {"scipy.integrate.fixed_quad"}
 
 
 @pytest.mark.parametrize("name", sorted(AS_IS_PROBES))
 def test_functions_said_to_trace_as_they_are_do(name):
+    if name not in scipy_audit.AS_IS:
+        pytest.skip(f"{name} does not trace as it is in this SciPy")
     f = AS_IS_PROBES[name]
     for x in (0.7, 1.9):
         assert cr.grad(f)(x) == pytest.approx(_fd(f, x), rel=1e-7, abs=1e-9)
