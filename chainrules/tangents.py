@@ -52,6 +52,25 @@ class Structural:
     def __bool__(self):
         return False
 
+    # both structural zeros subtract and scale as zero: x - z is x, z - x is
+    # -x, a scaled zero is itself
+    def __sub__(self, other):
+        return -other if not isinstance(other, Structural) else self
+
+    def __rsub__(self, other):
+        return other
+
+    def __mul__(self, other):
+        return self
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self
+
+    def __pos__(self):
+        return self
+
 
 class ZeroTangent(Structural):
     """A tangent that is structurally zero. Arithmetic with it is free.
@@ -71,25 +90,9 @@ class ZeroTangent(Structural):
 
     __radd__ = __add__
 
-    def __sub__(self, other):
-        return -other if not isinstance(other, Structural) else self
-
-    def __rsub__(self, other):
-        return other
-
-    def __mul__(self, other):
-        return self
-
-    __rmul__ = __mul__
-    __truediv__ = __mul__
-    __matmul__ = __mul__
-    __rmatmul__ = __mul__
-
-    def __neg__(self):
-        return self
-
-    def __pos__(self):
-        return self
+    __truediv__ = Structural.__mul__
+    __matmul__ = Structural.__mul__
+    __rmatmul__ = Structural.__mul__
 
 
 class NoTangent(Structural):
@@ -111,19 +114,6 @@ class NoTangent(Structural):
 
     __radd__ = __add__
 
-    def __sub__(self, other):
-        return -other if not isinstance(other, Structural) else self
-
-    def __rsub__(self, other):
-        return other
-
-    def __mul__(self, other):
-        return self
-
-    __rmul__ = __mul__
-
-    def __neg__(self):
-        return self
 
 
 ZERO = ZeroTangent()
