@@ -32,14 +32,13 @@ costs one stack walk and one ``isfinite`` pass per operation while it is on.
 
 import contextlib
 import contextvars
-import importlib.util
 import linecache
-import os
 import sys
 
 import numpy as np
 
 from .errors import NumericalInstabilityError
+from .user_code import is_internal
 
 __all__ = ["detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "user_frame"]
 
@@ -98,39 +97,6 @@ def detect_anomaly(enabled=True):
 
 
 # -- where was an operation recorded? -------------------------------------------
-def _internal_dirs():
-    here = os.path.dirname(os.path.abspath(__file__))
-    dirs = {here}
-    # the rule library lives in its own directory (found without importing it:
-    # the core never imports the rule library)
-    spec = importlib.util.find_spec("chainrules.rules")
-    if spec is not None and spec.origin:
-        dirs.add(os.path.dirname(os.path.abspath(spec.origin)))
-    for mod in ("numpy", "scipy"):
-        m = sys.modules.get(mod)
-        if m is not None and getattr(m, "__file__", None):
-            dirs.add(os.path.dirname(os.path.abspath(m.__file__)))
-    return tuple(d + os.sep for d in dirs)
-
-
-_dirs = None
-_internal_code = {}  # code object -> bool, so each stack walk is cheap
-
-
-def _is_internal(code):
-    r = _internal_code.get(code)
-    if r is None:
-        global _dirs
-        if _dirs is None:
-            _dirs = _internal_dirs()
-        fn = code.co_filename
-        if not os.path.isabs(fn):
-            fn = os.path.abspath(fn)
-        r = fn.startswith(_dirs) or code.co_filename.startswith("<frozen")
-        _internal_code[code] = r
-    return r
-
-
 class SourceLocation:
     """Where an operation was recorded: file, line and function."""
 
@@ -164,7 +130,7 @@ def user_frame():
         return None
     while f is not None:
         code = f.f_code
-        if not _is_internal(code):
+        if not is_internal(code):
             return SourceLocation(code.co_filename, f.f_lineno, code.co_name)
         f = f.f_back
     return None

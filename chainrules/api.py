@@ -17,6 +17,7 @@ from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
 from .arrays import ones_like_value, zeros_like_value
 from .errors import HvpNotSupported, NonDifferentiableInputError, TangentShapeError
+from .fp_warnings import at_user_line
 from .graph import Tape
 from .tangents import ZERO, Structural
 from .tracing import Traced, stop_gradient, untraced
@@ -105,6 +106,7 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
+@at_user_line
 def vjp(f, *primals, has_aux=False):
     """``out, f_vjp = vjp(f, *primals)``; ``f_vjp(cotangent)`` returns a tuple
     with one cotangent per primal. ``f_vjp`` may be called many times;
@@ -137,6 +139,7 @@ def vjp(f, *primals, has_aux=False):
     leaves, td = pytree.flatten(out)
     value = pytree.unflatten(td, [unwrap_level(v, tape) for v in leaves])
 
+    @at_user_line
     def f_vjp(cotangent):
         cleaves = check_tangent(cotangent, out, fname, "cotangent", "output", "vjp")
         nodes, seeds = [], []
@@ -148,6 +151,7 @@ def vjp(f, *primals, has_aux=False):
         users = user_arrays(cotangent)
         return tuple(collect_cotangents(s, grads, users) for s in specs)
 
+    @at_user_line
     def many(cotangents):
         """``f_vjp`` of a batch of cotangents (every leaf with a leading axis
         of directions) in one reverse sweep; each result leaf has that axis."""
@@ -173,6 +177,7 @@ def vjp(f, *primals, has_aux=False):
     return value, f_vjp
 
 
+@at_user_line
 def jvp(f, primals, tangents):
     """Forward mode: ``(f(*primals), J @ tangents)``.
 
@@ -245,6 +250,7 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
     return grads, collect_cotangents(spec, hv, users)
 
 
+@at_user_line
 def grad_and_hvp(f, x, v, _want_grad=True):
     """``(gradient of f at x, Hessian of f at x times v)`` from one
     forward-over-reverse sweep.

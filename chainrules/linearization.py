@@ -24,6 +24,7 @@ from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, functio
                         is_inexact, scalar_output_dtype, unwrap_level, zero_like_value)
 from .arrays import shape_of
 from .errors import GraphFreedError, HvpNotSupported, NonDifferentiableInputError, TangentShapeError
+from .fp_warnings import at_user_line
 from .jacobians import (Recording, batch_or_zeros, concat_batches, direction_chunks,
                         is_complex_leaf, leaf_dtype)
 from .tangents import NOTANGENT, ZERO, Structural, to_vector
@@ -32,6 +33,7 @@ __all__ = ["linearize", "linearize_grad", "hessian_operator", "hessp", "Hessp"]
 
 
 # -- linearize -----------------------------------------------------------------
+@at_user_line
 def linearize(f, *primals):
     """``out, f_jvp = linearize(f, *primals)``.
 
@@ -53,6 +55,7 @@ def linearize(f, *primals):
     outs = [unwrap_level(o, tape) for o in rec.out_leaves]
     value = pytree.unflatten(rec.out_td, outs)
 
+    @at_user_line
     def f_jvp(*tangents):
         if len(tangents) != len(primals):
             raise TangentShapeError(f"linearize of {fname}: {len(primals)} primals but "
@@ -72,6 +75,7 @@ def linearize(f, *primals):
             res.append(t)
         return pytree.unflatten(rec.out_td, res)
 
+    @at_user_line
     def many(*tangents):
         if len(tangents) != len(primals):
             raise TangentShapeError(f"linearize of {fname}: {len(primals)} primals but "
@@ -115,6 +119,7 @@ class _HvpRecording:
     __slots__ = ("f", "x", "fname", "tape", "spec", "node", "one", "value", "grad",
                  "_slow", "ids", "_demand", "_closed")
 
+    @at_user_line
     def __init__(self, f, x, fname):
         self.f, self.fname = f, fname
         self._slow = False
@@ -143,6 +148,7 @@ class _HvpRecording:
             g = tape.backward([self.node], [self.one], retain_graph=True)
             self.grad = collect_cotangents(self.spec, g)
 
+    @at_user_line
     def hvp(self, v):
         self._check_open()
         tl = check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
@@ -169,6 +175,7 @@ class _HvpRecording:
             return _api_hvp(self.f, self.x, v)
         return collect_cotangents(self.spec, hv)
 
+    @at_user_line
     def hvp_many(self, V):
         """``H @ v`` for a batch of directions: every leaf of ``V`` has a
         leading axis of directions; so does every leaf of the result. The

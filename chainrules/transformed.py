@@ -8,6 +8,8 @@ spawn start method when ``f`` itself pickles (a module-level function).
 import functools
 import pickle
 
+from .fp_warnings import at_user_line
+
 __all__ = ["Transformed"]
 
 
@@ -22,7 +24,8 @@ class Transformed:
     kwargs)`` and rebuilds it on loading."""
 
     def __init__(self, call, transform, f, args=(), kwargs=None):
-        self._call = call
+        # NumPy's floating-point warnings name the user's line (fp_warnings)
+        self._call = at_user_line(call)
         self._recipe = (transform, f, tuple(args), dict(kwargs or {}))
         functools.update_wrapper(self, f, updated=())
 

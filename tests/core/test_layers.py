@@ -25,7 +25,8 @@ import chainrules
 PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
-    {"errors", "arrays", "pytree", "array_methods", "guards", "transformed"},
+    {"errors", "arrays", "pytree", "array_methods", "guards", "user_code", "fp_warnings",
+     "transformed"},
     {"tangents"},
     {"rule"},
     {"registry"},

@@ -1,0 +1,114 @@
+"""NumPy's floating-point warnings at the user's line.
+
+NumPy attributes a ``RuntimeWarning`` such as "divide by zero encountered
+in log" to the Python frame that called the ufunc. Under a transformation
+that frame is a rule inside chainrules, so the warning would name a library
+line (``chainrules/derived.py``) instead of the user's ``np.log(x)``.
+``at_user_line`` wraps the transformations' entry points: while one runs,
+the floating-point categories the user has set to ``"warn"`` are switched
+to NumPy's ``"log"`` mode, whose message (it names the ufunc) is re-issued
+with ``warnings.warn`` at the first frame outside chainrules, NumPy and
+SciPy. The user's warning filters apply as before; categories set to
+``"ignore"``, ``"raise"``, ``"print"``, ``"call"`` or ``"log"`` are left
+alone, and so is everything when the user has an error callback of their
+own. ``np.errstate`` is context-local, so threads and tasks do not see
+each other's settings.
+"""
+
+import functools
+import warnings
+
+import numpy as np
+
+from .user_code import user_stacklevel
+
+__all__ = ["at_user_line"]
+
+
+class _AtUserLine:
+    """The ``np.errstate(call=...)`` writer: re-issues each message."""
+
+    __slots__ = ()
+
+    def write(self, message):
+        text = message.strip()
+        if text.startswith("Warning: "):
+            text = text[len("Warning: "):]
+        warnings.warn(text, RuntimeWarning, stacklevel=user_stacklevel())
+
+
+_WRITER = _AtUserLine()
+
+
+def redirected_modes():
+    """The ``np.errstate`` keywords for the current settings, or ``None``
+    when nothing is to be redirected (already redirected, no category set
+    to warn, or a callback of the user's own in place)."""
+    call = np.geterrcall()
+    if call is not None:
+        return None
+    modes = {k: "log" for k, v in np.geterr().items() if v == "warn"}
+    if not modes:
+        return None
+    modes["call"] = _WRITER
+    return modes
+
+
+# NumPy (2.0 on) keeps its floating-point settings in a context variable
+# holding an immutable capsule; ``np.errstate`` sets a new capsule. Setting
+# the redirected capsule directly, remembered for the last settings seen,
+# costs a context-variable set instead of building the settings each call.
+# Without that variable the public ``np.errstate`` does the same.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _SETTINGS
+except ImportError:  # pragma: no cover - a NumPy without it
+    _SETTINGS = None
+
+_last = (None, None)  # (the settings seen, their redirected form or None)
+
+
+def _redirect():
+    """Switch to the redirected settings; the token to reset them with, or
+    ``None`` when nothing is switched."""
+    global _last
+    current = _SETTINGS.get()
+    seen, redirected = _last
+    if current is redirected and current is not None:  # a transformation inside another
+        return None
+    if current is not seen:
+        modes = redirected_modes()
+        redirected = None
+        if modes is not None:
+            with np.errstate(**modes):
+                redirected = _SETTINGS.get()
+        _last = (current, redirected)  # one assignment: safe across threads
+    if redirected is None:
+        return None
+    return _SETTINGS.set(redirected)
+
+
+def at_user_line(fn):
+    """Run ``fn`` with NumPy's floating-point warnings re-issued at the
+    user's line (see the module docstring)."""
+
+    if _SETTINGS is None:  # pragma: no cover - a NumPy without the variable
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            modes = redirected_modes()
+            if modes is None:
+                return fn(*args, **kwargs)
+            with np.errstate(**modes):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        token = _redirect()
+        if token is None:
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _SETTINGS.reset(token)
+
+    return wrapper
