@@ -199,7 +199,7 @@ def _where(tape, i):
     rule = tape.rules[i] if i < len(tape.rules) else None
     if type(rule) is _graph.Select:
         i = rule.parent
-    src = tape.sources[i] if tape.sources is not None and i < len(tape.sources) else None
+    src = tape.sources[i] if i < len(tape.sources) else None
     if src is None:
         return "\n(no user source line: the node was created by chainrules itself)"
     return "\nThe operation was recorded at:\n  " + src.describe()

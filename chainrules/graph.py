@@ -102,8 +102,8 @@ class Tape(ReverseSweeps, ForwardSweeps):
     NodeId(0)
     """
 
-    __slots__ = ("rules", "shapes", "dtypes", "level", "active", "sources", "freed",
-                 "__weakref__")
+    __slots__ = ("rules", "shapes", "dtypes", "level", "active", "anomaly", "sources",
+                 "freed", "__weakref__")
 
     def __init__(self):
         self.rules = []
@@ -113,9 +113,11 @@ class Tape(ReverseSweeps, ForwardSweeps):
         self.active = True
         # why the rules were dropped (a message), or None while they are there
         self.freed = None
-        # anomaly detection: per-node user source lines, None when off
+        # anomaly detection: whether it is on for this recording, and then the
+        # user's source line of each node (empty when off)
         anomaly = HOOKS.anomaly
-        self.sources = [] if anomaly is not None and anomaly.anomaly_mode.get() else None
+        self.anomaly = anomaly is not None and bool(anomaly.anomaly_mode.get())
+        self.sources = []
 
     def __len__(self):
         return len(self.rules)
@@ -131,7 +133,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         self.rules.append(None)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
-        if self.sources is not None:  # anomaly mode
+        if self.anomaly:
             HOOKS.anomaly.on_leaf(self, value)
         return nid
 
@@ -157,19 +159,21 @@ class Tape(ReverseSweeps, ForwardSweeps):
         rules.append(rule)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
-        if self.sources is not None:  # anomaly mode
+        if self.anomaly:
             HOOKS.anomaly.on_record(self, rule, value, nid)
         return nid
 
     def record_multi(self, rule, values):
         """Append a rule with several outputs; return one NodeId per output
-        (``None`` for outputs without a derivative)."""
+        (``None`` for outputs without a derivative). The rule's own node has
+        the shape ``MULTI`` and, as its dtype, the tuple of its outputs'
+        dtypes; each output is a ``Select`` node of its own."""
         rules = self.rules
         parent = node_ids(len(rules))
         rules.append(rule)
         self.shapes.append(MULTI)
-        self.dtypes.append(len(values))
-        if self.sources is not None:
+        self.dtypes.append(tuple(_meta(v)[1] for v in values))
+        if self.anomaly:
             self.sources.append(HOOKS.anomaly.user_frame())
         return [self.record(Select(parent, k), v) for k, v in enumerate(values)]
 

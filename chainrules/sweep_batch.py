@@ -130,7 +130,7 @@ def pushforward_sliced(tape, rule, i, Ts, k):
     if not live:
         return ZERO
     if tape.shapes[i] is MULTI:  # a tuple per direction: one batched value per output
-        n = tape.dtypes[i]
+        n = len(tape.dtypes[i])  # the outputs' dtypes
         per = []
         for m in range(n):
             col = [None if o is None or isinstance(o[m], Structural) else o[m] for o in outs]

@@ -106,13 +106,13 @@ def accumulate(buf, owned, bit, nid, c):
         owned[nid] = owned[nid] | bit if type(s) is _ndarray else owned[nid] & ~bit
 
 
-def accumulate_slot(buf, nid, n_out, kc):
+def accumulate_slot(buf, nid, out_dtypes, kc):
     """Add ``kc = (k, c)``, the cotangent of output ``k`` of a multi-output
-    node, into its slot list."""
+    node (whose outputs have the dtypes ``out_dtypes``), into its slot list."""
     k, c = kc
     slots = buf[nid]
     if slots is None:
-        slots = buf[nid] = [None] * n_out
+        slots = buf[nid] = [None] * len(out_dtypes)
     slots[k] = c if slots[k] is None else slots[k] + c
 
 

@@ -95,7 +95,7 @@ class ForwardSweeps:
             if not isinstance(t, Structural):
                 tans[nid] = t if batch is None else self._project(t, nid, "seed", "tangent",
                                                                   batch)
-        if check is None and self.sources is not None:
+        if check is None and self.anomaly:
             check = HOOKS.anomaly.check_pushforward
         for i in range(start, n):
             rule = rules[i]

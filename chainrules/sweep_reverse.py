@@ -299,7 +299,7 @@ class ReverseSweeps:
         the rules to those leading to ``wrt``. Returns ``(rules, check)``."""
         self._check_alive()
         self._consumed(retain_graph)
-        if check is None and self.sources is not None:
+        if check is None and self.anomaly:
             check = HOOKS.anomaly.check_pullback
         if wrt is None:
             return self.rules, check

@@ -81,7 +81,7 @@ class CheckedRecording:
         tape = self.tape
         if tape.shapes[i] is not MULTI:
             return None
-        outs = [None] * tape.dtypes[i]
+        outs = [None] * len(tape.dtypes[i])  # the outputs' dtypes
         for j, r in enumerate(tape.rules):
             if isinstance(r, Select) and r.parent == i:
                 outs[r.k] = (tape.shapes[j], tape.dtypes[j])

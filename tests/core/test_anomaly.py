@@ -63,7 +63,7 @@ def test_hvp_sweep_is_checked_too():
 
 def test_off_by_default_and_free_when_off(monkeypatch):
     assert not cr.is_anomaly_enabled()
-    assert Tape().sources is None
+    assert not Tape().anomaly and Tape().sources == []
 
     def boom(*a, **k):
         raise AssertionError("anomaly machinery called while off")
@@ -80,7 +80,7 @@ def test_flag_and_context_restore():
     prev = cr.set_anomaly_mode(True)
     try:
         assert prev is False and cr.is_anomaly_enabled()
-        assert Tape().sources == []
+        assert Tape().anomaly and Tape().sources == []
         with cr.detect_anomaly(False):
             assert not cr.is_anomaly_enabled()
         assert cr.is_anomaly_enabled()
