@@ -131,19 +131,10 @@ def _finite_or_inf(e):
     return e if math.isfinite(e) else math.inf
 
 
-def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
-    """Directional derivative of ``f(*primals)`` along ``tangents``.
-
-    ``primals`` and ``tangents`` are sequences of pytrees with the same
-    structure (tangent leaves may be ``ZeroTangent()``; integer and bool
-    leaves are held fixed). Returns an ``FDResult``. ``order`` is the order
-    of the central stencil (2, 4, 6 or 8); ``step`` fixes ``h`` instead of
-    choosing it from the input scale.
-    """
-    if order not in STENCILS:
-        raise ValueError(f"order must be one of {sorted(STENCILS)}, got {order}")
-    weights = STENCILS[order]
-    primals = tuple(upcast(p) for p in primals)
+def _directions(primals, tangents):
+    """The primals' leaves and structures, and per leaf the direction as a
+    float64 or complex128 array of the leaf's shape (``None`` for a leaf
+    held fixed: integer, bool, or a structurally zero tangent)."""
     p_leaves, p_defs = [], []
     for p in primals:
         leaves, td = pytree.flatten(p)
@@ -163,6 +154,12 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
             else:
                 row.append(None)
         u_leaves.append(row)
+    return p_leaves, p_defs, u_leaves
+
+
+def _along(f, p_leaves, p_defs, u_leaves):
+    """``t -> f(primals + t * directions)``, each moved leaf keeping its
+    kind (a NumPy or Python scalar stays one)."""
 
     def at(t):
         args = []
@@ -180,43 +177,47 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
             args.append(pytree.unflatten(td, moved))
         return f(*args)
 
-    f0 = at(0.0)
-    out_leaves, out_def = pytree.flatten(f0)
-    eps = _out_eps(out_leaves)
-    f0_arr = _leaf_arrays(f0)
-    xs = maxabs([np.asarray(x) for leaves, us in zip(p_leaves, u_leaves)
-                  for x, u in zip(leaves, us) if u is not None])
-    us = maxabs([u for row in u_leaves for u in row])
-    if us == 0.0:
-        zero = [None if a is None else np.zeros_like(a) for a in f0_arr]
-        return FDResult(pytree.unflatten(out_def, zero), 0.0, 0.0, 0.0, 0.0)
-    fscale = _norm(f0_arr)
-    wsum = 2.0 * sum(abs(c) for c in weights)
-    cache = {}
+    return at
 
-    def stencil(h):
-        acc = [None if a is None else np.zeros(a.shape, a.dtype) for a in f0_arr]
-        fmax = fscale
-        for k, c in enumerate(weights, start=1):
+
+class _Stencil:
+    """Central differences of ``at`` (a function of the step ``t``) with
+    the weights of one order, its evaluations cached by ``t``, and their
+    Richardson extrapolation with error estimates."""
+
+    def __init__(self, at, f0_arr, order, eps, fscale, richardson):
+        self.at, self.f0_arr, self.order = at, f0_arr, order
+        self.weights = STENCILS[order]
+        self.eps, self.fscale, self.richardson = eps, fscale, richardson
+        self.wsum = 2.0 * sum(abs(c) for c in self.weights)
+        self.cache = {}
+
+    def differences(self, h):
+        """The stencil's derivative estimate at step ``h`` (one array per
+        output leaf) and the largest output norm it saw."""
+        acc = [None if a is None else np.zeros(a.shape, a.dtype) for a in self.f0_arr]
+        fmax = self.fscale
+        for k, c in enumerate(self.weights, start=1):
             for sgn in (1, -1):
                 t = sgn * k * h
-                if t not in cache:
-                    cache[t] = _leaf_arrays(at(t))
-                vals = cache[t]
+                if t not in self.cache:
+                    self.cache[t] = _leaf_arrays(self.at(t))
+                vals = self.cache[t]
                 fmax = max(fmax, _norm(vals))
                 for i, v in enumerate(vals):
                     if acc[i] is not None and v is not None:
                         acc[i] = acc[i] + (sgn * c) * v
         return [None if a is None else a / h for a in acc], fmax
 
-    def estimate(h):
-        d1, m1 = stencil(h)
-        if not richardson:
-            rnd = 4.0 * eps * m1 * wsum / h
+    def estimate(self, h):
+        """``(value, truncation error, rounding error)`` at step ``h``."""
+        d1, m1 = self.differences(h)
+        if not self.richardson:
+            rnd = 4.0 * self.eps * m1 * self.wsum / h
             return d1, 0.0, rnd
-        d2, m2 = stencil(h / 2)
-        d3, m3 = stencil(h / 4)
-        r = 2.0 ** order - 1.0
+        d2, m2 = self.differences(h / 2)
+        d3, m3 = self.differences(h / 4)
+        r = 2.0 ** self.order - 1.0
 
         def extrapolate(a, b):
             return [None if x is None else y + (y - x) / r for x, y in zip(a, b)]
@@ -228,26 +229,58 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
         coarse, value = extrapolate(d1, d2), extrapolate(d2, d3)
         trunc = max(_norm([None if a is None else b - a for a, b in zip(coarse, value)]),
                     _norm([None if a is None else b - a for a, b in zip(d2, d3)]) / r)
-        rnd = 4.0 * eps * max(m1, m2, m3) * wsum / (h / 4)
+        rnd = 4.0 * self.eps * max(m1, m2, m3) * self.wsum / (h / 4)
         return value, trunc, rnd
 
+    def best(self, h):
+        """The estimate at ``h``, or, where truncation dominates or the
+        stencil left the function's domain (a NaN or an infinity, e.g. past
+        the support of a density), the best of a few other steps:
+        ``(h, value, trunc, rnd)``."""
+        value, trunc, rnd = self.estimate(h)
+        if math.isfinite(trunc) and trunc <= 1e-8 * _norm(value) + rnd:
+            return h, value, trunc, rnd
+        best = (_finite_or_inf(trunc + rnd), h, value, trunc, rnd)
+        for hh in (h / 8, h * 4, h / 64, h / 512):
+            if hh == h / 512 and best[0] < math.inf:
+                break  # the smallest step only to get back into the domain
+            v2, t2, r2 = self.estimate(hh)
+            if _finite_or_inf(t2 + r2) < best[0]:
+                best = (t2 + r2, hh, v2, t2, r2)
+        return best[1:]
+
+
+def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
+    """Directional derivative of ``f(*primals)`` along ``tangents``.
+
+    ``primals`` and ``tangents`` are sequences of pytrees with the same
+    structure (tangent leaves may be ``ZeroTangent()``; integer and bool
+    leaves are held fixed). Returns an ``FDResult``. ``order`` is the order
+    of the central stencil (2, 4, 6 or 8); ``step`` fixes ``h`` instead of
+    choosing it from the input scale.
+    """
+    if order not in STENCILS:
+        raise ValueError(f"order must be one of {sorted(STENCILS)}, got {order}")
+    primals = tuple(upcast(p) for p in primals)
+    p_leaves, p_defs, u_leaves = _directions(primals, tangents)
+    at = _along(f, p_leaves, p_defs, u_leaves)
+    f0 = at(0.0)
+    out_leaves, out_def = pytree.flatten(f0)
+    eps = _out_eps(out_leaves)
+    f0_arr = _leaf_arrays(f0)
+    xs = maxabs([np.asarray(x) for leaves, us in zip(p_leaves, u_leaves)
+                  for x, u in zip(leaves, us) if u is not None])
+    us = maxabs([u for row in u_leaves for u in row])
+    if us == 0.0:
+        zero = [None if a is None else np.zeros_like(a) for a in f0_arr]
+        return FDResult(pytree.unflatten(out_def, zero), 0.0, 0.0, 0.0, 0.0)
+    stencil = _Stencil(at, f0_arr, order, eps, _norm(f0_arr), richardson)
     if step is not None:
         h = float(step)
-        value, trunc, rnd = estimate(h)
+        value, trunc, rnd = stencil.estimate(h)
     else:
         h = eps ** (1.0 / (order + 1)) * (xs if xs > 0 else 1.0) / us
-        value, trunc, rnd = estimate(h)
-        # truncation dominates, or the stencil left the function's domain (a
-        # NaN or an infinity, e.g. past the support of a density): try other steps
-        if not (math.isfinite(trunc) and trunc <= 1e-8 * _norm(value) + rnd):
-            best = (_finite_or_inf(trunc + rnd), h, value, trunc, rnd)
-            for hh in (h / 8, h * 4, h / 64, h / 512):
-                if hh == h / 512 and best[0] < math.inf:
-                    break  # the smallest step only to get back into the domain
-                v2, t2, r2 = estimate(hh)
-                if _finite_or_inf(t2 + r2) < best[0]:
-                    best = (t2 + r2, hh, v2, t2, r2)
-            _, h, value, trunc, rnd = best
+        h, value, trunc, rnd = stencil.best(h)
     return FDResult(pytree.unflatten(out_def, value), trunc + rnd, trunc, rnd, h)
 
 
