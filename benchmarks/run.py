@@ -1,4 +1,4 @@
-"""Run the DESIGN.md workloads side by side: chainrules, HIPS autograd,
+"""Run the benchmark workloads (benchmarks/README.md) side by side: chainrules, HIPS autograd,
 PyTorch eager, JAX eager, jax.jit, and the plain NumPy forward as the floor.
 
     python benchmarks/run.py [--quick] [--out DIR]

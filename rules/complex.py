@@ -1,6 +1,6 @@
 """Complex parts and non-holomorphic functions: real, imag, conj, angle, abs.
 
-Convention (JAX, see DESIGN.md): a cotangent ``c`` pairs with a tangent
+Convention (JAX, see docs/guide/complex.md): a cotangent ``c`` pairs with a tangent
 ``t`` as ``Re(sum(c * t))``. For a holomorphic ``f`` the cotangent is
 ``g * f'(z)``; the functions here are not holomorphic and are written out:
 

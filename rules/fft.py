@@ -1,6 +1,6 @@
 """``np.fft``: every transform is linear, so each rule is its transpose.
 
-With the pairing ``Re(sum(c * t))`` of DESIGN.md the transpose (not the
+With the pairing ``Re(sum(c * t))`` of docs/guide/complex.md the transpose (not the
 adjoint) is what a pullback needs:
 
 * the DFT matrix is symmetric, so the transpose of ``fft`` is ``fft`` and that
@@ -60,10 +60,14 @@ def _axes_n(shape, s, axes):
     return tuple(s), axes
 
 
-def linear_rule(op, transpose):
-    """Register a transform, linear in its first argument. For a real input
+def transform_rule(op, transpose):
+    """Register a transform, linear in its first argument, as a
+    ``chainrules.derived.LinearRule`` (what the public ``linear_rule``
+    makes), with two things a transform needs beyond it: for a real input
     the cotangent is the real part of the transpose (the pairing is
-    ``Re(sum(c * t))``), so real inputs get real cotangents."""
+    ``Re(sum(c * t))``), so real inputs get real cotangents; and its batched
+    forms depend on the call's axes (counted from the end, so a leading
+    batch axis is never transformed)."""
 
     def real_transpose(g, shape, *args, **kwargs):
         return np.real(transpose(g, shape, *args, **kwargs))
@@ -160,10 +164,10 @@ def _irfft_transpose(g, shape, n=None, axis=-1, norm=None, out=None):
     return _fit(h, axis, shape[axis])
 
 
-linear_rule(np.fft.fft, _fft_transpose)
-linear_rule(np.fft.ifft, _ifft_transpose)
-linear_rule(np.fft.rfft, _rfft_transpose)
-linear_rule(np.fft.irfft, _irfft_transpose)
+transform_rule(np.fft.fft, _fft_transpose)
+transform_rule(np.fft.ifft, _ifft_transpose)
+transform_rule(np.fft.rfft, _rfft_transpose)
+transform_rule(np.fft.irfft, _irfft_transpose)
 
 
 # -- n-D ------------------------------------------------------------------------
@@ -212,14 +216,14 @@ def _irfft2_transpose(g, shape, s=None, axes=(-2, -1), norm=None, out=None):
     return _irfftn_transpose(g, shape, s, axes, norm)
 
 
-linear_rule(np.fft.fftn, _fftn_transpose)
-linear_rule(np.fft.ifftn, _ifftn_transpose)
-linear_rule(np.fft.fft2, _fft2_transpose)
-linear_rule(np.fft.ifft2, _ifft2_transpose)
-linear_rule(np.fft.rfftn, _rfftn_transpose)
-linear_rule(np.fft.irfftn, _irfftn_transpose)
-linear_rule(np.fft.rfft2, _rfft2_transpose)
-linear_rule(np.fft.irfft2, _irfft2_transpose)
+transform_rule(np.fft.fftn, _fftn_transpose)
+transform_rule(np.fft.ifftn, _ifftn_transpose)
+transform_rule(np.fft.fft2, _fft2_transpose)
+transform_rule(np.fft.ifft2, _ifft2_transpose)
+transform_rule(np.fft.rfftn, _rfftn_transpose)
+transform_rule(np.fft.irfftn, _irfftn_transpose)
+transform_rule(np.fft.rfft2, _rfft2_transpose)
+transform_rule(np.fft.irfft2, _irfft2_transpose)
 
 # -- shifts -----------------------------------------------------------------------
 def _fftshift_transpose(g, shape, axes=None):
@@ -230,5 +234,5 @@ def _ifftshift_transpose(g, shape, axes=None):
     return np.fft.fftshift(g, axes)
 
 
-linear_rule(np.fft.fftshift, _fftshift_transpose)
-linear_rule(np.fft.ifftshift, _ifftshift_transpose)
+transform_rule(np.fft.fftshift, _fftshift_transpose)
+transform_rule(np.fft.ifftshift, _ifftshift_transpose)

@@ -12,7 +12,7 @@ it by the shared machinery in rules/_linalg_util.py (``defrule``,
 ``LinalgRule``), which also serves rules/decompositions.py and
 rules/scipy_linalg.py.
 
-Complex numbers follow the JAX convention (DESIGN.md): cotangents pair with
+Complex numbers follow the JAX convention (docs/guide/complex.md): cotangents pair with
 tangents through ``Re(sum(c * t))``, so holomorphic maps (inv, solve, det,
 matrix_power, ...) transpose without conjugation, and Hermitian ones (eigh,
 cholesky, svd, qr, norms) carry the conjugates their maths needs.
