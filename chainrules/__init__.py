@@ -28,6 +28,7 @@ from . import closure_second_order as _closure_hvp  # noqa: E402,F401  (closure 
 
 from . import pytree  # noqa: E402
 from . import numpy  # noqa: E402,F401  (chainrules.numpy.array, index_update, index_add)
+from . import writes as _writes  # noqa: E402,F401  (installs writes into traced arrays)
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
 from .registry import mark_builtins as _mark_builtins  # noqa: E402
 

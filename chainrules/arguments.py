@@ -20,7 +20,7 @@ from .guards import is_plain_subclass, refuse_subclass
 from .errors import (ComplexOutputError, NonDifferentiableInputError, NonScalarOutputError,
                      TangentShapeError)
 from .tangents import NOTANGENT, ZERO, Structural
-from .tracing import Traced, private_copy, untraced
+from .tracing import Traced, private_copy, snapshot, untraced
 
 
 def function_name(f):
@@ -92,6 +92,10 @@ def trace_arg(tape, arg, fname, argnum, private=False):
     for leaf in leaves:
         if is_inexact(leaf):
             v = as_primal(leaf)
+            if type(v) is Traced:
+                # a value of an enclosing differentiation: the recording holds
+                # what it is now, whatever a later write rebinds the object to
+                v = snapshot(v)
             nid = tape.leaf(v)
             traced.append(Traced(v, nid, tape))
             ids.append(nid)

@@ -93,7 +93,7 @@ class ArrayMethods:
         return np.ravel(self, order)
 
     def flatten(self, order="C"):
-        return np.ravel(self, order)
+        return np.ravel(self, order).copy()  # a copy, as NumPy's (ravel may be a view)
 
     def squeeze(self, axis=None):
         return np.squeeze(self, axis)

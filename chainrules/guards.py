@@ -1,8 +1,11 @@
 """What a traced value refuses: every use that would silently drop its
 derivative (conversion to a plain array, ``float()``, ``int()``, use as an
-index, ``item()``, ``tolist()``, in-place writes, ``deepcopy``) raises
-``UntraceableError`` saying what to do instead. ``ConversionGuards`` is a
-mixin of ``chainrules.tracing.Traced``."""
+index, ``item()``, ``tolist()``, the in-place methods that are not
+supported, ``deepcopy``) raises ``UntraceableError`` saying what to do
+instead. Writing a traced value into a plain ndarray (``out[i] = x``)
+reaches only these conversions (NumPy copies the number itself), so they
+name the traced buffer to use then. ``ConversionGuards`` is a mixin of
+``chainrules.tracing.Traced``."""
 
 import numpy as np
 
@@ -35,6 +38,18 @@ def is_plain_subclass(t):
 def untraceable(what, alternative):
     raise UntraceableError(f"{what} on a traced value would drop its derivative; "
                            f"{alternative}")
+
+
+#: the end of the conversions' errors: writing a traced value into a plain
+#: ndarray (``out[i] = x``, ``out[a:b] = x``) reaches them, as NumPy copies
+#: the numbers into its own buffer
+PLAIN_BUFFER = (
+    ". If it is being written into a plain NumPy array (out[i] = x, out[a:b] = x), no "
+    "derivative can follow it there: make the buffer from a traced value instead, so "
+    "that writes into it are recorded: out = np.zeros_like(x, shape=(n,)) (also "
+    "np.ones_like, np.empty_like, np.full_like, with dtype= if needed, or x.copy()); or "
+    "build the result out of place with chainrules.numpy.index_update(out, i, x) or "
+    "np.stack")
 
 
 def foreign_caller():
@@ -139,7 +154,7 @@ class ConversionGuards:
                      "traced pieces use np.stack / np.concatenate or "
                      "chainrules.numpy.array (np.full with a traced fill value: "
                      "chainrules.numpy.full); use chainrules.stop_gradient(x) for "
-                     "an explicit constant copy"
+                     "an explicit constant copy" + PLAIN_BUFFER
                      + (". A traced scalar here often comes from a Python list passed "
                         "as the differentiated argument: a list is a pytree of scalars, "
                         "each traced on its own; pass np.array(the_list) to "
@@ -151,13 +166,15 @@ class ConversionGuards:
                     "x with float first)",
                     "use NumPy's functions on arrays (np.exp(x), np.sqrt(x), ...) and keep "
                     "the value as an array; float(chainrules.stop_gradient(x)) converts "
-                    "deliberately")
+                    "deliberately" + PLAIN_BUFFER)
 
     def __complex__(self):
-        untraceable("complex()", "use complex(chainrules.stop_gradient(x)) deliberately")
+        untraceable("complex()", "use complex(chainrules.stop_gradient(x)) deliberately"
+                    + PLAIN_BUFFER)
 
     def __int__(self):
-        untraceable("int()", "use int(chainrules.stop_gradient(x)) deliberately")
+        untraceable("int()", "use int(chainrules.stop_gradient(x)) deliberately"
+                    + PLAIN_BUFFER)
 
     def __index__(self):
         untraceable("using it as an index", "indices carry no derivative: use "
@@ -169,20 +186,15 @@ class ConversionGuards:
     def tolist(self):
         untraceable("x.tolist()", "use chainrules.stop_gradient(x).tolist() deliberately")
 
-    def __setitem__(self, index, value):
-        untraceable("an in-place write (x[...] = v)",
-                     "build a new array out of place, for example "
-                     "np.where(mask, v, x) or chainrules.numpy.index_update(x, index, v)")
-
     def __deepcopy__(self, memo):
         untraceable("deepcopy", "copy the plain value with chainrules.stop_gradient")
 
 
 #: ndarray methods that write into the array, and what to write instead: on a
-#: traced value each raises UntraceableError (a traced value is never
-#: modified in place, so no stale value can be left behind)
+#: traced value each raises UntraceableError (writes that chainrules
+#: records, x[i] = v, x += v, x.fill(v), np.copyto(x, v), are in
+#: chainrules/writes.py)
 _IN_PLACE = {
-    "fill": "build a new array: np.full_like(x, v)",
     "sort": "use the sorted copy y = np.sort(x, axis)",
     "partition": "use the partitioned copy y = np.partition(x, kth, axis)",
     "put": "use chainrules.numpy.index_update(x.ravel(), indices, v).reshape(x.shape)",

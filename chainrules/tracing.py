@@ -16,9 +16,16 @@ right-hand side) runs under a closure capture (``capture.py``), which
 ``dispatch`` lets convert them.
 
 Uses that would silently drop a derivative raise ``UntraceableError``:
-``np.asarray(x)``, ``float(x)``, ``x.item()``, ``x[0] = ...``, ``out=``
-(``Traced`` takes the refused conversions from ``guards.py`` and its ndarray
-methods from ``array_methods.py``, as mixins).
+``np.asarray(x)``, ``float(x)``, ``x.item()``, ``out=`` (``Traced`` takes
+the refused conversions from ``guards.py`` and its ndarray methods from
+``array_methods.py``, as mixins).
+
+Writes (``x[i] = v``, ``x += v``, ``x.fill(v)``, ``np.copyto(x, v)``) are
+recorded out of place and rebind the object ``x`` to the result; a value
+made by basic indexing remembers its base, so that writes go through views
+as in NumPy (``chainrules/writes.py``, which installs ``WRITES`` and the
+functions of ``SPECIAL_FUNCTIONS`` when it is imported). The arrays a
+traced value holds are never written to.
 """
 
 import contextvars
@@ -43,6 +50,14 @@ _new = object.__new__
 #: converts the traced values of enclosing tapes (chainrules/capture.py)
 CAPTURE = contextvars.ContextVar("chainrules_capture", default=None)
 _capture_bound = 0
+#: the write machinery (the module ``chainrules.writes``, installed when it
+#: is imported): ``setitem``, ``in_place``, ``link_view``
+WRITES = None
+#: NumPy functions that ``__array_function__`` hands to a function of their
+#: own before anything else (``np.zeros_like`` of a traced value is a traced
+#: buffer, ``np.copyto`` into one a write, ``np.reshape``'s result an alias):
+#: ``func -> handler(func, args, kwargs)``, filled by ``chainrules.writes``
+SPECIAL_FUNCTIONS = {}
 
 
 def set_capture_bound(level):
@@ -151,13 +166,15 @@ def dispatch(op, args, kwargs):
                 types.append(type(v) if type(v) is not Traced else _primal_type(v))
                 continue
             ids.append(None)
-            vals.append(a)
+            # a snapshot: a later write rebinds the object, never what a rule saved
+            vals.append(snapshot(a))
             types.append(_primal_type(a))
         elif (ta is list or ta is tuple) and any(
                 type(b) is Traced and b.tape is top for b in a):
             sub_ids = tuple(b.node if type(b) is Traced and b.tape is top else None
                             for b in a)
-            sub_vals = [b.value if type(b) is Traced and b.tape is top else b for b in a]
+            sub_vals = [b.value if type(b) is Traced and b.tape is top else
+                        snapshot(b) if type(b) is Traced else b for b in a]
             ids.append(sub_ids)
             vals.append(ta(sub_vals))
             types.append(ta)
@@ -346,6 +363,13 @@ getitem._chainrules_op = True
 _getitem = _binary_operator(getitem)  # x[basic index] takes the operators' fast path
 
 
+#: what to do instead of out= (``out += x`` on a plain ``out`` is such a call)
+_OUT_ALTERNATIVE = (
+    "assign the result to a new name instead (y = f(x)), or write it into a traced "
+    "array (y[...] = f(x)); a plain NumPy array cannot hold a derivative (out += x "
+    "with a plain out is such a call): make the buffer from a traced value, "
+    "out = np.zeros_like(x, shape=...)")
+
 _REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
            "fmax": np.nanmax, "fmin": np.nanmin}
 _ACCUMULATE = {"add": np.cumsum, "multiply": np.cumprod}
@@ -364,7 +388,12 @@ class Traced(ConversionGuards, ArrayMethods):
     Traced
     """
 
-    __slots__ = ("value", "node", "tape")
+    # _base: (base, index) for a view made by basic indexing, or (weak
+    # references to its sources, an alias marker) for a result NumPy may
+    # share memory with (writes refused); _views: weak references to the
+    # views and aliases of this value. Both are set only when used
+    # (chainrules/writes.py); the recording paths leave them unset
+    __slots__ = ("value", "node", "tape", "_base", "_views", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, value, node, tape):
@@ -375,8 +404,7 @@ class Traced(ConversionGuards, ArrayMethods):
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if "out" in kwargs:
-            untraceable(f"{op_name(ufunc)}(..., out=...)",
-                         "assign the result to a new name instead (y = f(x))")
+            untraceable(f"{op_name(ufunc)}(..., out=...)", _OUT_ALTERNATIVE)
         if method == "__call__":
             if "where" in kwargs:
                 raise MissingRuleError(
@@ -384,7 +412,7 @@ class Traced(ConversionGuards, ArrayMethods):
                     "uninitialised; use np.where(cond, f(x), other) instead")
             d = DECOMPOSITIONS.get(ufunc)
             if d is not None:
-                return d(*inputs, **kwargs)
+                return not_an_input(d(*inputs, **kwargs), inputs)
             if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
                 # the unary fast path: one traced argument, no keywords
                 x = inputs[0]
@@ -442,18 +470,11 @@ class Traced(ConversionGuards, ArrayMethods):
     def __array_function__(self, func, types, args, kwargs):
         if kwargs:
             if kwargs.get("out") is not None:
-                untraceable(f"{op_name(func)}(..., out=...)",
-                             "assign the result to a new name instead (y = f(x))")
-        d = DECOMPOSITIONS.get(func)
-        if d is not None and top_tape(args, kwargs) is not None:
-            return d(*args, **kwargs)  # compositions handle their own where=
-        if kwargs:
-            where = kwargs.get("where", True)
-            if where is not True:
-                raise MissingRuleError(
-                    f"{op_name(func)} with where= is not differentiable by chainrules; "
-                    "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
-        return dispatch(func, args, kwargs)
+                untraceable(f"{op_name(func)}(..., out=...)", _OUT_ALTERNATIVE)
+        special = SPECIAL_FUNCTIONS.get(func)
+        if special is not None:
+            return special(func, args, kwargs)
+        return array_function(func, args, kwargs)
 
     def __bool__(self):
         # Python control flow on a traced value follows its current value (the
@@ -478,7 +499,7 @@ class Traced(ConversionGuards, ArrayMethods):
         return format(untraced(self), spec)
 
     def __copy__(self):
-        return self
+        return snapshot(self)
 
     __hash__ = None
 
@@ -509,21 +530,33 @@ class Traced(ConversionGuards, ArrayMethods):
     def __getitem__(self, index):
         # a basic index (ints, slices, None, Ellipsis), the common x[1:],
         # z[:, :h], takes the operators' fast path: no traced index to look
-        # for, nothing to convert; anything else goes through dispatch
+        # for, nothing to convert; anything else goes through dispatch. An
+        # array result that shares memory with x in NumPy (a view) is linked
+        # to x, so that writes into either reach the other
         ti = type(index)
         if ti in _BASIC_INDEX or ti is tuple and all(type(i) in _BASIC_INDEX for i in index):
-            return _getitem(self, index)
-        return dispatch(getitem, (self, index), None)
+            out = _getitem(self, index)
+        else:
+            out = dispatch(getitem, (self, index), None)
+        if type(out) is Traced and WRITES is not None:
+            WRITES.link_view(self, out, index)
+        return out
 
-    def copy(self):
-        return self
+    def __setitem__(self, index, value):
+        WRITES.setitem(self, index, value)
+
+    def fill(self, value):
+        WRITES.setitem(self, Ellipsis, value)
+
+    def copy(self, order="K"):
+        return snapshot(self)
 
     def astype(self, dtype, copy=True):
         dtype = np.dtype(dtype)
         if dtype.kind not in "fc":
             return untraced(self).astype(dtype)
         if dtype == self.dtype:
-            return self
+            return snapshot(self) if copy else self
         return dispatch(astype, (self, dtype), None)
 
     # -- operators -----------------------------------------------------------------
@@ -586,7 +619,7 @@ class Traced(ConversionGuards, ArrayMethods):
         return self.__array_ufunc__(np.negative, "__call__", self)
 
     def __pos__(self):
-        return self
+        return snapshot(self)  # a new array, as NumPy's +x
 
     def __abs__(self):
         return self.__array_ufunc__(np.absolute, "__call__", self)
@@ -608,6 +641,68 @@ class Traced(ConversionGuards, ArrayMethods):
 
     def __ge__(self, other):
         return np.greater_equal(self, other)
+
+    # -- in-place operators: computed out of place, the object rebound ---------------
+    def __iadd__(self, other):
+        return WRITES.in_place(self, np.add, other)
+
+    def __isub__(self, other):
+        return WRITES.in_place(self, np.subtract, other)
+
+    def __imul__(self, other):
+        return WRITES.in_place(self, np.multiply, other)
+
+    def __itruediv__(self, other):
+        return WRITES.in_place(self, np.true_divide, other)
+
+    def __ifloordiv__(self, other):
+        return WRITES.in_place(self, np.floor_divide, other)
+
+    def __imod__(self, other):
+        return WRITES.in_place(self, np.remainder, other)
+
+    def __ipow__(self, other):
+        return WRITES.in_place(self, np.power, other)
+
+    def __imatmul__(self, other):
+        return WRITES.in_place(self, np.matmul, other)
+
+
+def snapshot(x):
+    """A new traced object holding what ``x`` holds now (no view links): a
+    copy as NumPy makes one, free here since the arrays are never written."""
+    t = _new(Traced)
+    t.value = x.value
+    t.node = x.node
+    t.tape = x.tape
+    return t
+
+
+def not_an_input(out, args):
+    """``out``, or a snapshot of it if it is one of the traced ``args``
+    (a composition that returned its argument): NumPy's result is a new
+    array, and a write into it must not reach the argument."""
+    if type(out) is Traced:
+        for a in args:
+            if a is out:
+                return snapshot(out)
+    return out
+
+
+def array_function(func, args, kwargs):
+    """``func(*args, **kwargs)`` on traced arguments, as NumPy's
+    ``__array_function__`` protocol reaches it (after the special functions)."""
+    d = DECOMPOSITIONS.get(func)
+    if d is not None and top_tape(args, kwargs) is not None:
+        # compositions handle their own where=
+        return not_an_input(d(*args, **kwargs), args)
+    if kwargs:
+        where = kwargs.get("where", True)
+        if where is not True:
+            raise MissingRuleError(
+                f"{op_name(func)} with where= is not differentiable by chainrules; "
+                "mask the input instead, e.g. np.sum(np.where(mask, x, 0))")
+    return dispatch(func, args, kwargs)
 
 
 def astype(x, dtype):
@@ -653,10 +748,13 @@ def untraced(x):
 def private_copy(v):
     """A copy of an array that a recording (or ``stop_gradient``'s caller)
     may keep: writing to the original later changes nothing it computes.
-    Traced values, NumPy scalars and non-arrays are returned as they are; a
-    lazy array (dask) gets its own ``copy``, a new lazy array object."""
+    A traced value gets a snapshot (a new object: a later write into ``v``
+    rebinds ``v`` only); NumPy scalars and non-arrays are returned as they
+    are; a lazy array (dask) gets its own ``copy``, a new lazy array object."""
     if isinstance(v, np.ndarray):
         return v.copy()
+    if type(v) is Traced:
+        return snapshot(v)
     if type(v) is not Traced and not isinstance(v, np.generic) and hasattr(
             v, "__array_function__"):
         copy = getattr(v, "copy", None)

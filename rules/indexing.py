@@ -22,9 +22,13 @@ output element takes the cotangent of the choice it came from.
 
 ``index_update(x, index, values)`` and ``index_add(x, index, values)`` are
 the differentiable, out-of-place forms of ``x[index] = values`` and
-``np.add.at(x, index, values)`` (in-place writes on traced values raise
-``UntraceableError``); they are exported as ``chainrules.numpy.index_update``
-and ``chainrules.numpy.index_add``.
+``np.add.at(x, index, values)``; they are exported as
+``chainrules.numpy.index_update`` and ``chainrules.numpy.index_add``, and
+writes into traced arrays (``x[index] = v``, ``chainrules/writes.py``) are
+recorded as ``index_update``. With repeated positions in an advanced index,
+``index_update`` keeps what NumPy's assignment keeps: which element of the
+values wins each position is asked from NumPy (an assignment of element
+numbers), and only the winners receive a cotangent.
 """
 
 import numpy as np
@@ -327,15 +331,25 @@ accepts_sequences(np.choose, 1)
 
 
 # -- index_update, index_add (defined in chainrules.numpy) -----------------------------
+#: the ``keep`` of an update at a basic index (see ``IndexUpdateRule``)
+BASIC_KEEP = "basic"
+
+
 class IndexUpdateRule(ZipLinearRule):
-    """``index_update`` (``keep`` is the mask of untouched entries) or
-    ``index_add`` (``keep`` is None)."""
+    """``index_update`` (``keep`` is the mask of untouched entries, or
+    ``BASIC_KEEP`` for a basic index: the entries are those left out by the
+    index, zeroed without a mask of ``x``'s size, so that a loop of writes
+    into one element each saves O(1) per write) or ``index_add`` (``keep``
+    is None). ``wins``: for an update with repeated
+    positions, the mask (of ``x[index]``'s shape) of the values' elements
+    that NumPy's assignment keeps; None when every element is kept."""
 
     __slots__ = ("x_id", "v_id", "index", "keep", "x_shape", "v_shape", "x_dtype", "v_dtype",
-                 "out_dtype")
+                 "out_dtype", "wins")
 
     def __init__(self, x_id, v_id, index, keep, x_shape, v_shape, x_dtype, v_dtype,
-                 out_dtype):
+                 out_dtype, wins=None):
+        self.wins = wins
         self.out_dtype = out_dtype
         self.x_id = x_id
         self.v_id = v_id
@@ -359,12 +373,19 @@ class IndexUpdateRule(ZipLinearRule):
             return []
         out = []
         if self.x_id is not None:
-            gx = g if self.keep is None else g * self.keep
+            gx = g if self.keep is None else self._kept(g)
             out.append((self.x_id, to_dtype(gx, self.x_dtype)))
         if self.v_id is not None:
-            gv = unbroadcast(g[self.index], self.v_shape)
+            gi = g[self.index]
+            gv = unbroadcast(gi if self.wins is None else gi * self.wins, self.v_shape)
             out.append((self.v_id, to_dtype(gv, self.v_dtype)))
         return out
+
+    def _kept(self, t):
+        """``t`` where the update left ``x`` as it was, zero where it wrote."""
+        if self.keep is BASIC_KEEP:
+            return index_update(t, self.index, 0)
+        return t * self.keep
 
     def pushforward(self, tangents):
         it = iter(tangents)
@@ -373,7 +394,7 @@ class IndexUpdateRule(ZipLinearRule):
         if isinstance(tv, Structural):
             # tx is an array: the engine never pushes forward a rule whose
             # every input tangent is structurally zero
-            return to_dtype(tx if self.keep is None else tx * self.keep, self.out_dtype)
+            return to_dtype(tx if self.keep is None else self._kept(tx), self.out_dtype)
         if isinstance(tx, Structural):
             tx = np.zeros(self.x_shape, self.out_dtype)
         op = index_add if self.keep is None else index_update
@@ -385,23 +406,36 @@ def _index_maker(op, update):
         reject_traced(op, (None,) + tuple(ids[1:2]), 1)
         out = op(x, index, values)
         x_shape = shape_of(x)
-        keep = None
+        keep = wins = None
         if update:
-            if not is_basic(index):
-                count = np.zeros(x_shape, np.intp)
-                np.add.at(count, index, 1)
-                if count.size and count.max() > 1:
-                    raise AutodiffError(
-                        f"{op_name(op)} with repeated indices: which write wins is "
-                        "unspecified, so its derivative is ambiguous; use "
-                        "chainrules.numpy.index_add to accumulate, or unique indices")
-            keep = np.ones(x_shape, bool)
-            keep[index] = False
+            if is_basic(index):
+                keep = BASIC_KEEP
+            else:
+                wins = _winners(x_shape, index)
+                keep = np.ones(x_shape, bool)
+                keep[index] = False
         v_id = ids[2] if len(ids) > 2 else None
         return out, IndexUpdateRule(ids[0], v_id, index, keep, x_shape, shape_of(values),
-                                    dtype_of(x), dtype_of(values), dtype_of(out))
+                                    dtype_of(x), dtype_of(values), dtype_of(out), wins)
 
     register(op)(index_maker)
+
+
+def _winners(x_shape, index):
+    """For an advanced ``index`` with repeated positions, the mask (of
+    ``x[index]``'s shape) of the elements NumPy's ``x[index] = v`` keeps,
+    found by NumPy itself (assigning element numbers); None without repeats."""
+    count = np.zeros(x_shape, np.intp)
+    np.add.at(count, index, 1)
+    if not count.size or count.max() <= 1:
+        return None
+    slots = np.zeros(x_shape, np.intp)[index]
+    numbers = np.arange(slots.size).reshape(slots.shape)
+    seen = np.full(x_shape, -1, np.intp)
+    seen[index] = numbers
+    wins = np.zeros(slots.size, bool)
+    wins[seen[seen >= 0]] = True
+    return wins.reshape(slots.shape)
 
 
 _index_maker(index_update, True)

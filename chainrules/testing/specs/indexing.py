@@ -229,6 +229,8 @@ SPECS = [
     RuleSpec(index_update, _update("basic"), C, name="index_update-basic"),
     RuleSpec(index_update, _update("unique"), C, name="index_update-advanced"),
     RuleSpec(index_add, _update("repeated"), C, name="index_add-repeated"),
+    # repeated positions: the elements NumPy's assignment keeps win
+    RuleSpec(index_update, _update("repeated"), C, name="index_update-repeated"),
     # each argument alone: the other one held constant
     RuleSpec(index_update, _update("unique"), C, wrt=(0,), name="index_update-x-alone"),
     RuleSpec(index_update, _update("basic"), C, wrt=(2,), name="index_update-values-alone"),

@@ -2,6 +2,8 @@
 and the traced inputs stay usable (checked by the registry sweep)."""
 
 import numpy as np
+
+import chainrules as cr
 from hypothesis import strategies as st
 
 from chainrules.testing import strategies as crs
@@ -89,6 +91,19 @@ def _empty_like_call(x):
     return y.shape, y.dtype.str
 
 
+def _buffer_call(make):
+    """``make(x, **kw)`` (``np.zeros_like`` and the like) as plain values:
+    of a traced ``x`` it is a traced constant (a buffer that writes of traced
+    values can go into), whose value, shape and dtype are the plain call's."""
+
+    def call(x, **kwargs):
+        y = make(x, **kwargs)
+        return y.shape, y.dtype.str, cr.stop_gradient(y)
+
+    call.__name__ = make.__name__
+    return call
+
+
 def _logical_two(op):
     def call(a, b):
         return op(a > 0, b < 0.5)
@@ -162,8 +177,8 @@ SPECS = [
     RuleSpec(np.min_scalar_type, one(), C, modes=ND),
     RuleSpec(np.can_cast, one(), C, modes=ND, call=lambda x: np.can_cast(x, np.float64),
              name="np.can_cast"),
-    RuleSpec(np.zeros_like, one(), C, modes=ND),
-    RuleSpec(np.ones_like, one(), C, modes=ND),
-    RuleSpec(np.full_like, _full_like, C, modes=ND),
+    RuleSpec(np.zeros_like, one(), C, modes=ND, call=_buffer_call(np.zeros_like)),
+    RuleSpec(np.ones_like, one(), C, modes=ND, call=_buffer_call(np.ones_like)),
+    RuleSpec(np.full_like, _full_like, C, modes=ND, call=_buffer_call(np.full_like)),
     RuleSpec(np.empty_like, one(), C, modes=ND, call=_empty_like_call),
 ]
