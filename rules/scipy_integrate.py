@@ -10,7 +10,18 @@ being differentiated that the right-hand side closes over: the twins find
 those with ``chainrules.capture.closure_convert``, and ``f`` then takes them
 as trailing arguments, so they are differentiated exactly as ``args`` are.
 
-* Reverse mode (adjoint method): with ``a(s) = dL/dy(s)``, integrate
+* Reverse mode, small systems (forward sensitivities): when the state has
+  ``n`` entries and ``m`` scalars are differentiated (the entries of ``y0``,
+  or ``t[0]`` alone, and of the traced parameters) with ``n (1 + m)`` at most
+  ``SENSITIVITY_MAX_STATE``, the sensitivities ``Z = dy/d(inputs)`` (n x m)
+  are integrated with ``y`` in one forward solve, ``Z' = f_y Z + f_p P``,
+  and the cotangents are ``sum_i Z(t[i])^T g[i]``. The full Jacobian
+  ``[f_y, f_p]`` comes from one traced evaluation of the right-hand side and
+  one reverse sweep of ``n`` directions (``f_vjp.many``); the sensitivities
+  are kept, so further pullbacks of the same solution are sums only. This
+  needs no restart at each output time, which is what makes the adjoint
+  slow on small systems with many outputs.
+* Reverse mode, larger systems (adjoint method): with ``a(s) = dL/dy(s)``, integrate
   ``[y, a, g_p]' = [f, -a^T f_y, -a^T f_p]`` backwards from ``t[-1]`` to
   ``t[0]`` with SciPy's own solver, interval by interval, adding the output
   cotangent ``g[i]`` to ``a`` at each ``t[i]`` and restarting ``y`` from the
@@ -19,18 +30,27 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
   The vector-Jacobian products ``a^T f_y`` and ``a^T f_p`` of the user's NumPy
   right-hand side come from ``chainrules.vjp``. Time points:
   ``dL/dt[i] = g[i] . f(y(t[i]), t[i])`` for ``i >= 1`` and
-  ``dL/dt[0] = -a(t[0]) . f(y0, t[0])``.
+  ``dL/dt[0] = -a(t[0]) . f(y0, t[0])`` (in the sensitivity method,
+  ``t[0]`` moves the start along ``-f(y0, t[0])``).
+* The augmented systems are solved with the user's solver and tolerances.
+  Implicit solvers get the sensitivity system's Jacobian: ``f_y`` on the
+  block of each direction, exactly, and the ``n`` columns of ``y`` (second
+  derivatives of ``f``) by differences, rather than differencing all
+  ``n (1 + m)`` columns (dropping those ``y`` columns instead makes SciPy's
+  BDF and Radau take many times more steps). A derivative's solve that the
+  solver does not complete raises ``NumericalInstabilityError``; the adjoint
+  method, which integrates ``y`` backwards, fails that way on stiff systems.
 * Forward mode: the variational equation ``z' = f_y z + f_p p'`` integrated
   alongside ``y`` (``chainrules.jvp`` of the right-hand side), with
   ``z(t[0]) = y0' - f(y0, t[0]) t[0]'``; the output tangent at ``t[i]`` adds
   ``f(y(t[i]), t[i]) t[i]'``.
-* Second order is not supported (``HvpNotSupported``): the adjoint solve runs
-  on plain values inside SciPy.
+* Second order is not supported (``HvpNotSupported``): the sensitivity and
+  adjoint solves run on plain values inside SciPy.
 """
 
 import numpy as np
 
-from chainrules.errors import HvpNotSupported
+from chainrules.errors import HvpNotSupported, NumericalInstabilityError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import is_zero
@@ -46,10 +66,32 @@ except ImportError:  # pragma: no cover - SciPy is an optional extra
 
 _family_loaded = on_demand_family()
 
-__all__ = ["ode_solve", "OdeSpec"]
+__all__ = ["ode_solve", "OdeSpec", "SENSITIVITY_MAX_STATE"]
+
+#: ``OdeSpec.integrate``'s default: the system is the user's own, with the
+#: user's Jacobian options
+USER_JACOBIAN = object()
+
+#: what ``odeint(full_output=True)`` reports when it completed (times all
+#: equal: nothing to do); anything else is a failure
+_ODEINT_DONE = ("Integration successful.", "Nothing was done; the integration time was 0.")
+
+#: the ``solve_ivp`` methods that use a Jacobian
+_IMPLICIT = ("BDF", "Radau", "LSODA")
+
+#: reverse mode integrates forward sensitivities (see above) when the state
+#: with its sensitivities, ``n (1 + m)`` numbers, is at most this long; above
+#: it, the adjoint method. Below it the sensitivities cost one forward solve
+#: of a short augmented state, with one Jacobian of the right-hand side per
+#: step (one traced evaluation, ``n`` reverse directions in one sweep), where
+#: the adjoint restarts its solver at every output time and checkpoint; above
+#: it the state and the dense Jacobian an implicit solver factorises grow as
+#: ``n m`` and ``(n m)^2``.
+SENSITIVITY_MAX_STATE = 256
 
 _NO_HVP = ("{name}: second derivatives (HVP, grad of grad) through an ODE solution are "
-           "not supported: the adjoint system is solved by SciPy on plain values. Use "
+           "not supported: the derivative's system (sensitivities or adjoint) is solved "
+           "by SciPy on plain values. Use "
            "finite differences of chainrules.grad for the Hessian-vector product, or "
            "differentiate a fixed-step solver written in NumPy")
 
@@ -57,34 +99,65 @@ _NO_HVP = ("{name}: second derivatives (HVP, grad of grad) through an ODE soluti
 class OdeSpec:
     """What ``ode_solve`` integrates: the user's right-hand side, the calling
     convention (``tfirst``), the solver (``"odeint"`` or a ``solve_ivp``
-    method) and its options."""
+    method) and its options. ``sensitivity_max`` overrides
+    ``SENSITIVITY_MAX_STATE`` (0: always the adjoint method)."""
 
-    __slots__ = ("func", "tfirst", "solver", "opts", "name")
+    __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max")
 
-    def __init__(self, func, tfirst, solver, opts, name):
+    def __init__(self, func, tfirst, solver, opts, name, sensitivity_max=None):
         self.func, self.tfirst, self.solver, self.opts, self.name = \
             func, tfirst, solver, dict(opts), name
+        self.sensitivity_max = sensitivity_max
 
     def f(self, y, s, params):
         return self.func(s, y, *params) if self.tfirst else self.func(y, s, *params)
 
-    def integrate(self, rhs, z0, times):
-        """Solve ``z' = rhs(z, s)`` at ``times`` (rows), with the user's solver."""
+    def integrate(self, rhs, z0, times, jac=USER_JACOBIAN, **override):
+        """Solve ``z' = rhs(z, s)`` at ``times`` (rows), with the user's solver.
+        ``jac``: ``USER_JACOBIAN`` (the user's options as given: the system is
+        the user's), else the Jacobian ``jac(z, s)`` of an augmented system or
+        None; the user's Jacobian options (of the original system) are then
+        dropped. ``override``: options replacing the user's (``atol`` per entry
+        of an augmented state)."""
         times = np.asarray(times, dtype=float)
+        opts = {k: v for k, v in {**self.opts, **override}.items() if v is not None}
+        if jac is not USER_JACOBIAN:
+            for k in ("Dfun", "jac", "jac_sparsity", "lband", "uband", "ml", "mu"):
+                opts.pop(k, None)
         if self.solver == "odeint":
-            opts = {k: v for k, v in self.opts.items() if v is not None}
-            return si.odeint(rhs, z0, times, **opts)
+            if jac is USER_JACOBIAN:
+                return si.odeint(rhs, z0, times, **opts)
+            out, info = si.odeint(rhs, z0, times, Dfun=jac, full_output=True, **opts)
+            if info["message"] not in _ODEINT_DONE:
+                self._failed(info["message"])
+            return out
+        if jac not in (None, USER_JACOBIAN) and self.solver in _IMPLICIT:
+            opts["jac"] = lambda s, z: jac(z, s)
         out = np.empty((len(times), z0.size))
         out[0] = z0
         if times[-1] == times[0]:  # monotonic times, all equal: every row is z0
             out[1:] = z0
         else:
             sol = si.solve_ivp(lambda s, z: rhs(z, s), (times[0], times[-1]), z0,
-                               method=self.solver, t_eval=times, **self.opts)
+                               method=self.solver, t_eval=times, **opts)
             if not sol.success:
+                if jac is not USER_JACOBIAN:
+                    self._failed(sol.message)
                 raise RuntimeError(f"{self.name}: solve_ivp failed: {sol.message}")
             out[:] = sol.y.T
         return out
+
+    def _failed(self, message):
+        """A derivative's solve that SciPy did not complete: refused, rather
+        than the derivative made of its partial result."""
+        raise NumericalInstabilityError(
+            f"{self.name}: the solver ({self.solver}) failed on the system that gives "
+            f"the derivative ({message}); no derivative is returned rather than a wrong "
+            "one. The adjoint method integrates the state backwards, which diverges on "
+            "stiff systems: differentiate fewer values at once (forward sensitivities "
+            "are used while the state times the differentiated values is at most "
+            "chainrules.rules.scipy_integrate.SENSITIVITY_MAX_STATE), or change the "
+            "tolerances or the method")
 
 
 #: the forward solution is also kept at this many evenly spaced checkpoints, from
@@ -135,15 +208,87 @@ def _diff_param(p):
     return hasattr(p, "dtype") and np.asarray(p).dtype.kind == "f" or isinstance(p, float)
 
 
+def _vector(out):
+    """The right-hand side's value as one vector (it may return a list)."""
+    if isinstance(out, (list, tuple)):
+        return np.concatenate([np.ravel(v) for v in out])
+    return out if np.ndim(out) == 1 else np.ravel(out)
+
+
+def rhs_jacobian(spec, y, s, params, pidx, seeds=None):
+    """``(f, J)`` at ``(y, s)`` on plain values: ``J = [f_y, f_p]`` has a row
+    per entry of ``f`` and a column per entry of ``y``, then of each
+    ``params[k]`` for ``k`` in ``pidx``. One traced evaluation of the
+    right-hand side (traced again at every point: it may branch on values)
+    and one reverse sweep of all its output directions at once (``seeds``,
+    the identity of that size, may be passed in)."""
+    from chainrules.api import vjp
+
+    def f_of(yy, *ps):
+        full = list(params)
+        for k, v in zip(pidx, ps):
+            full[k] = v
+        return _vector(spec.f(yy, s, full))
+
+    out, back = vjp(f_of, y, *[params[k] for k in pidx])
+    n = np.size(out)
+    rows = back.many(np.eye(n) if seeds is None else seeds)
+    if len(rows) == 1:
+        return np.asarray(out, dtype=float), np.asarray(rows[0], dtype=float)
+    jac = np.concatenate([np.reshape(np.asarray(r, dtype=float), (n, -1)) for r in rows],
+                         axis=1)
+    return np.asarray(out, dtype=float), jac
+
+
+def sensitivities(spec, y0, times, params, pidx, z0, dp):
+    """``Z(times)`` (len(times) x n x m), the derivatives of ``y(times)`` along
+    ``m`` directions: ``Z' = f_y Z + f_p dp``, ``Z(times[0]) = z0`` (n x m),
+    with ``dp`` (entries of ``params[pidx]`` x m) the parameters' directions,
+    integrated with ``y`` in one solve of the user's solver and tolerances
+    (an array ``atol`` is repeated for every direction)."""
+    n, m = np.shape(z0)
+    seeds = np.eye(n)
+
+    def aug(z, s, fj=None):
+        f, jm = rhs_jacobian(spec, z[:n], s, params, pidx, seeds) if fj is None else fj
+        dz = jm[:, :n] @ np.reshape(z[n:], (n, m)) + jm[:, n:] @ dp
+        return np.concatenate([f, np.ravel(dz)])
+
+    def jac(z, s):
+        """The augmented system's Jacobian: the sensitivities' block is
+        ``f_y`` on each direction, exactly; the columns of ``y`` (which hold
+        second derivatives) are differenced, ``n`` evaluations."""
+        fj = rhs_jacobian(spec, z[:n], s, params, pidx, seeds)
+        base = aug(z, s, fj)
+        out = np.empty((z.size, z.size))
+        out[:, n:] = 0.0
+        out[n:, n:] = np.kron(fj[1][:, :n], np.eye(m))
+        y = z[:n]
+        scale = np.maximum(np.abs(y), 1e-6 * np.max(np.abs(y)) + 1e-12)
+        for j in range(n):
+            zj = np.array(z, dtype=float)
+            zj[j] += np.sqrt(np.finfo(float).eps) * scale[j]
+            out[:, j] = (aug(zj, s) - base) / (zj[j] - z[j])
+        return out
+
+    atol = spec.opts.get("atol")
+    over = {} if atol is None or np.ndim(atol) == 0 else {
+        "atol": np.concatenate([np.ravel(atol), np.repeat(np.ravel(atol), m)])}
+    z = spec.integrate(aug, np.concatenate([np.asarray(y0, dtype=float),
+                                            np.ravel(z0)]), times, jac, **over)
+    return np.reshape(z[:, n:], (len(times), n, m))
+
+
 class OdeRule(ReverseRule):
     """The adjoint (reverse) and variational (forward) rule of ``ode_solve``."""
 
-    __slots__ = ("ids", "y0", "t", "params", "ys", "spec", "grid")
+    __slots__ = ("ids", "y0", "t", "params", "ys", "spec", "grid", "sens")
 
     def __init__(self, ids, y0, t, params, ys, spec, grid):
         self.ids, self.y0, self.t, self.params, self.ys, self.spec = \
             ids, y0, t, params, ys, spec
         self.grid = grid  # (merged times, index of each t in them, solution there)
+        self.sens = None  # the forward sensitivities at t, once computed
 
     @property
     def name(self):
@@ -156,6 +301,10 @@ class OdeRule(ReverseRule):
         """Positions (in params) of the traced floating parameters."""
         return [k for k, i in enumerate(self.ids[2:]) if i is not None]
 
+    def _f(self, y, s):
+        """f(y, s) on plain values, as one float vector."""
+        return np.asarray(_vector(self.spec.f(y, s, self.params)), dtype=float)
+
     def _f_vjp(self, y, s, a, pidx):
         """(a^T f_y, [a^T f_p for traced p], f) at (y, s)."""
         params = list(self.params)
@@ -164,7 +313,7 @@ class OdeRule(ReverseRule):
             full = list(params)
             for k, v in zip(pidx, ps):
                 full[k] = v
-            return self.spec.f(yy, s, full)
+            return _vector(self.spec.f(yy, s, full))
 
         from chainrules.api import vjp
 
@@ -176,13 +325,44 @@ class OdeRule(ReverseRule):
         if is_traced(g):
             raise HvpNotSupported(_NO_HVP.format(name=self.name))
         g = np.asarray(g, dtype=float)
-        ts = np.asarray(self.t, dtype=float)
-        ys = self.ys
-        n = ys.shape[1]
+        n = self.ys.shape[1]
         pidx = self._pidx()
-        shapes = [np.shape(self.params[k]) for k in pidx]
-        sizes = [int(np.prod(s)) for s in shapes]
-        npar = sum(sizes)
+        npar = sum(int(np.prod(np.shape(self.params[k]), dtype=int)) for k in pidx)
+        m = (n if self.ids[0] is not None else int(self.ids[1] is not None)) + npar
+        limit = self.spec.sensitivity_max
+        limit = SENSITIVITY_MAX_STATE if limit is None else limit
+        if n * (1 + m) <= limit:
+            a, gt0, gp = self._pull_sensitivities(g, pidx, npar)
+        else:
+            a, gt0, gp = self._pull_adjoint(g, pidx, npar)
+        return self._cotangents(g, a, gt0, gp, pidx)
+
+    def _pull_sensitivities(self, g, pidx, npar):
+        """(a, dL/dt[0], dL/dparams) from the forward sensitivities, where
+        ``a = sum_{i >= 1} (dy(t[i])/dy0)^T g[i]`` (None if y0 is constant)."""
+        n = self.ys.shape[1]
+        f0 = self._f(self.ys[0], float(np.ravel(self.t)[0]))
+        if self.ids[0] is not None:
+            lead = np.eye(n)                 # a column per entry of y0
+        elif self.ids[1] is not None:
+            lead = -f0[:, None]              # moving t[0] starts y along -f0
+        else:
+            lead = np.zeros((n, 0))
+        if self.sens is None:
+            nl = lead.shape[1]
+            z0 = np.concatenate([lead, np.zeros((n, npar))], axis=1)
+            dp = np.concatenate([np.zeros((npar, nl)), np.eye(npar)], axis=1)
+            tm, pos, _ = self.grid
+            self.sens = sensitivities(self.spec, self.ys[0], tm, self.params, pidx, z0,
+                                      dp)[pos]
+        cols = np.einsum("inm,in->m", self.sens[1:], g[1:])
+        if self.ids[0] is not None:
+            return cols[:n], -cols[:n] @ f0, cols[n:]
+        return None, (cols[0] if lead.shape[1] else 0.0), cols[lead.shape[1]:]
+
+    def _pull_adjoint(self, g, pidx, npar):
+        """(a(t[0]) without g[0], dL/dt[0], dL/dparams) by the adjoint method."""
+        n = self.ys.shape[1]
 
         def aug(z, s):
             y, a = z[:n], z[n:2 * n]
@@ -196,26 +376,36 @@ class OdeRule(ReverseRule):
         np.add.at(gm, pos[1:], g[1:])        # a excludes g[0], which is y0's own
         a = gm[-1].copy()
         gp = np.zeros(npar)
-        gt = np.zeros(len(ts))
-        for i in range(1, len(ts)):
-            gt[i] = g[i] @ np.asarray(self.spec.f(ys[i], ts[i], self.params), dtype=float)
+        atol = self.spec.opts.get("atol")    # an array is y's; a and gp get its least
+        over = {} if atol is None or np.ndim(atol) == 0 else {"atol": np.concatenate(
+            [np.ravel(atol), np.full(n + npar, np.min(atol))])}
         for k in range(len(tm) - 1, 0, -1):
             if tm[k] != tm[k - 1]:
                 z = self.spec.integrate(aug, np.concatenate([yall[k], a, gp]),
-                                        tm[k - 1:k + 1][::-1])
+                                        tm[k - 1:k + 1][::-1], None, **over)
                 a, gp = z[-1, n:2 * n], z[-1, 2 * n:]
             a = a + gm[k - 1]
-        f0 = np.asarray(self.spec.f(ys[0], ts[0], self.params), dtype=float)
-        gt[0] = -a @ f0
-        gy0 = a + g[0]
+        f0 = self._f(self.ys[0], float(np.ravel(self.t)[0]))
+        return a, -a @ f0, gp
+
+    def _cotangents(self, g, a, gt0, gp, pidx):
+        """The pairs (input, cotangent) from ``a`` (y0's, without g[0]),
+        dL/dt[0] and the parameters' cotangents ``gp`` (one vector)."""
+        ts = np.asarray(self.t, dtype=float)
         out = []
         if self.ids[0] is not None:
-            out.append((self.ids[0], np.reshape(gy0, np.shape(self.y0)).astype(
+            out.append((self.ids[0], np.reshape(a + g[0], np.shape(self.y0)).astype(
                 np.result_type(self.y0, np.float64))))
         if self.ids[1] is not None:
+            gt = np.zeros(len(ts))
+            gt[0] = gt0
+            for i in range(1, len(ts)):
+                gt[i] = g[i] @ self._f(self.ys[i], ts[i])
             out.append((self.ids[1], np.reshape(gt, np.shape(self.t))))
         off = 0
-        for k, shp, sz in zip(pidx, shapes, sizes):
+        for k in pidx:
+            shp = np.shape(self.params[k])
+            sz = int(np.prod(shp, dtype=int))
             c = np.reshape(gp[off:off + sz], shp)
             off += sz
             out.append((self.ids[2 + k], c if shp else float(c)))

@@ -5,15 +5,18 @@
 state, the parameters passed through ``args``, the values being
 differentiated that the right-hand side closes over (``def rhs(y, t):
 return -k * y`` with ``k`` traced) and the time points (``t`` for
-``odeint``; ``t_span[0]`` and ``t_eval`` for ``solve_ivp``), by the adjoint
-method in reverse mode and the variational equation in forward mode (see
-rules/scipy_integrate.py). The right-hand side is plain NumPy code: it is
-differentiated by chainrules itself. Closed-over values are found by
-evaluating it once at the initial point (``chainrules.capture.closure_convert``)
-and become trailing parameters, differentiated like ``args``. Derivatives are
-those of the exact ODE solution, computed to the solver tolerances you pass
-(``rtol``/``atol``), which also govern the adjoint solve. Second derivatives
-raise ``HvpNotSupported``.
+``odeint``; ``t_span[0]`` and ``t_eval`` for ``solve_ivp``). Reverse mode
+integrates forward sensitivities (the solution's derivatives along every
+differentiated value, in one forward solve) for small systems, and the
+adjoint system backwards for larger ones; forward mode integrates the
+variational equation (see rules/scipy_integrate.py). The right-hand side is
+plain NumPy code: it is differentiated by chainrules itself. Closed-over
+values are found by evaluating it once at the initial point
+(``chainrules.capture.closure_convert``) and become trailing parameters,
+differentiated like ``args``. Derivatives are those of the exact ODE
+solution, computed to the solver tolerances you pass (``rtol``/``atol``),
+which also govern the derivative's solve. Second derivatives raise
+``HvpNotSupported``.
 """
 
 import numpy as np
@@ -152,8 +155,8 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     spec = OdeSpec(func, tfirst, "odeint", opts, "chainrules.scipy.integrate.odeint")
     ys = ode_solve(y0, t, *args, _spec=spec)
     if full_output:
-        return ys, {"message": "integrated by scipy.integrate.odeint (derivative by the "
-                               "adjoint method)"}
+        return ys, {"message": "integrated by scipy.integrate.odeint (derivative by "
+                               "forward sensitivities or the adjoint method)"}
     return ys
 
 

@@ -403,3 +403,238 @@ def test_odeint_and_solve_ivp_take_a_pytree_state():
         return np.sum(sol.y["a"][:, -1]) + np.sum(sol.y["b"][0][:, -1])
 
     np.testing.assert_allclose(cr.grad(loss_ivp)(0.7), -np.exp(-0.7), rtol=1e-6)
+
+
+# -- reverse mode on small systems: forward sensitivities ------------------------
+from chainrules.rules import scipy_integrate as ode_rules  # noqa: E402
+
+T50 = np.linspace(0.0, 10.0, 50)
+OSC_Y0 = np.array([1.0, 0.0])
+OSC_P = np.array([1.5, 0.5])
+OSC_DATA = si.odeint(lambda y, t: [y[1], -2 * y[0] - 0.3 * y[1]], OSC_Y0, T50, rtol=1e-6)
+
+
+def _osc(y, t, k, c):
+    return np.stack([y[1], -k * y[0] - c * y[1]])
+
+
+def _osc_fd():
+    """Central differences of SciPy's own odeint, solved tightly."""
+    def plain(p):
+        ys = si.odeint(_osc, OSC_Y0, T50, args=(p[0], p[1]), rtol=1e-10, atol=1e-12)
+        return np.sum((ys - OSC_DATA) ** 2)
+    return _fd_grad(plain, OSC_P, 1e-5)
+
+
+def _spy(monkeypatch):
+    """Counts the calls of the forward-sensitivity solver."""
+    calls = []
+    inner = ode_rules.sensitivities
+
+    def counted(*args):
+        calls.append(args[0].solver)
+        return inner(*args)
+    monkeypatch.setattr(ode_rules, "sensitivities", counted)
+    return calls
+
+
+def _osc_loss_odeint(p):
+    ys = ci.odeint(_osc, OSC_Y0, T50, args=(p[0], p[1]), rtol=1e-6)
+    return np.sum((ys - OSC_DATA) ** 2)
+
+
+def _osc_loss_closure(p):
+    def rhs(y, t):
+        return np.stack([y[1], -p[0] * y[0] - p[1] * y[1]])   # p closed over
+    return np.sum((ci.odeint(rhs, OSC_Y0, T50, rtol=1e-6) - OSC_DATA) ** 2)
+
+
+def _osc_loss_ivp(p):
+    sol = ci.solve_ivp(lambda t, y, k, c: _osc(y, t, k, c), (0.0, 10.0), OSC_Y0,
+                       t_eval=T50[1:], args=(p[0], p[1]), rtol=1e-6, atol=1e-8)
+    return np.sum((sol.y.T - OSC_DATA[1:]) ** 2)
+
+
+@pytest.mark.parametrize("loss", [_osc_loss_odeint, _osc_loss_closure, _osc_loss_ivp],
+                         ids=["odeint", "closure", "solve_ivp"])
+def test_small_system_gradient_by_sensitivities_matches_finite_differences(
+        loss, monkeypatch):
+    """A damped oscillator fitted at 50 times (rtol 1e-6): the gradient by
+    forward sensitivities (the path for small systems) and by the adjoint
+    method agree with central differences of SciPy's odeint at rtol 1e-10."""
+    calls = _spy(monkeypatch)
+    fd = _osc_fd()
+    value, g = cr.value_and_grad(loss)(OSC_P)
+    assert len(calls) == 1
+    np.testing.assert_allclose(g, fd, rtol=1e-5)
+    monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", 0)
+    value_adj, g_adj = cr.value_and_grad(loss)(OSC_P)
+    assert len(calls) == 1                                  # the adjoint this time
+    assert value_adj == value
+    np.testing.assert_allclose(g_adj, fd, rtol=1e-5)
+
+
+def test_sensitivities_with_y0_and_times_and_a_jacobian():
+    """Every input at once (y0, the time points, args) against central
+    differences, and the full Jacobian of the solution (one sensitivity solve,
+    then one sum per output direction)."""
+    p = np.array([1.1, 0.4, 0.1, 0.4])
+    y0 = np.array([2.0, 1.0])
+    t = np.linspace(0.5, 3.0, 6)
+    w = np.random.default_rng(1).normal(size=(6, 2))
+
+    def loss(y0, t, p):
+        return np.sum(w * ci.odeint(_lotka, y0, t, args=(p,), **TIGHT) ** 2)
+
+    def plain(y0, t, p):
+        return np.sum(w * si.odeint(_lotka, y0, t, args=(p,), **TIGHT) ** 2)
+
+    g = cr.grad(loss, argnums=(0, 1, 2))(y0, t, p)
+    for k, x in enumerate((y0, t, p)):
+        def f(v, k=k):
+            args = [y0, t, p]
+            args[k] = v
+            return plain(*args)
+        np.testing.assert_allclose(g[k], _fd_grad(f, x, 1e-4), rtol=1e-6, atol=1e-8)
+    jac = cr.jacobian(lambda p: ci.odeint(_lotka, y0, t, args=(p,), **TIGHT))(p)
+    h = 1e-5
+    fd = np.stack([(si.odeint(_lotka, y0, t, args=(p + h * e,), **TIGHT)
+                    - si.odeint(_lotka, y0, t, args=(p - h * e,), **TIGHT)) / (2 * h)
+                   for e in np.eye(4)], axis=-1)
+    assert jac.shape == (6, 2, 4)
+    np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_right_hand_side_returning_a_list(monkeypatch):
+    """odeint's right-hand side may return a list: both reverse methods and
+    forward mode take it (k closed over: y = (cos(w t), -w sin(w t)), w^2 = k)."""
+    t = np.linspace(0.0, 2.0, 5)
+
+    def loss(k):
+        return np.sum(ci.odeint(lambda y, s: [y[1], -k * y[0]], OSC_Y0, t, **TIGHT)[:, 0])
+
+    w = np.sqrt(0.7)
+    exact = np.sum(-np.sin(w * t) * t / (2 * w))            # d/dk sum cos(sqrt(k) t)
+    np.testing.assert_allclose(cr.grad(loss)(0.7), exact, rtol=1e-7)
+    np.testing.assert_allclose(cr.jvp(loss, (0.7,), (1.0,))[1], exact, rtol=1e-7)
+    monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", 0)
+    np.testing.assert_allclose(cr.grad(loss)(0.7), exact, rtol=1e-7)
+
+
+def _robertson(y, t, k):
+    """Robertson's chemical kinetics: stiff (rates from 0.04 to 3e7)."""
+    return np.stack([-k[0] * y[0] + k[2] * y[1] * y[2],
+                     k[0] * y[0] - k[2] * y[1] * y[2] - k[1] * y[1] ** 2,
+                     k[1] * y[1] ** 2])
+
+
+class _CountingScipy:
+    """scipy.integrate with the Jacobian callbacks the rule passes counted."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def _count(self, jac):
+        def counted(*a):
+            self.calls.append(1)
+            return jac(*a)
+        return counted
+
+    def odeint(self, *args, Dfun=None, **kw):
+        return si.odeint(*args, Dfun=None if Dfun is None else self._count(Dfun), **kw)
+
+    def solve_ivp(self, *args, jac=None, **kw):
+        if jac is not None:
+            kw["jac"] = self._count(jac)
+        return si.solve_ivp(*args, **kw)
+
+
+@pytest.mark.parametrize("method", ["odeint", "LSODA", "BDF", "Radau"])
+def test_stiff_system_sensitivities_with_their_jacobian(method, monkeypatch):
+    """On a stiff system the implicit solvers factorise the augmented
+    system's Jacobian, which the rule gives them (its sensitivity blocks from
+    the right-hand side's Jacobian, the state's columns by differences); the
+    gradient matches central differences of SciPy's odeint (an array atol
+    too)."""
+    k = np.array([0.04, 3e7, 1e4])
+    y0 = np.array([1.0, 0.0, 0.0])
+    t = np.array([0.0, 0.4, 4.0, 40.0])
+    w = np.array([1.0, 1e4, 1.0])
+    tol = dict(rtol=1e-8, atol=np.array([1e-10, 1e-14, 1e-10]))
+
+    def loss(k):
+        if method == "odeint":
+            ys = ci.odeint(_robertson, y0, t, args=(k,), **tol)
+        else:
+            ys = ci.solve_ivp(lambda s, y, k: _robertson(y, s, k), (0.0, 40.0), y0,
+                              method=method, t_eval=t[1:], args=(k,), **tol).y.T
+        return np.sum(w * ys[-3:] ** 2)
+
+    def plain(k):
+        ys = si.odeint(_robertson, y0, t, args=(k,), rtol=1e-11,
+                       atol=np.array([1e-13, 1e-17, 1e-13]))
+        return np.sum(w * ys[-3:] ** 2)
+
+    calls = []
+    monkeypatch.setattr(ode_rules, "si", _CountingScipy(calls))
+    g = cr.grad(loss)(k)
+    assert calls, "the solver never asked for the Jacobian"
+    fd = np.array([(plain(k * (1 + 1e-6 * e)) - plain(k * (1 - 1e-6 * e))) / (2e-6 * k[i])
+                   for i, e in enumerate(np.eye(3))])
+    np.testing.assert_allclose(g * k, fd * k, rtol=1e-4, atol=1e-6 * np.max(np.abs(fd * k)))
+
+
+def _poisoned(y, t, k):
+    """-k y on plain values; infinite on traced ones (the derivative's solves)."""
+    from chainrules.tracing import is_traced
+
+    return -k * y * (np.inf if is_traced(y) else 1.0)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("limit", [None, 0], ids=["sensitivities", "adjoint"])
+def test_a_failed_derivative_solve_raises(limit, monkeypatch):
+    """A derivative solve SciPy does not complete raises (rather than a
+    derivative made of its partial result): odeint's report is read, and so
+    is solve_ivp's."""
+    if limit is not None:
+        monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", limit)
+    t = np.linspace(0.0, 1.0, 3)
+    with pytest.warns(si.ODEintWarning):
+        with pytest.raises(cr.NumericalInstabilityError,
+                           match="odeint: the solver .odeint. failed on the system that gives "
+                                 "the derivative"):
+            cr.grad(lambda k: np.sum(ci.odeint(_poisoned, OSC_Y0, t, args=(k,))))(0.5)
+
+    class Failing:
+        """solve_ivp that reports failure after the first (primal) solve."""
+        calls = 0
+
+        def solve_ivp(self, *args, **kw):
+            Failing.calls += 1
+            sol = si.solve_ivp(*args, **kw)
+            if Failing.calls > 1:
+                sol.success, sol.message = False, "Required step size is too small."
+            return sol
+
+    monkeypatch.setattr(ode_rules, "si", Failing())
+    with pytest.raises(cr.NumericalInstabilityError, match="solver .RK45. failed"):
+        cr.grad(lambda k: np.sum(ci.solve_ivp(lambda s, y: -k * y, (0.0, 1.0), OSC_Y0,
+                                              t_eval=t[1:]).y))(0.5)
+
+
+@pytest.mark.parametrize("limit", [None, 0], ids=["sensitivities", "adjoint"])
+def test_an_array_atol_reaches_both_methods(limit, monkeypatch):
+    """A per-entry atol is the state's: the sensitivities repeat it for every
+    direction, the adjoint gives its cotangents the least entry."""
+    if limit is not None:
+        monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", limit)
+    tol = dict(rtol=1e-10, atol=np.array([1e-12, 1e-11]))
+    t = np.linspace(0.0, 3.0, 7)
+
+    def loss(p, solve=ci.odeint):
+        return np.sum(solve(_osc, OSC_Y0, t, args=(p[0], p[1]), **tol)[:, 0] ** 2)
+
+    g = cr.grad(loss)(OSC_P)
+    fd = _fd_grad(lambda p: loss(p, si.odeint), OSC_P, 1e-4)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
