@@ -13,7 +13,8 @@ from . import (arithmetic, complex, contractions, decompositions, elementwise, f
                indexing, linalg, nondiff, reductions, shape, shape_pieces, special,
                statistics,
                special_bessel, special_incomplete, special_elementary,
-               special_elliptic, special_distributions)
+               special_elliptic, special_distributions, special_integrals,
+               special_odes, special_inverses)
 from . import array_api, composites, composites_more, composites_stats  # noqa: F401,E402  (compositions of the rules above)
 # scipy.fft's transforms as compositions of the rules above, reached through
 # a backend of scipy.fft registered when scipy.fft is imported (this imports

@@ -16,10 +16,18 @@ Each transform here has SciPy's signature and computes with NumPy calls that
 have rules: ``np.fft``'s rules for the FFTs (the Hermitian ones as
 conjugated real FFTs with the opposite normalization), and
 ``rules/scipy_fft_r2r.py`` for the DCT and DST. Their derivatives of any
-order come from those rules. SciPy's working precision is kept: float16 is
-computed as float32, integers and booleans as float64, float32 stays float32
-(complex64 spectra). ``overwrite_x`` and ``workers`` change neither the
-result nor its derivative and are ignored; the input is never written to.
+order come from those rules. The fast Hankel transforms ``fht`` and ``ifht``
+are rules of their own: each is linear in its array along the last axis,
+``A = c W P C W a`` with ``W`` the diagonal power-law bias ``exp(-bias (j - j_c)
+dln)``, ``c = exp(-bias offset)``, ``C`` the circular convolution by the
+transform's coefficients and ``P`` the reversal, and ``P C`` is a Hankel
+matrix (entry ``(j, k)`` depends on ``j + k`` only), so each transform is its
+own transpose: the pullback is the same call on the cotangent. SciPy's
+working precision is kept: float16 is computed as float32, integers and
+booleans as float64, float32 stays float32 (complex64 spectra; a biased
+Hankel transform is float64, as SciPy's). ``overwrite_x`` and ``workers``
+change neither the result nor its derivative and are ignored; the input is
+never written to.
 """
 
 import operator
@@ -381,6 +389,65 @@ def idstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=No
     return _r2r("dst", True, x, type, s, axes, norm, orthogonalize)
 
 
+# -- the fast Hankel transform ------------------------------------------------------
+def fht_last(a, dln, mu, offset=0.0, bias=0.0):
+    """``scipy.fft.fht`` (along the last axis), one operation in the precision
+    of ``a``: SciPy computes it (this module's backend passes plain values on;
+    SciPy's float32 transform with a bias is float64, from its weights)."""
+    from scipy import fft
+
+    return _in_dtype(fft.fht(a, dln, mu, offset=offset, bias=bias), a.dtype)
+
+
+def ifht_last(A, dln, mu, offset=0.0, bias=0.0):
+    """``scipy.fft.ifht`` (along the last axis), one operation in the precision
+    of ``A``."""
+    from scipy import fft
+
+    return _in_dtype(fft.ifht(A, dln, mu, offset=offset, bias=bias), A.dtype)
+
+
+def _self_transpose(op):
+    """The pullback of a transform whose matrix is symmetric: ``op`` again."""
+    def transpose(g, shape, *args, **kwargs):
+        return op(g, *args, **kwargs)
+
+    transpose.__name__ = transpose.__qualname__ = f"{op.__name__}_transpose"
+    return transpose
+
+
+def _register_fht(f):
+    from chainrules.derived import linear_rule
+    from chainrules.primitives import primitive
+
+    op = primitive(f)
+    linear_rule(op, _self_transpose(op), batched=(op, _self_transpose(op)))
+    return op
+
+
+fht_last = _register_fht(fht_last)
+ifht_last = _register_fht(ifht_last)
+
+
+def _hankel(op, a, dln, mu, offset, bias):
+    """``op`` on the traced ``a`` in SciPy's working precision (float64 with a
+    bias, whose weights are float64), or SciPy's error for complex input."""
+    a = _working(_array(a))
+    if a.dtype.kind == "c":
+        raise TypeError("x must be a real sequence")
+    if bias != 0 and a.dtype != np.float64:
+        a = a.astype(np.float64)
+    return op(a, dln, mu, offset, bias)
+
+
+def fht(a, dln, mu, offset=0.0, bias=0.0):
+    return _hankel(fht_last, a, dln, mu, offset, bias)
+
+
+def ifht(A, dln, mu, offset=0.0, bias=0.0):
+    return _hankel(ifht_last, A, dln, mu, offset, bias)
+
+
 def fftshift(x, axes=None):
     return np.fft.fftshift(_array(x), axes)
 
@@ -393,7 +460,11 @@ def ifftshift(x, axes=None):
 TRANSFORMS = {f.__name__: f for f in (
     fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft, rfft2, irfft2, rfftn, irfftn,
     hfft, ihfft, hfft2, ihfft2, hfftn, ihfftn,
-    dct, idct, dctn, idctn, dst, idst, dstn, idstn, fftshift, ifftshift)}
+    dct, idct, dctn, idctn, dst, idst, dstn, idstn, fftshift, ifftshift, fht, ifht)}
+
+
+#: the name of the array argument where it is not ``x``
+_ARRAY_ARGUMENT = {"fht": "a", "ifht": "A"}
 
 
 # -- the backend ----------------------------------------------------------------------
@@ -401,7 +472,7 @@ class TracedBackend:
     """A backend of ``scipy.fft`` (uarray's protocol) for traced values:
     calls whose array argument holds traced values run the transform of
     this module; every other call, and every function of ``scipy.fft``
-    without a traced version (``fht``, ``ifht``), is passed on to the next
+    without a traced version (``fhtoffset``), is passed on to the next
     backend (SciPy's own, unchanged)."""
 
     __ua_domain__ = "numpy.scipy.fft"
@@ -411,8 +482,13 @@ class TracedBackend:
         transform = TRANSFORMS.get(getattr(method, "__name__", None))
         if transform is None:
             return NotImplemented
-        x = args[0] if args else kwargs.get("x")
-        if not holds_traced(x):
+        name = method.__name__
+        if name in _ARRAY_ARGUMENT:
+            # a traced parameter of fht reaches its rule, which refuses it
+            traced = holds_traced(args) or holds_traced(tuple(kwargs.values()))
+        else:
+            traced = holds_traced(args[0] if args else kwargs.get("x"))
+        if not traced:
             return NotImplemented
         return transform(*args, **kwargs)
 

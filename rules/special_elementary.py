@@ -72,22 +72,30 @@ NO_RULE = {
     "arguments": "the closed forms divide by differences of the arguments (a removable "
     "singularity): NaN where two of them are equal",
     "bdtrik, bdtrin, nbdtrik, nbdtrin, pdtrik, chdtriv, gdtrib, fdtridfd, stdtridf, "
-    "nctdtridf, ncfdtridfd, ncfdtridfn, btdtria, btdtrib": "inverses in a count, shape or "
-    "degrees-of-freedom argument: the forward function has no closed-form derivative "
-    "there, so neither has the inverse",
-    "chndtr, chndtrix, chndtridf, chndtrinc, ncfdtri, ncfdtrinc, nctdtrit, nctdtrinc, "
-    "nrdtrimn, nrdtrisd, tklmbda": "not yet: closed forms exist in some arguments (the "
-    "noncentral densities, the inverse-function theorem)",
-    "ellipj, kelvin, pbdv, pbvv, pbwa, modfresnelm, modfresnelp, itairy, it2i0k0, "
-    "it2j0y0, iti0k0, itj0y0, it2struve0, itstruve0, itmodstruve0": "not yet: several "
-    "outputs (compositions of one-output rules, as sici); the integrals' derivatives are "
-    "their integrands",
-    "hankel1, hankel1e, hankel2, hankel2e": "not yet: complex Bessel functions of the third "
-    "kind (complex output of a real order and complex argument)",
-    "besselpoly, lpmv, mathieu_a, mathieu_b, mathieu_cem, mathieu_sem, mathieu_modcem1, "
-    "mathieu_modcem2, mathieu_modsem1, mathieu_modsem2, obl_*, pro_*": "no closed form in "
-    "the characteristic parameters; the angular and radial functions return their "
-    "derivative as a second output (not yet used as a rule)",
+    "nctdtridf, ncfdtridfd, ncfdtridfn, chndtridf, btdtria, btdtrib": "inverses in a count, "
+    "shape or degrees-of-freedom argument: the forward function has no closed-form "
+    "derivative there, so neither has the inverse",
+    "chndtr, chndtrix, chndtrinc, nctdtrit, nctdtrinc, ncfdtri (df, dfn, dfd)": "no closed "
+    "form in the degrees of freedom",
+    "ncfdtrinc": "SciPy's solver stops about 1e-6 short of ncfdtr(dfn, dfd, nc, f) = p and "
+    "its value jumps where the solver's path changes: no derivative matches it",
+    "hankel1, hankel1e, hankel2, hankel2e in v": "no closed form in the order",
+    "besselpoly in lmb, nu": "no closed form in the power and the order",
+    "modfresnelp, modfresnelm (fp, fm at x < 0)": "SciPy's fp and fm there are not the "
+    "integral (their imaginary part is off): NaN derivative",
+    "pbdv, pbvv in v; pbwa in a": "no closed form in the order or parameter",
+    "ellipj in m": "not yet: the derivatives in the parameter go through "
+    "ellipeinc(am(u|m), m) and are not written",
+    "lpmv in m, v": "integer order m; no closed form in the degree v",
+    "mathieu_a, mathieu_b": "characteristic values: no closed form in q (the derivative is "
+    "an integral of ce_m^2 or se_m^2 times cos 2x)",
+    "mathieu_cem, mathieu_sem, mathieu_modcem1, mathieu_modcem2, mathieu_modsem1, "
+    "mathieu_modsem2 in m, q": "integer order m; no closed form in q",
+    "pro_cv, obl_cv; pro_*, obl_* in m, n, c, cv": "no closed form in the characteristic "
+    "parameters (integer m, n)",
+    "pro_rad2, pro_rad2_cv, obl_rad2, obl_rad2_cv": "SciPy's values are not consistent "
+    "with its own derivative output (pro_rad2 off by up to 20 %, obl_rad2 zero or off "
+    "below x ~ 2): no rule",
 }
 
 # Python floats, so that float32 stays float32 (NumPy 2 promotion)

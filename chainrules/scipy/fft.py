@@ -14,6 +14,8 @@ backend, for ``scipy.fft.set_backend(backend)`` around such code.
 
 ``overwrite_x`` and ``workers`` are ignored on traced values (neither the
 result nor its derivative depends on them; the input is never written to).
+The fast Hankel transforms ``fht`` and ``ifht`` are differentiated in their
+array (``dln``, ``mu``, ``offset`` and ``bias`` must be constants).
 See rules/scipy_fft.py and rules/scipy_fft_r2r.py. (``import chainrules``
 registers the backend once ``scipy.fft`` is imported; this module imports
 ``scipy.fft`` only when a function here is called on a plain array.)
@@ -28,7 +30,7 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
            "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
            "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
            "dct", "idct", "dctn", "idctn", "dst", "idst", "dstn", "idstn",
-           "fftshift", "ifftshift", "backend"]
+           "fht", "ifht", "fftshift", "ifftshift", "backend"]
 
 #: chainrules' backend of scipy.fft, registered with it when it is imported
 backend = _traced.BACKEND
@@ -209,3 +211,23 @@ def fftshift(x, axes=None):
 def ifftshift(x, axes=None):
     """``scipy.fft.ifftshift``."""
     return _call("ifftshift", x, axes)
+
+
+# -- the fast Hankel transform ----------------------------------------------------------
+def _hankel(name, a, dln, mu, offset, bias):
+    """``scipy.fft.<name>``, traced when any argument is (a traced parameter
+    raises ``MissingRuleError``: the transforms are differentiated in ``a``)."""
+    if holds_traced((a, dln, mu, offset, bias)):
+        return _traced.TRANSFORMS[name](a, dln, mu, offset, bias)
+    return getattr(importlib.import_module("scipy.fft"), name)(a, dln, mu, offset=offset,
+                                                              bias=bias)
+
+
+def fht(a, dln, mu, offset=0.0, bias=0.0):
+    """``scipy.fft.fht``."""
+    return _hankel("fht", a, dln, mu, offset, bias)
+
+
+def ifht(A, dln, mu, offset=0.0, bias=0.0):
+    """``scipy.fft.ifht``."""
+    return _hankel("ifht", A, dln, mu, offset, bias)

@@ -41,6 +41,8 @@ AS_IS = {
     "scipy.special.yvp": "a sum of yv values (yv has a rule)",
     "scipy.special.ivp": "a sum of iv values (iv has a rule)",
     "scipy.special.kvp": "a sum of kv values (kv has a rule)",
+    "scipy.special.h1vp": "a sum of hankel1 values (hankel1 has a rule)",
+    "scipy.special.h2vp": "a sum of hankel2 values (hankel2 has a rule)",
     "scipy.special.zeta": "zeta(x, q) calls the Hurwitz zeta ufunc, differentiable in q "
                           "(the one-argument form calls _riemann_zeta, which has no rule)",
     "scipy.special.assoc_laguerre": "calls eval_genlaguerre (it has a rule)",
@@ -86,7 +88,6 @@ _CATEGORIES = {
             "sph_legendre_p sph_legendre_p_all sph_harm_y sph_harm_y_all"),
         "a wrapper that converts its inputs, around private ufuncs without rules: no "
         "twin": "spherical_jn spherical_yn spherical_in spherical_kn",
-        "calls hankel1 / hankel2, which have no rule": "h1vp h2vp",
         "calls the private ufunc _lambertw, which has no rule": "lambertw",
         "ellipsoidal harmonics: private ufuncs without rules": (
             "ellip_harm ellip_harm_2 ellip_normal"),
@@ -196,7 +197,8 @@ _CATEGORIES = {
     },
     "scipy.fft": {
         "no array input: sample frequencies from a length and a spacing": "fftfreq rfftfreq",
-        _NO_TWIN_YET + " (the fast Hankel transform, FFTLog)": "fht ifht fhtoffset",
+        "configuration of fht: its low-ringing offset, from scalar parameters: no twin": (
+            "fhtoffset"),
         "configuration: backends, worker threads, fast transform lengths": (
             "get_workers set_workers register_backend set_backend set_global_backend "
             "skip_backend next_fast_len prev_fast_len"),

@@ -288,14 +288,70 @@ def test_a_global_backend_tried_first_refuses_until_chainrules_backend_is_set():
     np.testing.assert_allclose(g, cr.grad(f)(x))
 
 
-def test_fht_is_left_to_scipy():
-    x = _rng(15).standard_normal(8)
-    with pytest.raises(UntraceableError):
-        cr.grad(lambda x: np.sum(sf.fht(x, 0.1, 0.0)))(x)
+# -- the fast Hankel transform ----------------------------------------------------------
+HANKEL = [dict(dln=0.1, mu=0.0), dict(dln=0.05, mu=1.5, offset=0.3, bias=0.4),
+          dict(dln=0.2, mu=-0.5, offset=0.1, bias=-0.3)]
+
+
+@pytest.mark.parametrize("name", ["fht", "ifht"])
+def test_hankel_transforms_match_scipy(name):
+    f = getattr(sf, name)
+    r = _rng(17).standard_normal((2, 3, 8))
+    for x in (r, r[0, 0, :7], r.astype(np.float32), r[0].astype(np.float16)):
+        for kw in HANKEL:
+            ref = f(x, **kw)
+            got = _traced_value(lambda x: f(x, **kw), x)
+            assert got.dtype == ref.dtype and got.shape == ref.shape, (name, kw, x.dtype)
+            tol = 1e-12 if ref.dtype == np.float64 else 3e-6
+            np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    # the keyword spelling of the array argument reaches the backend too
+    kw = {"a" if name == "fht" else "A": r}
+    np.testing.assert_allclose(_traced_value(lambda x: f(**{**kw, list(kw)[0]: x},
+                                                         dln=0.1, mu=0.5), r),
+                               f(r, 0.1, 0.5), rtol=1e-12)
+    with pytest.raises(TypeError):
+        _traced_value(lambda x: f(x, 0.1, 0.0), r + 1j * r)
+
+
+@pytest.mark.parametrize("name", ["fht", "ifht"])
+def test_hankel_transforms_are_their_own_transposes(name):
+    # the matrix of the transform along the last axis is symmetric: the
+    # gradient of <w, f(a)> is f(w), and the Jacobian is SciPy's matrix
+    f = getattr(sf, name)
+    for n in (7, 8):
+        eye = np.eye(n)
+        for kw in HANKEL:
+            m = np.stack([f(e, **kw) for e in eye], axis=1)
+            np.testing.assert_allclose(cr.jacobian(lambda a: f(a, **kw))(np.ones(n)), m,
+                                       rtol=1e-12, atol=1e-14 * np.abs(m).max())
+            w = _rng(n).standard_normal(n)
+            g = cr.grad(lambda a: np.sum(w * f(a, **kw)))(np.ones(n))
+            np.testing.assert_allclose(g, m.T @ w, rtol=1e-12)
+            np.testing.assert_allclose(g, f(w, **kw), rtol=1e-12)
+
+
+def test_hankel_transforms_differentiate_to_second_order():
+    a = _rng(18).standard_normal((2, 9))
+    for kw in HANKEL:
+        assert check_grads(lambda a: np.sum(np.sin(sf.fht(a, **kw)) * sf.ifht(a, **kw)), a)
+        assert check_hvp(cf.fht, a, kw["dln"], kw["mu"], kw.get("offset", 0.0),
+                         kw.get("bias", 0.0), wrt=(0,))
+    # ifht undoes fht (away from a singular transform): so do their derivatives
+    g = cr.grad(lambda a: np.sum(sf.ifht(sf.fht(a, 0.1, 0.5), 0.1, 0.5) ** 2))(a)
+    np.testing.assert_allclose(g, 2 * a, rtol=1e-9)
+
+
+def test_hankel_transforms_refuse_traced_parameters():
+    a = _rng(19).standard_normal(8)
+    for args in ((0.1, 0.5), (0.5, 0.1)):
+        with pytest.raises(cr.MissingRuleError, match="first argument only"):
+            cr.grad(lambda p: np.sum(sf.fht(a, p, args[1])))(args[0])
+    with pytest.raises(cr.MissingRuleError, match="first argument only"):
+        cr.grad(lambda b: np.sum(sf.ifht(a, 0.1, 0.5, bias=b)))(0.2)
 
 
 def test_twins_have_scipys_signatures():
-    for name in ALL:
+    for name in ALL + ["fht", "ifht"]:
         assert inspect.signature(getattr(cf, name)) == inspect.signature(
             getattr(sf, name)), name
         assert name in traced.TRANSFORMS

@@ -24,7 +24,8 @@ __all__ = ["RuleSpec", "all_specs", "family_specs", "FAMILIES"]
 FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
             "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg",
             "scipy_integrate", "scipy_signal", "scipy_stats", "scipy_spatial", "composites",
-            "special_elementary", "special_distributions")
+            "special_elementary", "special_distributions", "special_integrals",
+            "special_odes", "special_inverses", "scipy_fft")
 
 
 @dataclasses.dataclass(frozen=True)
