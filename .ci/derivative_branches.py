@@ -36,6 +36,18 @@ EXPLAINED = {
     ("rules/_linalg_util.py", "pushforward", "if all(_is_zero(t) for t in xds):"):
         "no sweep pushes forward a rule whose input tangents are all zero; a direct "
         "rule.pushforward call may",
+    ("rules/_linalg_batch.py", "pushforward_batched", "if all(_is_zero(t) for t in xds):"):
+        "no sweep pushes forward a rule whose input tangents are all zero; a direct "
+        "rule.pushforward_batched call may (as pushforward's guard above)",
+    ("rules/_linalg_batch.py", "pullback_batched", "if _all_zero(G):"):
+        "the engine skips a node whose cotangent is structurally zero, and these rules "
+        "are not linear (a linear rule's default second order passes ZeroTangent()); a "
+        "direct rule.pullback_batched call may",
+    ("rules/shape_pieces.py", "pullback_batched",
+     "if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):"):
+        "every output's cotangent structurally zero: the engine skips such a node (a "
+        "structural zero never enters a multi-output node's slots), and the rule checker "
+        "tries structural outputs one at a time; a direct call may pass them all",
     ("rules/decompositions.py", "_svd_pb",
      "if k and np.any(sv <= 100 * k * np.finfo(sv.dtype).eps * scale):"):
         "raises DomainError for the singular vectors of a rank-deficient non-square "

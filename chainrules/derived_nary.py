@@ -13,7 +13,8 @@ differentiated.
 
 import numpy as np
 
-from .broadcast import CastCotangents, narrower_inputs, unbroadcast
+from .broadcast import (CastCotangents, expand_batched, narrower_inputs, unbroadcast,
+                        unbroadcast_batched)
 from .derived_common import plus, times
 from .errors import HvpNotSupported
 from .rule import ReverseRule
@@ -110,6 +111,49 @@ class NaryScalarRule(ReverseRule):
                     cd = plus(cd, times(times(g, _call(self.spec.d2[k, j], self.args)),
                                           tan[j]))
             out.append((self.ids[k], self._unbroadcast(c, k), self._unbroadcast(cd, k)))
+        return out
+
+    # -- batches of directions: a leading axis on every tangent and on the
+    # cotangent's tangent (the partials broadcast against it; a batched
+    # tangent of a narrower argument gets ones after its batch axis first)
+    batched = True
+
+    def _lift(self, t, k):
+        return expand_batched(t, self.shapes[k], len(self.zshape))
+
+    def _unbroadcast_batched(self, c, k):
+        return c if isinstance(c, Structural) else unbroadcast_batched(c, self.shapes[k])
+
+    def pullback_batched(self, G):
+        return [(self.ids[k], self._unbroadcast_batched(times(G, self._d(k)), k))
+                for k in self._traced()]
+
+    def pushforward_batched(self, tangents):
+        t = ZERO
+        for k, td in zip(self._traced(), tangents):
+            if not isinstance(td, Structural):
+                t = plus(t, times(self._lift(td, k), self._d(k)))
+        if isinstance(t, Structural) or np.shape(t)[1:] == self.zshape:
+            return t
+        return np.broadcast_to(t, np.shape(t)[:1] + self.zshape)
+
+    def pullback_with_tangents_batched(self, g, GD, tangents):
+        traced = self._traced()
+        on = [k for k, td in zip(traced, tangents) if not isinstance(td, Structural)]
+        tan = dict(zip(traced, tangents))
+        has_g = not isinstance(g, Structural)
+        if has_g and on and self.spec.d2 is None:
+            raise HvpNotSupported(f"{self.spec.name} was registered without second=")
+        out = []
+        for k in traced:
+            d = self._d(k)
+            c = times(g, d)
+            cd = times(GD, d)
+            if has_g:
+                for j in on:
+                    cd = plus(cd, times(times(g, _call(self.spec.d2[k, j], self.args)),
+                                        self._lift(tan[j], j)))
+            out.append((self.ids[k], self._unbroadcast(c, k), self._unbroadcast_batched(cd, k)))
         return out
 
 

@@ -18,6 +18,12 @@ tangents). From that one definition:
 Since pullbacks are written with ``np.*`` calls on the inputs and saved
 outputs, they are differentiable again (grad of grad).
 
+Batches of directions (Jacobians, Hessians): ``LinalgRule`` takes them
+itself (rules/_linalg_batch.py), through hand-written batched maps where a
+rule gives them (``pfb``, ``pbb``: solves fold the directions into more
+right-hand sides of one factorization), else through ``pf`` recorded once
+and swept with the whole batch, else once per direction.
+
 This module registers no rule: ``defrule`` (and the makers built on
 ``LinalgRule``) register from the family modules that call them.
 """
@@ -360,15 +366,19 @@ def _inexact(x):
 
 # -- the generic rule ----------------------------------------------------------
 class _Def:
-    __slots__ = ("name", "pf", "pb", "prepare", "pbt")
+    __slots__ = ("name", "pf", "pb", "prepare", "pbt", "pfb", "pbb")
 
-    def __init__(self, name, pf, pb=None, prepare=None, pbt=None):
+    def __init__(self, name, pf, pb=None, prepare=None, pbt=None, pfb=None, pbb=None):
         self.name, self.pf, self.pb, self.prepare = name, pf, pb, prepare
         # pbt(rule, g, gd, tangents, out_tangent): a hand-written
         # pullback_with_tangents (a list of (id, c, cd)) or None where it does
         # not apply; out_tangent is the output's tangent when the engine
         # has it, else None
         self.pbt = pbt
+        # pfb(rule, tangents, k) / pbb(rule, G, k): hand-written batches of
+        # pf / pb (a leading axis of k directions on every tangent and
+        # cotangent, structural zeros as ZERO); None: see rules/_linalg_batch.py
+        self.pfb, self.pbb = pfb, pbb
 
 
 class LinalgRule(ReverseRule):
@@ -443,6 +453,24 @@ class LinalgRule(ReverseRule):
             if out is not None:
                 return out
         return _pullback_jvp(self, g, gd, xds)
+
+    # -- batches of directions (rules/_linalg_batch.py) ---------------------------
+    batched = True
+
+    def pushforward_batched(self, tangents):
+        from ._linalg_batch import pushforward_batched
+
+        return pushforward_batched(self, self._expand(tangents))
+
+    def pullback_batched(self, G):
+        from ._linalg_batch import pullback_batched
+
+        return pullback_batched(self, G)
+
+    def pullback_with_tangents_batched(self, g, GD, tangents, out_tangent=None):
+        from ._linalg_batch import pullback_with_tangents_batched
+
+        return pullback_with_tangents_batched(self, g, GD, tangents, out_tangent)
 
 
 def _project(c, x):
@@ -532,7 +560,7 @@ def _pullback_jvp(r, g, gd, xds):
     return out
 
 
-def defrule(op, pf, pb=None, multi=False, prepare=None, pbt=None):
+def defrule(op, pf, pb=None, multi=False, prepare=None, pbt=None, pfb=None, pbb=None):
     """Register ``op`` (all positional array arguments differentiable).
 
     ``pf(rule, tangents) -> output tangent`` (a tuple for ``multi``);
@@ -540,9 +568,11 @@ def defrule(op, pf, pb=None, multi=False, prepare=None, pbt=None):
     ``prepare(xs, kw) -> (y, aux)`` computes the output and saved values
     (default: ``op(*xs, **kw)``); ``pbt(rule, g, gd, tangents)`` is a
     hand-written ``pullback_with_tangents`` returning ``None`` where it does
-    not apply (default: the jvp of the pullback).
+    not apply (default: the jvp of the pullback). ``pfb(rule, tangents, k)``
+    and ``pbb(rule, G, k)`` are ``pf`` and ``pb`` on batches of ``k``
+    directions (a leading axis; default: see ``LinalgRule.pushforward_batched``).
     """
-    d = _Def(op_name(op), pf, pb, prepare, pbt)
+    d = _Def(op_name(op), pf, pb, prepare, pbt, pfb, pbb)
 
     def linalg_maker(ids, *xs, **kw):
         if prepare is None:

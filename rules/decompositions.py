@@ -43,6 +43,7 @@ from chainrules.registry import register
 from chainrules.tracing import untraced
 
 from ._util import array_value
+from ._linalg_batch import broadcasting_pb, broadcasting_pf
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _imag_diag, _is_zero, _rdt,
                            _row, _tri_mask, conj, defrule, diag_embed, diag_part,
@@ -129,7 +130,7 @@ def _eigh_pb(r, g):
     return [herm_cotangent(ga, lower=_lower(r))] + [None] * (len(r.xs) - 1)
 
 
-defrule(np.linalg.eigh, _eigh_pf, _eigh_pb, multi=True)
+defrule(np.linalg.eigh, _eigh_pf, _eigh_pb, multi=True, pfb=broadcasting_pf(_eigh_pf))
 
 
 def _eigvalsh_prepare(xs, kw):
@@ -150,7 +151,8 @@ def _eigvalsh_pb(r, g):
     return [herm_cotangent(ga, lower=_lower(r))] + [None] * (len(r.xs) - 1)
 
 
-defrule(np.linalg.eigvalsh, _eigvalsh_pf, _eigvalsh_pb, prepare=_eigvalsh_prepare)
+defrule(np.linalg.eigvalsh, _eigvalsh_pf, _eigvalsh_pb, prepare=_eigvalsh_prepare,
+        pfb=broadcasting_pf(_eigvalsh_pf), pbb=broadcasting_pb(_eigvalsh_pb))
 
 
 # -- svd -------------------------------------------------------------------------

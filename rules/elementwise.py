@@ -18,7 +18,7 @@ from chainrules.derived import scalar_rule
 from chainrules.errors import MissingRuleError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
-from chainrules.tangents import Structural
+from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import is_traced, untraced
 
 from .arithmetic import make_piecewise
@@ -130,6 +130,16 @@ class PartsMaskRule(ReverseRule):
     def pushforward(self, tangents):
         t = tangents[0]
         return t if isinstance(t, Structural) else self._apply(t)
+
+    # batches of directions: the masks broadcast over the leading batch axis
+    batched = True
+    pullback_batched = pullback
+    pushforward_batched = pushforward
+
+    def pullback_with_tangents_batched(self, g, GD, tangents):
+        c = ZERO if isinstance(g, Structural) else self._apply(g)
+        cd = ZERO if isinstance(GD, Structural) else self._apply(GD)
+        return [(self.x_id, c, cd)]
 
 
 @register(np.nan_to_num)

@@ -24,12 +24,14 @@ complex diagonal is ignored) and their cotangents live on that triangle.
 
 import numpy as np
 
+from chainrules.broadcast import unbroadcast_batched
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.registry import accepts_sequences, non_differentiable, register
 from chainrules.tangents import ZERO
 from chainrules.tracing import untraced
 
 from ._util import array_value
+from ._linalg_batch import broadcasting_pb, broadcasting_pf, fold_columns, lift, solve_rhs
 
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
                            _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
@@ -51,7 +53,8 @@ def _inv_pb(r, g):
     return [-(yt @ g @ yt)]
 
 
-defrule(np.linalg.inv, _inv_pf, _inv_pb)
+defrule(np.linalg.inv, _inv_pf, _inv_pb, pfb=broadcasting_pf(_inv_pf),
+        pbb=broadcasting_pb(_inv_pb))
 
 
 def _singular(op, fn, *args):
@@ -81,7 +84,18 @@ def _det_pb(r, g):
     return [_col(_col(g * r.y)) * mT(_singular("numpy.linalg.det", np.linalg.inv, a))]
 
 
-defrule(np.linalg.det, _det_pf, _det_pb)
+def _trace_inv_batched(a, ad, op):
+    """``trace(a^-1 ad_j)`` for a batch ``ad`` (``(k,) + a.shape``): one
+    inverse for the batch instead of a solve per direction."""
+    ai = _singular(op, np.linalg.inv, a)
+    return np.sum(mT(ai) * ad, axis=(-2, -1))
+
+
+def _det_pfb(r, xds, k):
+    return r.y * _trace_inv_batched(r.xs[0], xds[0], "numpy.linalg.det")
+
+
+defrule(np.linalg.det, _det_pf, _det_pb, pfb=_det_pfb, pbb=broadcasting_pb(_det_pb))
 
 
 def _slogdet_pf(r, xds):
@@ -105,7 +119,26 @@ def _slogdet_pb(r, g):
     return [_col(_col(c)) * mT(_singular("numpy.linalg.slogdet", np.linalg.inv, a))]
 
 
-defrule(np.linalg.slogdet, _slogdet_pf, _slogdet_pb, multi=True)
+def _slogdet_pfb(r, xds, k):
+    sign, logabs = r.y
+    tau = _trace_inv_batched(r.xs[0], xds[0], "numpy.linalg.slogdet")
+    if _cplx(tau):
+        return sign * ((tau - np.conjugate(tau)) * 0.5), np.real(tau)
+    return np.zeros((k,) + sign.shape, sign.dtype), tau
+
+
+def _slogdet_pbb(r, G, k):
+    sign, logabs = r.y
+    gs, gl = G
+    c = np.zeros((k,) + logabs.shape, logabs.dtype) if _is_zero(gl) else gl
+    if _cplx(sign) and not _is_zero(gs):
+        z = gs * sign
+        c = c + (z - np.conjugate(z)) * 0.5
+    return [_col(_col(c)) * mT(_singular("numpy.linalg.slogdet", np.linalg.inv, r.xs[0]))]
+
+
+defrule(np.linalg.slogdet, _slogdet_pf, _slogdet_pb, multi=True, pfb=_slogdet_pfb,
+        pbb=_slogdet_pbb)
 
 
 # -- solve ------------------------------------------------------------------------
@@ -136,7 +169,33 @@ def _solve_pb(r, g):
             _unbroadcast(gb, b.shape) if r.ids[1] is not None else None]
 
 
-defrule(np.linalg.solve, _solve_pf, _solve_pb)
+def _solve_pfb(r, xds, k):
+    a, b = r.xs
+    ad, bd = xds
+    x = r.y
+    xm = _col(x) if _vec(b) else x                 # (..., n, m)
+    rank = xm.ndim + 1
+    rhs = solve_rhs(bd, None if _is_zero(ad) else lift(ad, rank) @ xm, _vec(b), rank)
+    xd = fold_columns(lambda m: np.linalg.solve(a, m), rhs, xm.shape)
+    return np.reshape(xd, (k,) + x.shape)
+
+
+def _solve_pbb(r, G, k):
+    a, b = r.xs
+    x = r.y
+    vec = _vec(b)
+    xm = _col(x) if vec else x
+    at = mT(a)
+    gb = fold_columns(lambda m: np.linalg.solve(at, m), np.reshape(G, G.shape + (1,)) if vec
+                      else G, xm.shape)
+    ga = -(gb @ mT(xm))
+    if vec:
+        gb = np.reshape(gb, gb.shape[:-1])
+    return [unbroadcast_batched(ga, a.shape) if r.ids[0] is not None else None,
+            unbroadcast_batched(gb, b.shape) if r.ids[1] is not None else None]
+
+
+defrule(np.linalg.solve, _solve_pf, _solve_pb, pfb=_solve_pfb, pbb=_solve_pbb)
 
 
 # -- cholesky ------------------------------------------------------------------
@@ -211,7 +270,7 @@ def _pinv_pf(r, xds):
     return _pinv_d(a, r.y, ad)
 
 
-defrule(np.linalg.pinv, _pinv_pf)
+defrule(np.linalg.pinv, _pinv_pf, pfb=broadcasting_pf(_pinv_pf))
 
 
 def _lstsq_prepare(xs, kw):
@@ -270,7 +329,7 @@ def _matrix_power_pf(r, xds):
     return pd
 
 
-defrule(np.linalg.matrix_power, _matrix_power_pf)
+defrule(np.linalg.matrix_power, _matrix_power_pf, pfb=broadcasting_pf(_matrix_power_pf))
 
 
 def _multi_dot_pf(r, xds):

@@ -31,7 +31,7 @@ import functools
 import numpy as np
 
 from chainrules.arrays import is_array, ndim_of, real_dtype, uniform_array
-from chainrules.tangents import is_zero
+from chainrules.tangents import ZERO, is_zero
 
 from chainrules.derived import LinearRule
 from chainrules.errors import MissingRuleError, UntraceableError
@@ -367,6 +367,29 @@ class WeightedReduceRule(ReverseRule):
         # where w == 0 (NaN entries of nansum) the tangent must not leak a NaN
         d = np.sum(t * self._weights(), axis=self.axes, keepdims=self.keepdims)
         return d if self.dtypes is None else d.astype(self.dtypes[1])
+
+    # batches of directions: the same maps behind a leading batch axis
+    batched = True
+
+    def pullback_batched(self, G):
+        if _is_zero(G):
+            return []
+        g = G if self.keepdims else np.reshape(G, G.shape[:1] + _kd_shape(self.shape, self.axes))
+        c = g * self._weights()
+        if self.dtypes is not None:
+            xd = self.dtypes[0]
+            c = (np.real(c) if c.dtype.kind == "c" and xd.kind != "c" else c).astype(xd)
+        return [(self.x_id, c)]
+
+    def pushforward_batched(self, tangents):
+        axes = tuple(a + 1 for a in self.axes)
+        d = np.sum(tangents[0] * self._weights(), axis=axes, keepdims=self.keepdims)
+        return d if self.dtypes is None else d.astype(self.dtypes[1])
+
+    def pullback_with_tangents_batched(self, g, GD, tangents):
+        c = self.pullback(g)
+        cd = self.pullback_batched(GD)
+        return [(self.x_id, c[0][1] if c else ZERO, cd[0][1] if cd else ZERO)]
 
 
 def _max_params(a, axis=None, out=None, keepdims=False, initial=None, where=None):

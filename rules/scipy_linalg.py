@@ -38,6 +38,7 @@ import functools
 
 import numpy as np
 
+from chainrules.broadcast import unbroadcast_batched
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.rule import MultiOutput
 from chainrules.registry import accepts_sequences, register
@@ -45,6 +46,7 @@ from chainrules.registry import accepts_sequences, register
 from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _is_zero, _phi_mask, _rdt,
                            _tri_mask, _unbroadcast, check_residual, check_tol, conj, defrule,
                            herm_tangent, mH, mT, plain, scipy_takes_batches)
+from ._linalg_batch import fold_columns, lift, solve_rhs
 from .scipy_linalg_solvers import checked_sylvester
 
 from ._util import on_demand_family
@@ -282,6 +284,48 @@ def _solve_triangular_pb(r, g):
         [None] * (len(r.xs) - 2)
 
 
+def _tri_solver(r, a, trans):
+    t, lower, unit = _tri_opts(r)
+    return lambda m: solve_triangular(a, m, trans=trans, lower=lower, unit_diagonal=unit,
+                                      check_finite=False)
+
+
+def _solve_triangular_pfb(r, xds, k):
+    a, b = r.xs[0], r.xs[1]
+    ad, bd = xds[0], xds[1]
+    t, lower, unit = _tri_opts(r)
+    x = r.y
+    vec = b.ndim == 1
+    xm = _col(x) if vec else x
+    rank = xm.ndim + 1
+    td_x = None if _is_zero(ad) else lift(_op(t, _tri_of(ad, lower, unit)), rank) @ xm
+    out = fold_columns(_tri_solver(r, a, t), solve_rhs(bd, td_x, vec, rank), xm.shape)
+    return np.reshape(out, (k,) + x.shape)
+
+
+def _solve_triangular_pbb(r, G, k):
+    """``_solve_triangular_pb`` on a batch: one triangular solve with every
+    direction's right-hand sides."""
+    a, b = r.xs[0], r.xs[1]
+    t, lower, unit = _tri_opts(r)
+    if not _cplx(a):
+        t = min(t, 1)
+    x = r.y
+    vec = b.ndim == 1
+    xm = _col(x) if vec else x
+    gm = np.reshape(G, G.shape + (1,)) if vec else G
+    if t == 2:
+        gb = conj(fold_columns(_tri_solver(r, a, 0), conj(gm), xm.shape))
+    else:
+        gb = fold_columns(_tri_solver(r, a, 0 if t else 1), gm, xm.shape)
+    ga = None
+    if r.ids[0] is not None:
+        ga = unbroadcast_batched(_tri_of(_op(t, -(gb @ mT(xm))), lower, unit), a.shape)
+    gb = np.reshape(gb, gb.shape[:-1]) if vec else gb
+    return [ga, unbroadcast_batched(gb, b.shape) if r.ids[1] is not None else None] + \
+        [None] * (len(r.xs) - 2)
+
+
 def _solve_triangular_pbt(r, g, gd, xds, yd=None):
     """The pullback with tangents of ``op(A) x = b`` for plain real arrays
     (None elsewhere: the jvp of the pullback then). With ``gb = op(A)^-T g``
@@ -415,7 +459,8 @@ def _cho_register():
         return [_unbroadcast(gc, c.shape) if r.ids[0] is not None else None,
                 gb if r.ids[1] is not None else None]
 
-    ds = _Def("scipy.linalg.cho_solve", cho_solve_pf, cho_solve_pb)
+    ds = _Def("scipy.linalg.cho_solve", cho_solve_pf, cho_solve_pb, pfb=_cho_solve_pfb,
+              pbb=_cho_solve_pbb)
 
     def cho_solve_maker(ids, c_and_lower, b, *rest, **kw):
         c, lower = c_and_lower
@@ -498,12 +543,6 @@ def _lu_register():
 
     register(lu_factor)(lu_factor_maker)
 
-    def _trans(r):
-        """0: A x = b, 1: A^T x = b, 2: A^H x = b (complex factor only: for a
-        real one the conjugate transpose is the transpose)."""
-        t = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}[r.kw.get("trans", 0)]
-        return 1 if t == 2 and not _cplx(r.xs[0]) else t
-
     def lu_solve_pf(r, xds):
         lu, b = r.xs
         lud, bd = xds
@@ -514,7 +553,7 @@ def _lu_register():
         ld = lud * _tri_mask(n, lu.dtype, True, -1)
         ud = lud * _tri_mask(n, lu.dtype, False, 0)
         ad = mT(pt) @ (ld @ up + low @ ud)
-        t = _trans(r)
+        t = _lu_trans(r)
         ad = _op(t, ad)
         x = r.y
         vec = b.ndim == 1
@@ -528,7 +567,7 @@ def _lu_register():
         # A by op's transpose (conjugated for A^H), then to L and U
         lu, b = r.xs
         piv = r.kw["_piv"]
-        t = _trans(r)
+        t = _lu_trans(r)
         x = r.y
         vec = b.ndim == 1
         g2, x2 = (_col(g), _col(x)) if vec else (g, x)
@@ -547,7 +586,8 @@ def _lu_register():
         return [_unbroadcast(glu, lu.shape) if r.ids[0] is not None else None,
                 gb if r.ids[1] is not None else None]
 
-    ds = _Def("scipy.linalg.lu_solve", lu_solve_pf, lu_solve_pb)
+    ds = _Def("scipy.linalg.lu_solve", lu_solve_pf, lu_solve_pb, pfb=_lu_solve_pfb,
+              pbb=_lu_solve_pbb)
 
     def lu_solve_maker(ids, lu_and_piv, b, *rest, **kw):
         lu, piv = lu_and_piv
@@ -563,12 +603,106 @@ def _lu_register():
     accepts_sequences(lu_solve, 0)
 
 
+# -- batches of directions of cho_solve and lu_solve: every direction's
+# right-hand sides solved with the one factorization (see _linalg_batch.py)
+def _cho_solve_pfb(r, xds, k):
+    c, b = r.xs
+    cd, bd = xds
+    lower = r.kw["_lower"]
+    x = r.y
+    vec = b.ndim == 1
+    xm = _col(x) if vec else x
+    rank = xm.ndim + 1
+    td_x = None
+    if not _is_zero(cd):
+        tri = _tri_mask(c.shape[-1], c.dtype, lower, 0)
+        f, fd = c * tri, cd * tri
+        ad = fd @ mH(f) + f @ mH(fd) if lower else mH(fd) @ f + mH(f) @ fd
+        td_x = lift(ad, rank) @ xm
+    out = fold_columns(lambda m: cho_solve((c, lower), m), solve_rhs(bd, td_x, vec, rank),
+                       xm.shape)
+    return np.reshape(out, (k,) + x.shape)
+
+
+def _cho_solve_pbb(r, G, k):
+    c, b = r.xs
+    lower = r.kw["_lower"]
+    x = r.y
+    vec = b.ndim == 1
+    xm = _col(x) if vec else x
+    gm = np.reshape(G, G.shape + (1,)) if vec else G
+    gb = conj(fold_columns(lambda m: cho_solve((c, lower), m), conj(gm), xm.shape))
+    gc = None
+    if r.ids[0] is not None:
+        ga = -(gb @ mT(xm))
+        sym = ga + mH(ga)
+        tri = _tri_mask(c.shape[-1], c.dtype, lower, 0)
+        f = conj(c * tri)
+        gc = unbroadcast_batched((sym @ f if lower else f @ sym) * tri, c.shape)
+    gb = np.reshape(gb, gb.shape[:-1]) if vec else gb
+    return [gc, unbroadcast_batched(gb, b.shape) if r.ids[1] is not None else None]
+
+
+def _lu_trans(r):
+    """0: A x = b, 1: A^T x = b, 2: A^H x = b (complex factor only: for a
+    real one the conjugate transpose is the transpose)."""
+    t = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}[r.kw.get("trans", 0)]
+    return 1 if t == 2 and not _cplx(r.xs[0]) else t
+
+
+def _lu_solve_pfb(r, xds, k):
+    lu, b = r.xs
+    lud, bd = xds
+    piv = r.kw["_piv"]
+    t = _lu_trans(r)
+    x = r.y
+    vec = b.ndim == 1
+    xm = _col(x) if vec else x
+    rank = xm.ndim + 1
+    td_x = None
+    if not _is_zero(lud):
+        n = lu.shape[-1]
+        pt = _perm_matrix(piv, n, lu.dtype)
+        low, up = _lu_parts(lu)
+        ld = lud * _tri_mask(n, lu.dtype, True, -1)
+        ud = lud * _tri_mask(n, lu.dtype, False, 0)
+        td_x = lift(_op(t, mT(pt) @ (ld @ up + low @ ud)), rank) @ xm
+    out = fold_columns(lambda m: lu_solve((lu, piv), m, trans=t),
+                       solve_rhs(bd, td_x, vec, rank), xm.shape)
+    return np.reshape(out, (k,) + x.shape)
+
+
+def _lu_solve_pbb(r, G, k):
+    lu, b = r.xs
+    piv = r.kw["_piv"]
+    t = _lu_trans(r)
+    x = r.y
+    vec = b.ndim == 1
+    xm = _col(x) if vec else x
+    gm = np.reshape(G, G.shape + (1,)) if vec else G
+    if t == 2:
+        gb = conj(fold_columns(lambda m: lu_solve((lu, piv), m, trans=0), conj(gm),
+                               xm.shape))
+    else:
+        gb = fold_columns(lambda m: lu_solve((lu, piv), m, trans=1 - t), gm, xm.shape)
+    glu = None
+    if r.ids[0] is not None:
+        n = lu.shape[-1]
+        pa = _perm_matrix(piv, n, lu.dtype) @ _op(t, -(gb @ mT(xm)))
+        low, up = _lu_parts(lu)
+        glu = (pa @ mT(up)) * _tri_mask(n, lu.dtype, True, -1) + \
+            (mT(low) @ pa) * _tri_mask(n, lu.dtype, False, 0)
+        glu = unbroadcast_batched(glu, lu.shape)
+    gb = np.reshape(gb, gb.shape[:-1]) if vec else gb
+    return [glu, unbroadcast_batched(gb, b.shape) if r.ids[1] is not None else None]
+
+
 if sl is not None:
     defrule(expm, _expm_pf, _expm_pb)
     defrule(sqrtm, _sqrtm_pf, _sqrtm_pb)
     defrule(logm, _logm_pf, _logm_pb, prepare=_logm_prepare)
     defrule(solve_triangular, _solve_triangular_pf, _solve_triangular_pb,
-            pbt=_solve_triangular_pbt)
+            pbt=_solve_triangular_pbt, pfb=_solve_triangular_pfb, pbb=_solve_triangular_pbb)
     _cho_register()
     _lu_register()
 

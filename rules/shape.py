@@ -20,6 +20,10 @@ Operations of several arrays (``np.concatenate([a, b])``) accept any mix of
 traced and constant pieces; operations with several outputs (``np.split``,
 ``np.broadcast_arrays``) give unused outputs a zero cotangent.
 
+Batches of directions: the rules of several arrays (joins, splits,
+broadcast_arrays, atleast_nd) take a leading batch axis on every piece, the
+join or split axis one further (``batched = True`` in ``shape_pieces.py``).
+
 ``scatter_add(g, index, shape)`` (zeros of ``shape`` with ``g`` added at
 ``index``, repeats accumulating) is the adjoint of every gather; it is a
 primitive with its own rule, so adjoints built on it differentiate again.
@@ -150,6 +154,25 @@ class ZipLinearRule(ReverseRule):
             return [(nid, c, ZERO) for nid, c in a]
         return [(nid, c, cd) for (nid, c), (_, cd) in zip(a, b)]
 
+    def pullback_with_tangents_batched(self, g, GD, tangents):
+        """The same pairing for a batch ``GD`` of cotangent tangents, in a
+        subclass with ``batched = True`` (and a ``pullback_batched``)."""
+        a = self.pullback(g)
+        b = self.pullback_batched(GD)
+        if not a:
+            return [(nid, ZERO, c) for nid, c in b]
+        if not b:
+            return [(nid, c, ZERO) for nid, c in a]
+        return [(nid, c, cd) for (nid, c), (_, cd) in zip(a, b)]
+
+
+def batch_size(values):
+    """The number of directions of the first batched (non-structural) value."""
+    for v in values:
+        if not isinstance(v, Structural):
+            return v.shape[0]
+    return None
+
 
 def traced_only(ids):
     return tuple(i for i in ids if i is not None)
@@ -194,6 +217,20 @@ class PiecesRule(ZipLinearRule):
             return [t[i] for i in range(len(self.shapes))]
         it = iter(tangents)
         return [ZERO if nid is None else next(it) for nid in self.ids]
+
+    def _cotangents_batched(self, pieces):
+        """``_cotangents`` of batched pieces (a leading axis of directions):
+        the rows of a whole traced array are stacked after the batch axis."""
+        if self.whole is not None:
+            return [(self.whole, to_dtype(np.stack(list(pieces), axis=1), self.dtypes[0]))]
+        return self._cotangents(pieces)
+
+    def _tangents_batched(self, tangents):
+        """``_tangents`` of batched tangents."""
+        if self.whole is not None:
+            t = tangents[0]
+            return [t[:, i] for i in range(len(self.shapes))]
+        return self._tangents(tangents)
 
 
 def reject_traced(op, ids, start):

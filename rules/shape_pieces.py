@@ -12,6 +12,7 @@ which holds the helper rules these build on).
 import numpy as np
 
 from chainrules.arrays import is_array
+from chainrules.broadcast import expand_batched, unbroadcast_batched
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.rule import MultiOutput
@@ -22,8 +23,8 @@ from chainrules.primitives import primitive
 from chainrules.tracing import Traced, astype, untraced
 
 from ._util import ndim_of, shape_of
-from .shape import (PiecesRule, ZipLinearRule, axis_slice, dtype_of, first_dtype, reject_traced,
-                    reshape_back, to_dtype, traced_only)
+from .shape import (PiecesRule, ZipLinearRule, axis_slice, batch_size, dtype_of, first_dtype,
+                    reject_traced, reshape_back, to_dtype, traced_only)
 
 
 # -- several arrays in, several out: broadcast_arrays, atleast_nd(a, b) ---------------
@@ -72,6 +73,38 @@ class MapRule(ZipLinearRule):
                 out.append(np.broadcast_to(t, shape))
             else:
                 out.append(np.reshape(t, shape))
+        return tuple(out)
+
+    # batches of directions: the same maps behind a leading batch axis
+    batched = True
+
+    def pullback_batched(self, gs):
+        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
+            return []
+        out = []
+        for nid, g, shape in zip(self.ids, gs, self.shapes):
+            if nid is None:
+                continue
+            if isinstance(g, Structural):
+                out.append((nid, ZERO))
+            elif self.broadcast:
+                out.append((nid, unbroadcast_batched(g, shape)))
+            else:
+                out.append((nid, np.reshape(g, g.shape[:1] + shape)))
+        return out
+
+    def pushforward_batched(self, tangents):
+        ts = iter(tangents)
+        out = []
+        for nid, shape, oshape in zip(self.ids, self.shapes, self.out_shapes):
+            t = ZERO if nid is None else next(ts)
+            if isinstance(t, Structural):
+                out.append(ZERO)
+            elif self.broadcast:
+                t = expand_batched(t, shape, len(oshape))
+                out.append(np.broadcast_to(t, t.shape[:1] + oshape))
+            else:
+                out.append(np.reshape(t, t.shape[:1] + oshape))
         return tuple(out)
 
 
@@ -127,6 +160,36 @@ class JoinRule(PiecesRule):
             else:
                 parts.append(to_dtype(t if rshape == shape else np.reshape(t, rshape), dtype))
         return np.concatenate(parts, axis=self.axis)
+
+    # batches of directions: the pieces behind a leading batch axis, the
+    # join axis one further
+    batched = True
+
+    def pullback_batched(self, G):
+        if isinstance(G, Structural):
+            return []
+        k, axis = G.shape[0], self.axis + 1
+        pieces = []
+        start = 0
+        for shape, rshape in zip(self.shapes, self.rshapes):
+            stop = start + rshape[self.axis]
+            p = G[axis_slice(axis, start, stop)]
+            start = stop
+            pieces.append(p if rshape == shape else np.reshape(p, (k,) + shape))
+        return self._cotangents_batched(pieces)
+
+    def pushforward_batched(self, tangents):
+        ts = self._tangents_batched(tangents)
+        k = batch_size(ts)
+        dtype = self.out_dtype
+        parts = []
+        for t, shape, rshape in zip(ts, self.shapes, self.rshapes):
+            if isinstance(t, Structural):
+                parts.append(np.zeros((k,) + rshape, dtype))
+            else:
+                t = t if rshape == shape else np.reshape(t, (k,) + rshape)
+                parts.append(to_dtype(t, dtype))
+        return np.concatenate(parts, axis=self.axis + 1)
 
 
 def _concat_layout(pieces, axis=0, *args, **kwargs):
@@ -273,6 +336,29 @@ class SplitRule(ZipLinearRule):
 
     def pushforward(self, tangents):
         return tuple(self.op(tangents[0], *self.args, **self.kwargs))
+
+    # batches of directions: the pieces behind a leading batch axis, the
+    # split axis one further
+    batched = True
+
+    def pullback_batched(self, gs):
+        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
+            return []
+        dtype = first_dtype(gs)
+        k = batch_size(gs)
+        parts = [np.zeros((k,) + s, dtype) if isinstance(g, Structural) else g
+                 for g, s in zip(gs, self.out_shapes)]
+        return [(self.x_id, np.concatenate(parts, axis=self.axis + 1))]
+
+    def pushforward_batched(self, tangents):
+        t = tangents[0]
+        axis = self.axis + 1
+        out, start = [], 0
+        for s in self.out_shapes:
+            stop = start + s[self.axis]
+            out.append(t[axis_slice(axis, start, stop)])
+            start = stop
+        return tuple(out)
 
 
 def _split_maker(op, axis_of):

@@ -32,11 +32,13 @@ import numpy as np
 
 from chainrules.derived import unbroadcast
 from chainrules.errors import MissingRuleError
-from chainrules.registry import register
+from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
+from chainrules.sweep_batch import slice_of
 from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import untraced
 
+from ._linalg_batch import batch_count, jvp_batched
 from ._util import array_value, conj, normalize_axis, shape_of
 from .reductions import (_check_static, _count, _cum_params, _dtype_of, _expand,
                          _expand_kd, _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype,
@@ -106,6 +108,52 @@ class ComposedRule(ReverseRule):
         for i, nid in enumerate(self.ids):
             out.append((nid, ZERO if c is ZERO else c[i], ZERO if cd is None else cd[i]))
         return out
+
+    # -- batches of directions: pb and pf are linear in the cotangent and the
+    # tangents, so a batch of them is their forward derivative along the
+    # batch: each function traced once and swept forward with the batch
+    batched = True
+
+    def pullback_batched(self, G):
+        return list(zip(self.ids, self._cots_batched(G, batch_count(G))))
+
+    def _cots_batched(self, G, k):
+        """One batched cotangent per traced input, from a batch ``G``."""
+        res = jvp_batched(lambda g: self._cots(g, self.vals), (slice_of(G, 0),), (G,), k,
+                          op_name(self.op))
+        return [t for _, t in res]
+
+    def pushforward_batched(self, tangents):
+        def pf(*ts):
+            full = [ZERO] * len(self.vals)
+            for m, t in zip(self.which, ts):
+                full[m] = t
+            out = self.pf(full, *self.vals)
+            return out if type(out) is tuple else (out,)
+
+        first = tuple(slice_of(t, 0) for t in tangents)
+        res = [t for _, t in jvp_batched(pf, first, tuple(tangents), batch_count(tangents),
+                                         op_name(self.op))]
+        return tuple(res) if len(res) > 1 else res[0]
+
+    def pullback_with_tangents_batched(self, g, GD, tangents):
+        k = batch_count(GD, tangents)
+        c = ZERO if _zero_cot(g) else self._cots(g, self.vals)
+        cd = None if _zero_cot(GD) else self._cots_batched(GD, k)
+        if not _zero_cot(g) and not all(_is_zero(t) for t in tangents):
+            vals, which = self.vals, self.which
+
+            def pullback_at(*q):
+                full = list(vals)
+                for m, v in zip(which, q):
+                    full[m] = v
+                return self._cots(g, full)
+
+            dd = [t for _, t in jvp_batched(pullback_at, tuple(vals[m] for m in which),
+                                            tuple(tangents), k, op_name(self.op))]
+            cd = dd if cd is None else [_add(a, b) for a, b in zip(cd, dd)]
+        return [(nid, ZERO if c is ZERO else c[i], ZERO if cd is None else cd[i])
+                for i, nid in enumerate(self.ids)]
 
 
 def _add(a, b):

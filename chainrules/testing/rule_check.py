@@ -219,6 +219,8 @@ class RuleCheck:
                     if np.any(a != 0):
                         ctx.fail(f"the pullback of rule {rule_name(rule)} returned a "
                                  f"nonzero cotangent for the cotangent {label}")
+            if batched_rule(rule):
+                self._batched_structural(rule, outs)
             if outs is not None:
                 # one output at a time: ZeroTangent() and zeros must agree
                 live = [o for o in outs if o is not None]
@@ -245,6 +247,43 @@ class RuleCheck:
                                    [c1.get(nid, ZERO)], [c2.get(nid, ZERO)], 0.0,
                                    f"rule {rule_name(rule)}",
                                    ("ZeroTangent()", "zeros"), rtol=ctx.adj)
+
+    def _batched_structural(self, rule, outs):
+        """A batched pullback takes structural zeros where the engine passes
+        them (whole for rules marked ``linear``, per output for rules with
+        several outputs), and gives each direction the pullback of that
+        direction alone."""
+        ctx, tape = self.ctx, self.rec.tape
+        name = rule_name(rule)
+        if getattr(rule, "linear", False) and type(rule).pullback_with_tangents is \
+                ReverseRule.pullback_with_tangents:
+            whole = ZERO if outs is None else tuple(ZERO for _ in outs)
+            for nid, c in rule.pullback_batched(whole):
+                if tape.shapes[nid] is MULTI or isinstance(c, Structural):
+                    continue
+                if np.any(np.asarray(untraced(c)) != 0):
+                    ctx.fail(f"the batched pullback of rule {name} returned a nonzero "
+                             "cotangent for the cotangent ZeroTangent()")
+        if outs is None or sum(o is not None for o in outs) < 2:
+            return
+        for k, o in enumerate(outs):
+            if o is None:
+                continue
+            rnd = [[ZERO if j == k or p is None else random_leaf(np.zeros(p[0], p[1]), self.rng)
+                    for j, p in enumerate(outs)] for _ in range(2)]
+            G = tuple(ZERO if isinstance(a, Structural) else np.stack([a, b])
+                      for a, b in zip(*rnd))
+            got = by_node(rule.pullback_batched(G))
+            for d in range(2):
+                ref = by_node(rule.pullback(tuple(rnd[d])))
+                for nid in set(got) | set(ref):
+                    if tape.shapes[nid] is MULTI:
+                        continue
+                    c = got.get(nid, ZERO)
+                    ctx.vector(f"batched pullback with output {k} as ZeroTangent() vs one "
+                               "direction", [c if isinstance(c, Structural) else c[d]],
+                               [ref.get(nid, ZERO)], 0.0, f"rule {name}, direction #{d}",
+                               ("batched", "one direction"), rtol=ctx.adj)
 
     def frule(self):
         ctx = self.ctx

@@ -295,3 +295,103 @@ def test_batches_on_dask_stay_lazy():
     xs = np.linspace(0.1, 1.0, 8)
     hdiag = 2 * np.cos(xs) - xs * np.sin(xs)   # d2/dx2 of x sin x
     np.testing.assert_allclose(np.asarray(H), np.eye(8)[:3] * hdiag, rtol=1e-12, atol=1e-14)
+
+
+def test_linalg_and_join_rules_take_batches():
+    # solve, slogdet, concatenate, stack and split take the batch themselves,
+    # and the Hessian through them equals one direction at a time
+    M = A @ A.T + 6 * np.eye(6)
+
+    def f(x):
+        y = np.linalg.solve(M + np.diag(x ** 2), np.concatenate([x[:3], np.ones(3)]))
+        parts = np.split(np.stack([y, x], axis=1), 2)
+        return np.sum(parts[0] ** 2) + np.linalg.slogdet(M + np.outer(x, y))[1]
+
+    x = RNG.standard_normal(6)
+    tape = Tape()
+    f(Traced(x, tape.leaf(x), tape))
+    kinds = {type(r).__name__: batched_rule(r) for r in tape.rules if r is not None}
+    assert kinds["LinalgRule"] and kinds["JoinRule"] and kinds["SplitRule"]
+    for chunk in (None, 2):
+        np.testing.assert_allclose(cr.hessian(f, chunk_size=chunk)(x),
+                                   cr.hessian(f, chunk_size=1)(x), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(cr.jacobian(cr.grad(f))(x), cr.hessian(f)(x), rtol=1e-9,
+                               atol=1e-10)
+
+
+# a rule of three arguments from its partials (derived_nary.NaryScalarRule)
+@cr.primitive
+def triple(a, b, x):
+    return a * np.sin(b) * x ** 2
+
+
+cr.scalar_rule(
+    triple,
+    lambda a, b, x, z: np.sin(b) * x ** 2,
+    lambda a, b, x, z: a * np.cos(b) * x ** 2,
+    lambda a, b, x, z: 2 * a * np.sin(b) * x,
+    second=(0.0,
+            lambda a, b, x, z: np.cos(b) * x ** 2,
+            lambda a, b, x, z: 2 * np.sin(b) * x,
+            lambda a, b, x, z: -a * np.sin(b) * x ** 2,
+            lambda a, b, x, z: 2 * a * np.cos(b) * x,
+            lambda a, b, x, z: 2 * a * np.sin(b)))
+
+
+def test_nary_scalar_rule_takes_batches_with_broadcasting():
+    # a of shape (3, 1), b of shape (), x of shape (4,): z is (3, 4)
+    a, b, x = RNG.standard_normal((3, 1)), np.array(0.7), RNG.standard_normal(4)
+    f = lambda a, b, x: np.sum(np.tanh(triple(a, b, x)))
+    for argnums in ((0, 1, 2), (2,), (0,)):
+        H = cr.hessian(f, argnums=argnums)(a, b, x)
+        H1 = cr.hessian(f, argnums=argnums, chunk_size=1)(a, b, x)
+        for hr, h1r in zip(H, H1):
+            for h, h1 in zip(hr, h1r):
+                np.testing.assert_allclose(h, h1, rtol=1e-12, atol=1e-13)
+    g = lambda a, b, x: triple(a, b, x)
+    for mode in ("forward", "reverse"):
+        J = cr.jacobian(g, argnums=(0, 1, 2), mode=mode)(a, b, x)
+        J1 = cr.jacobian(g, argnums=(0, 1, 2), mode=mode, chunk_size=1)(a, b, x)
+        for j, j1 in zip(J, J1):
+            np.testing.assert_allclose(j, j1, rtol=1e-12, atol=1e-13)
+    # dz/dx by hand: diagonal in x's axis, broadcast over a's rows
+    Jx = cr.jacobian(g, argnums=2)(a, b, x)
+    ref = (2 * a * np.sin(b) * x)[:, :, None] * np.eye(4)[None, :, :]
+    np.testing.assert_allclose(Jx, ref, rtol=1e-13)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.average(x, axis=0, weights=np.arange(1.0, 13.0).reshape(4, 3),
+                         returned=True)[0],
+    lambda x: np.average(x * x, axis=0, weights=x + 3, returned=True)[1],   # two traced
+    lambda x: np.var(x, axis=1, ddof=1),
+    lambda x: np.prod(x, axis=0),
+    lambda x: np.cumprod(x, axis=1),
+    lambda x: np.max(x, axis=1) + np.nansum(x, axis=0)[:1],                  # selections
+    lambda x: np.nan_to_num(x.astype(complex) * np.array([np.nan, 1j, 1.0])),  # parts masks
+])
+def test_composed_and_weighted_rules_take_batches(f):
+    x = np.linspace(-1.3, 1.7, 12).reshape(4, 3)
+    for mode in ("forward", "reverse"):
+        J = cr.jacobian(f, mode=mode)(x)
+        J1 = cr.jacobian(f, mode=mode, chunk_size=1)(x)
+        np.testing.assert_allclose(J, J1, rtol=1e-12, atol=1e-13)
+    h = lambda x: np.sum(np.real(np.sin(f(x))))
+    np.testing.assert_allclose(cr.hessian(h)(x), cr.hessian(h, chunk_size=1)(x), rtol=1e-12,
+                               atol=1e-13)
+
+
+def test_composed_rule_batches_inside_grad():
+    # var and prod take traced batches (a Jacobian and a Hessian inside grad)
+    X = np.linspace(-1.0, 1.2, 12).reshape(4, 3)
+
+    def inner(a):
+        H = cr.hessian(lambda x: np.var(x * a, axis=0).sum() + np.prod(x[:, 0] + a[0]))(X)
+        J = cr.jacobian(lambda x: np.var(x * a, axis=1), mode="reverse")(X)
+        return np.sum(H ** 2) + np.sum(J ** 2)
+
+    a0 = np.array([0.7, -1.1, 0.4])
+    g = cr.grad(inner)(a0)
+    h = 1e-6
+    fd = np.array([(inner(a0 + h * e) - inner(a0 - h * e)) / (2 * h) for e in np.eye(3)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)

@@ -223,3 +223,44 @@ def test_fast_hvp_matches_nested_differentiation(name):
     _, nested = cr.jvp(cr.grad(f), (_X,), (v,))
     rtol = 1e-5 if name == "astype" else 1e-10
     np.testing.assert_allclose(fast, nested, rtol=rtol, atol=1e-12)
+
+
+# -- batches of directions (Jacobians, Hessians) ------------------------------------
+@pytest.mark.parametrize("f", [
+    lambda x: np.concatenate([x[:2], np.ones(3), x * 2.0, x[:0]]),
+    lambda x: np.concatenate(np.reshape(x, (2, 3)), axis=None),          # rows of one array
+    lambda x: np.stack(np.reshape(x, (2, 3)), axis=1),
+    lambda x: np.stack([x, np.cos(x), x ** 2], axis=-1),
+    lambda x: np.hstack([x[0], x[1:], 3.0]),                             # a 0-d piece
+    lambda x: np.vstack([x, x[::-1]]),
+    lambda x: np.dstack([np.reshape(x, (2, 3)), np.ones((2, 3))]),
+    lambda x: np.column_stack([x, x ** 2]),
+    lambda x: np.append(x, np.ones((2,)) * x[0]),
+    lambda x: np.concatenate([x.astype(np.float32), x[:2]]),            # mixed dtypes
+    lambda x: np.split(x, [1, 1, 4])[1] + 0.0,                          # an empty piece
+    lambda x: np.concatenate(np.array_split(x * x, 4)[::-1]),
+    lambda x: np.concatenate([np.hsplit(x, 3)[2], np.vsplit(np.reshape(x, (2, 3)), 2)[0][0]]),
+    lambda x: np.broadcast_arrays(x[:3], np.reshape(x[3:], (3, 1)))[1] * 2.0,
+    lambda x: np.atleast_3d(x[:2], x[2])[1],
+])
+def test_joins_and_splits_batched_equal_one_direction(f):
+    x = np.linspace(-1.0, 1.5, 6)
+    for mode in ("forward", "reverse"):
+        J = cr.jacobian(f, mode=mode)(x)
+        J1 = cr.jacobian(f, mode=mode, chunk_size=1)(x)
+        np.testing.assert_allclose(J, J1, rtol=1e-6, atol=1e-7)
+    h = lambda x: np.sum(np.sin(f(x)) * np.arange(1.0, np.size(f(x)) + 1.0).reshape(np.shape(f(x))))
+    np.testing.assert_allclose(cr.hessian(h)(x), cr.hessian(h, chunk_size=1)(x),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_concatenate_jacobian_values():
+    x = np.array([1.0, 2.0, 3.0])
+    J = cr.jacobian(lambda x: np.concatenate([x ** 2, np.zeros(1), x[:1]]))(x)
+    ref = np.zeros((5, 3))
+    ref[:3] = np.diag(2 * x)
+    ref[4, 0] = 1.0
+    np.testing.assert_array_equal(J, ref)
+    # a stack of rows of one traced array: batched pullback stacks after the batch axis
+    H = cr.hessian(lambda x: np.sum(np.stack(np.reshape(x, (3, 1)), axis=1) ** 3))(x)
+    np.testing.assert_allclose(H, np.diag(6 * x), rtol=1e-14)

@@ -137,13 +137,16 @@ def solve_args(draw, dtype):
     b = _batch(draw)
     n = _n(draw)
     a = draw(crs.well_conditioned_matrices(dtype, n, b))
-    kind = draw(st.sampled_from(["vector", "matrix", "broadcast"]))
+    kind = draw(st.sampled_from(["vector", "matrix", "broadcast", "stacked-b"]))
     if kind == "vector":
         rhs = draw(crs.arrays(dtype, (n,)))
     elif kind == "matrix":
         rhs = draw(crs.arrays(dtype, b + (n, _n(draw))))
-    else:
+    elif kind == "broadcast":
         rhs = draw(crs.arrays(dtype, (n, 2)))
+    else:  # a stack of right-hand sides for one matrix (or a stack of one)
+        a = a if not b else a[:1]
+        rhs = draw(crs.arrays(dtype, (2, n, _n(draw))))
     return (a, rhs), {}
 
 
@@ -337,10 +340,18 @@ if _sl is not None and hasattr(_sl, "expm"):
         a = draw(crs.arrays(dtype, b + (_n(draw, 1, 3),) * 2)) * 0.4
         return (a.astype(dtype),), {}
 
+    def _rhs(draw, dtype, n, bt):
+        """A vector, a matrix (stacked as the factor is) or, where SciPy takes
+        stacks, a stack of matrices for one factor."""
+        kinds = ["vector", "matrix"] + (["stack"] if scipy_takes_batches() and not bt else [])
+        kind = draw(st.sampled_from(kinds))
+        shape = {"vector": (n,), "matrix": bt + (n, 2), "stack": (2, n, 1)}[kind]
+        return draw(crs.arrays(dtype, shape))
+
     def _tri_args(draw, dtype):
         n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.well_conditioned_matrices(dtype, n, bt))
-        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
+        b = _rhs(draw, dtype, n, bt)
         kw = {"lower": draw(st.booleans()),
               "trans": draw(st.sampled_from([0, 1, 2, "N", "T", "C"])),
               "unit_diagonal": draw(st.booleans())}
@@ -355,7 +366,7 @@ if _sl is not None and hasattr(_sl, "expm"):
         n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.spd_matrices(dtype, n, bt))
         c, lower = _sl.cho_factor(a, lower=draw(st.booleans()))
-        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
+        b = _rhs(draw, dtype, n, bt)
         return (c, b), {"lower": lower}
 
     def _cho_solve_call(c, b, lower):
@@ -371,7 +382,7 @@ if _sl is not None and hasattr(_sl, "expm"):
         n, bt = _n(draw), _sbatch(draw)
         a = draw(crs.arrays(dtype, bt + (n, n))) * 0.3 + np.eye(n)[::-1] * 2
         lu, piv = _sl.lu_factor(a.astype(dtype))
-        b = draw(crs.arrays(dtype, (n,) if draw(st.booleans()) else bt + (n, 2)))
+        b = _rhs(draw, dtype, n, bt)
         return (lu, b), {"piv": piv, "trans": draw(st.sampled_from([0, 1, 2]))}
 
     def _lu_solve_call(lu, b, piv, trans):

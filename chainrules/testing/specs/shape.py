@@ -149,6 +149,18 @@ def _concat_none(draw, dtype):
     return (a, _const(draw, (2,)), b), {"axis": None}
 
 
+def _concat_mixed(draw, dtype):
+    """Pieces of two precisions (the output has the wider one) and an empty
+    piece along the join axis."""
+    base = list(draw(crs.shapes(1, 3)))
+    axis = draw(st.integers(-len(base), len(base) - 1))
+    empty = list(base)
+    empty[axis] = 0
+    other = np.float32 if np.dtype(dtype) != np.float32 else np.float64
+    b = np.asarray(_arr(draw, "float64", tuple(base)), other)
+    return (_arr(draw, dtype, tuple(base)), b, _arr(draw, dtype, tuple(empty))), {"axis": axis}
+
+
 def _join_call(op):
     def call(a, c, b, **kw):
         return op([a, c, b, a], **kw)
@@ -309,6 +321,8 @@ SPECS = [
     RuleSpec(np.concatenate, _concat_none, C, call=_join_call(np.concatenate),
              name="np.concatenate-axis-None"),
     RuleSpec(np.concatenate, _concatenate_rows, C, name="np.concatenate-one-array"),
+    RuleSpec(np.concatenate, _concat_mixed, C, call=lambda a, b, e, axis: np.concatenate(
+        [a, b, e], axis=axis), name="np.concatenate-mixed-dtypes"),
     RuleSpec(np.stack, _join("stack"), C, call=_join_call(np.stack)),
     RuleSpec(np.stack, _stack_rows, C, name="np.stack-one-array"),
     RuleSpec(np.hstack, _join("hstack"), C, call=_join_call(np.hstack)),
