@@ -44,6 +44,9 @@ class RuleSpec:
     wrt:     positions of the arguments to differentiate (default: every
              positional argument holding float or complex values); the
              others are held constant, e.g. ``wrt=(1,)`` for ``zeta(s, q)``
+    skip:    a reason not to run the checks on this installation (a library
+             release whose primal is too coarse for finite differences to
+             check a derivative), or None
     """
 
     op: Any
@@ -55,6 +58,7 @@ class RuleSpec:
     atol: Optional[float] = None
     name: Optional[str] = None
     wrt: Optional[tuple] = None
+    skip: Optional[str] = None
 
     def __post_init__(self):
         # the operation the registry holds (SciPy's array-API mode wraps its
