@@ -47,7 +47,10 @@ class MapRule(ZipLinearRule):
     def inputs(self):
         return traced_only(self.ids)
 
-    def pullback(self, gs):
+    def pullback(self, gs, batched=False):
+        """Each traced input's cotangent: its output's, summed back over the
+        broadcast axes or reshaped (``batched``: behind a leading axis of
+        directions)."""
         if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
             return []
         out = []
@@ -57,9 +60,10 @@ class MapRule(ZipLinearRule):
             if isinstance(g, Structural):
                 out.append((nid, ZERO))
             elif self.broadcast:
-                out.append((nid, unbroadcast(g, shape)))
+                out.append((nid, unbroadcast_batched(g, shape) if batched
+                            else unbroadcast(g, shape)))
             else:
-                out.append((nid, np.reshape(g, shape)))
+                out.append((nid, np.reshape(g, g.shape[:1] + shape if batched else shape)))
         return out
 
     def pushforward(self, tangents):
@@ -79,19 +83,7 @@ class MapRule(ZipLinearRule):
     batched = True
 
     def pullback_batched(self, gs):
-        if isinstance(gs, Structural) or all(isinstance(g, Structural) for g in gs):
-            return []
-        out = []
-        for nid, g, shape in zip(self.ids, gs, self.shapes):
-            if nid is None:
-                continue
-            if isinstance(g, Structural):
-                out.append((nid, ZERO))
-            elif self.broadcast:
-                out.append((nid, unbroadcast_batched(g, shape)))
-            else:
-                out.append((nid, np.reshape(g, g.shape[:1] + shape)))
-        return out
+        return self.pullback(gs, batched=True)
 
     def pushforward_batched(self, tangents):
         ts = iter(tangents)
