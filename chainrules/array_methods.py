@@ -1,6 +1,8 @@
 """The ndarray methods and attributes of a traced value (``x.sum()``,
-``x.reshape(...)``, ``x.T``, ...), each the NumPy function it stands for, so
-that they dispatch through NumPy's protocols like ``np.sum(x)``.
+``x.reshape(...)``, ``x.T``, ...) and the operators without a fast path of
+their own (``//``, ``%``, ``divmod``, ``-x``, ``abs``, comparisons), each the
+NumPy function it stands for, so that they dispatch through NumPy's
+protocols like ``np.sum(x)``.
 ``ArrayMethods`` is a mixin of ``chainrules.tracing.Traced``."""
 
 import numpy as np
@@ -11,6 +13,53 @@ class ArrayMethods:
 
     __slots__ = ()
 
+    # -- operators as NumPy calls (+, -, *, /, ** and @ have fast paths in
+    # chainrules.tracing) ---------------------------------------------------------
+    def __floordiv__(self, other):
+        return np.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return np.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return np.remainder(self, other)
+
+    def __rmod__(self, other):
+        return np.remainder(other, self)
+
+    def __divmod__(self, other):
+        return np.divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return np.divmod(other, self)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __abs__(self):
+        return np.absolute(self)
+
+    def __eq__(self, other):
+        return np.equal(self, other)
+
+    def __ne__(self, other):
+        return np.not_equal(self, other)
+
+    def __lt__(self, other):
+        return np.less(self, other)
+
+    def __le__(self, other):
+        return np.less_equal(self, other)
+
+    def __gt__(self, other):
+        return np.greater(self, other)
+
+    def __ge__(self, other):
+        return np.greater_equal(self, other)
+
+    __hash__ = None  # mutable, compared elementwise, as ndarray
+
+    # -- attributes ------------------------------------------------------------------
     @property
     def T(self):
         return np.transpose(self)

@@ -351,3 +351,37 @@ def rrule(op, *types):
         return fn
 
     return deco
+
+
+def keywords_to_positions(op, args, kwargs):
+    """``op``'s call arguments with every keyword that has a position moved
+    to it (omitted positional parameters before it take their defaults);
+    keyword-only arguments stay keywords. ``MissingRuleError`` when the
+    call does not bind to ``op``'s signature."""
+    import inspect
+
+    try:
+        sig = inspect.signature(op)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        raise MissingRuleError(
+            f"{op_name(op)} was given a traced keyword argument that chainrules "
+            "cannot place; pass it positionally") from None
+    new_args, new_kwargs = [], {}
+    for name, p in sig.parameters.items():
+        if name not in bound.arguments:
+            # an omitted positional parameter before a bound one: fill in its
+            # default so that later arguments keep their positions
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                new_args.append(p.default)
+            continue
+        v = bound.arguments[name]
+        if p.kind is p.VAR_POSITIONAL:
+            new_args.extend(v)
+        elif p.kind is p.VAR_KEYWORD:
+            new_kwargs.update(v)
+        elif p.kind is p.KEYWORD_ONLY:
+            new_kwargs[name] = v
+        else:
+            new_args.append(v)
+    return tuple(new_args), new_kwargs

@@ -37,7 +37,8 @@ from .arrays import NOT_ARRAYS
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError
 from .guards import ConversionGuards, is_plain_subclass, refuse_subclass, untraceable
 from .rule import MultiOutput
-from .registry import ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS, lookup, op_name
+from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS,
+                       keywords_to_positions, lookup, op_name)
 
 __all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_traced",
            "top_tape"]
@@ -94,37 +95,12 @@ def top_tape(args, kwargs):
 
 def _bind_traced_kwargs(op, args, kwargs):
     """Move traced keyword arguments to their positions (slow path)."""
-    import inspect
-
-    try:
-        sig = inspect.signature(op)
-        bound = sig.bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        raise MissingRuleError(
-            f"{op_name(op)} was given a traced keyword argument that chainrules "
-            "cannot place; pass it positionally") from None
-    new_args, new_kwargs = [], {}
-    for name, p in sig.parameters.items():
-        if name not in bound.arguments:
-            # an omitted positional parameter before a bound one: fill in its
-            # default so that later arguments keep their positions
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                new_args.append(p.default)
-            continue
-        v = bound.arguments[name]
-        if p.kind is p.VAR_POSITIONAL:
-            new_args.extend(v)
-        elif p.kind is p.VAR_KEYWORD:
-            new_kwargs.update(v)
-        elif p.kind is p.KEYWORD_ONLY:
-            new_kwargs[name] = v
-        else:
-            new_args.append(v)
+    new_args, new_kwargs = keywords_to_positions(op, args, kwargs)
     if any(type(v) is Traced for v in new_kwargs.values()):
         raise MissingRuleError(
             f"{op_name(op)} was given a traced keyword-only argument; "
             "chainrules differentiates positional array arguments only")
-    return tuple(new_args), new_kwargs
+    return new_args, new_kwargs
 
 
 def dispatch(op, args, kwargs):
@@ -576,24 +552,6 @@ class Traced(ConversionGuards, ArrayMethods):
 
     __rtruediv__ = _binary_operator(np.true_divide, reflected=True)
 
-    def __floordiv__(self, other):
-        return np.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return np.floor_divide(other, self)
-
-    def __mod__(self, other):
-        return np.remainder(self, other)
-
-    def __rmod__(self, other):
-        return np.remainder(other, self)
-
-    def __divmod__(self, other):
-        return np.divmod(self, other)
-
-    def __rdivmod__(self, other):
-        return np.divmod(other, self)
-
     def __round__(self, ndigits=None):
         # as ndarray: round(x) of a 0-d value is a Python int (no derivative),
         # round(x, n) an array of the same dtype, piecewise constant
@@ -615,57 +573,9 @@ class Traced(ConversionGuards, ArrayMethods):
             return NotImplemented
         return dispatch(np.matmul, (other, self), None)
 
-    def __neg__(self):
-        return self.__array_ufunc__(np.negative, "__call__", self)
-
     def __pos__(self):
         return snapshot(self)  # a new array, as NumPy's +x
 
-    def __abs__(self):
-        return self.__array_ufunc__(np.absolute, "__call__", self)
-
-    def __eq__(self, other):
-        return np.equal(self, other)
-
-    def __ne__(self, other):
-        return np.not_equal(self, other)
-
-    def __lt__(self, other):
-        return np.less(self, other)
-
-    def __le__(self, other):
-        return np.less_equal(self, other)
-
-    def __gt__(self, other):
-        return np.greater(self, other)
-
-    def __ge__(self, other):
-        return np.greater_equal(self, other)
-
-    # -- in-place operators: computed out of place, the object rebound ---------------
-    def __iadd__(self, other):
-        return WRITES.in_place(self, np.add, other)
-
-    def __isub__(self, other):
-        return WRITES.in_place(self, np.subtract, other)
-
-    def __imul__(self, other):
-        return WRITES.in_place(self, np.multiply, other)
-
-    def __itruediv__(self, other):
-        return WRITES.in_place(self, np.true_divide, other)
-
-    def __ifloordiv__(self, other):
-        return WRITES.in_place(self, np.floor_divide, other)
-
-    def __imod__(self, other):
-        return WRITES.in_place(self, np.remainder, other)
-
-    def __ipow__(self, other):
-        return WRITES.in_place(self, np.power, other)
-
-    def __imatmul__(self, other):
-        return WRITES.in_place(self, np.matmul, other)
 
 
 def snapshot(x):

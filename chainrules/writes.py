@@ -432,7 +432,23 @@ def _install():
     for f in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
         special[f] = _buffer
     special[np.copyto] = _copyto
+    for name, op in (("__iadd__", np.add), ("__isub__", np.subtract),
+                     ("__imul__", np.multiply), ("__itruediv__", np.true_divide),
+                     ("__ifloordiv__", np.floor_divide), ("__imod__", np.remainder),
+                     ("__ipow__", np.power), ("__imatmul__", np.matmul)):
+        setattr(Traced, name, _in_place_operator(op, name))
     tracing.WRITES = _Writes
+
+
+def _in_place_operator(op, name):
+    """``x op= other`` as a method of ``Traced``: ``in_place``."""
+
+    def method(self, other):
+        return in_place(self, op, other)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = "An in-place operator: computed out of place, the object rebound."
+    return method
 
 
 class _Writes:
