@@ -24,7 +24,7 @@ from .checkpoint import checkpoint, checkpoint_sequential
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_anomaly_mode
 from . import transpose as _transpose  # noqa: E402,F401  (installs the engine's hook)
 from . import twin_hints as _twin_hints  # noqa: E402,F401  (installs the guards' hook)
-from . import closure_second_order as _closure_hvp  # noqa: E402,F401  (closure rules' HVPs)
+from . import second_order as _second_order  # noqa: E402,F401  (second order by replay)
 
 from . import pytree  # noqa: E402
 from . import numpy  # noqa: E402,F401  (chainrules.numpy.array, index_update, index_add)

@@ -38,6 +38,7 @@ import sys
 import numpy as np
 
 from .errors import NumericalInstabilityError
+from .tracing import untraced
 from .user_code import is_internal
 
 __all__ = ["detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "user_frame"]
@@ -137,15 +138,9 @@ def user_frame():
 
 
 # -- checks ------------------------------------------------------------------
-def _plain(v):
-    from .tracing import untraced
-
-    return untraced(v)
-
-
 def _bad(v):
     """'nan', 'inf', '-inf' or None for a value (array, scalar, tuple)."""
-    v = _plain(v)
+    v = untraced(v)
     if v is None:
         return None
     if isinstance(v, (tuple, list)):
@@ -215,7 +210,7 @@ def on_leaf(tape, value):
     b = _bad(value)
     if b:
         raise NumericalInstabilityError(
-            f"an input to differentiation (shape {np.shape(_plain(value))}) contains "
+            f"an input to differentiation (shape {np.shape(untraced(value))}) contains "
             f"{b} (anomaly detection); check the arguments passed to grad/jvp/hvp")
 
 
@@ -226,7 +221,7 @@ def on_record(tape, rule, value, nid):
     if b:
         name, shapes = _describe_node(tape, nid)
         raise NumericalInstabilityError(
-            f"{name} produced {b} in its output of shape {np.shape(_plain(value))} "
+            f"{name} produced {b} in its output of shape {np.shape(untraced(value))} "
             f"(traced argument shapes: {', '.join(map(_shape_str, shapes)) or 'none'}) "
             f"(anomaly detection, forward pass)." + _where(tape, nid))
 

@@ -16,7 +16,7 @@ from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
                         like_output, normalize_argnums, scalar_output_dtype, trace_args,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
 from .arrays import ones_like_value, zeros_like_value
-from .errors import HvpNotSupported, NonDifferentiableInputError, TangentShapeError
+from .errors import NonDifferentiableInputError, TangentShapeError
 from .fp_warnings import at_user_line
 from .graph import Tape
 from .tangents import ZERO, Structural
@@ -262,14 +262,7 @@ def grad_and_hvp(f, x, v, _want_grad=True):
     >>> g, hv
     (array([ 3., 12.]), array([ 6., 12.]))
     """
-    fname = function_name(f)
-    try:
-        return _hvp_fast(f, x, v, fname, _want_grad)
-    except HvpNotSupported:
-        # some rule has no hand-written pullback_with_tangents: differentiate
-        # the pullbacks themselves (forward mode over the reverse sweep)
-        g, hv = jvp(grad(f), (x,), (v,))
-        return g, hv
+    return _hvp_fast(f, x, v, function_name(f), _want_grad)
 
 
 def hvp(f, x, v):

@@ -87,7 +87,7 @@ class _Saver:
     def run(self, op, compute):
         if not self.replay:
             out = compute()
-            self.saved.append((op, _plain(out)))
+            self.saved.append((op, _unseg(out)))
             return _seg(out)
         if self.pos >= len(self.saved):
             raise AutodiffError(
@@ -120,10 +120,6 @@ def _push_saver(saver):
     return _savers.set(_savers.get() + (saver,))
 
 
-def _plain(v):
-    return v.view(np.ndarray) if isinstance(v, _Seg) else v
-
-
 def _seg(v):
     if type(v) is np.ndarray:
         return v.view(_Seg)
@@ -133,6 +129,7 @@ def _seg(v):
 
 
 def _unseg(v):
+    """``v`` with every segment view (``_Seg``) in it a plain ndarray again."""
     if isinstance(v, _Seg):
         return v.view(np.ndarray)
     if type(v) is list or type(v) is tuple:
@@ -261,7 +258,7 @@ class CheckpointRule(ReverseRule):
         if not outs:
             return []
         grads = tape.backward(outs, seeds, batch=_batch_size(seeds, batch))
-        return [(nid, _plain(grads.get(lid))) for nid, lid in zip(self.in_ids, ids)]
+        return [(nid, _unseg(grads.get(lid))) for nid, lid in zip(self.in_ids, ids)]
 
     def _forward(self, tape, ids, tangents, batch=None):
         seeds = {}
@@ -273,7 +270,7 @@ class CheckpointRule(ReverseRule):
     def pushforward(self, tangents, batch=None):
         tape, ids, nodes = self._recompute()
         tans = self._forward(tape, ids, tangents, batch)
-        res = [ZERO if n is None or tans[n] is None else _plain(tans[n]) for n in nodes]
+        res = [ZERO if n is None or tans[n] is None else _unseg(tans[n]) for n in nodes]
         return tuple(res) if self.multi else res[0]
 
     # a batch of directions: one recomputation, then the inner tape's own
@@ -304,7 +301,7 @@ class CheckpointRule(ReverseRule):
         cg, dg = tape.backward_with_tangents(outs, seeds, dseeds, tans, retain_graph=False,
                                              batch=_batch_size(list(dseeds) + list(tangents),
                                                                batch))
-        return [(nid, _plain(cg.get(lid)), _plain(dg.get(lid)))
+        return [(nid, _unseg(cg.get(lid)), _unseg(dg.get(lid)))
                 for nid, lid in zip(self.in_ids, ids)]
 
 
@@ -465,7 +462,7 @@ def _finish(out, cap, tape, leaves, plain, traced_pos, saver, parent, name):
     res = []
     for o in out_leaves:
         _check_escape(o, tape, level, name)
-        res.append(_plain(o.value if type(o) is Traced and o.tape is tape else o))
+        res.append(_unseg(o.value if type(o) is Traced and o.tape is tape else o))
     tape.free()
     run.out = pytree.unflatten(out_td, res)
     in_ids = [leaves[k].node for k in traced_pos]

@@ -19,8 +19,8 @@ from .arrays import uniform_value
 from .broadcast import (CastCotangents, expand_batched, narrower_inputs,  # noqa: F401
                         unbroadcast, unbroadcast_batched)
 from .derived_common import (broadcast_tangent, call_partial, cast_mixed, first_times_sum,
-                             is_zero_const, NotKept, plus, plus_second, saved_values, signed_sum,
-                             times)
+                             is_zero_const, NotKept, plus, plus_second, replayed, saved_values,
+                             signed_sum, times)
 from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
                              LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
@@ -356,7 +356,9 @@ def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=N
                             "every value; saves= applies to one and two arguments")
         from .derived_nary import NarySpec, nary_maker
 
-        register(op, *types)(nary_maker(NarySpec(op, name, partials, second)))
+        spec = NarySpec(op, name, partials, second)
+        maker = nary_maker(spec)
+        register(op, *types)(maker if spec.d2 is not None else replayed(maker))
         return op
     raise TypeError("scalar_rule takes one partial per argument")
 
@@ -389,7 +391,7 @@ def _unary_scalar_rule(op, name, d, second, second_ratio, saves, types):
         return y, rule
 
     unary_maker.spec = spec
-    register(op, *types)(unary_maker)
+    register(op, *types)(unary_maker if spec.d2 is not None else replayed(unary_maker))
 
 
 def _binary_scalar_rule(op, name, partials, second, saves, types):
@@ -434,4 +436,4 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
         return z, cast_mixed(xi, x, yi, y, z, rule)
 
     binary_maker.spec = spec
-    register(op, *types)(binary_maker)
+    register(op, *types)(binary_maker if spec.dxx is not None else replayed(binary_maker))

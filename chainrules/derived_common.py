@@ -10,6 +10,8 @@ import numpy as np
 from .arrays import shape_of, uniform_array, uniform_value
 from .broadcast import CastCotangents
 from .errors import RuleError
+from .registry import keeps_replays
+from .rule import ReverseRule
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -226,3 +228,40 @@ def cast_mixed(xi, x, yi, y, z, rule):
             narrow = narrow or {}
             narrow[yi] = dt
     return rule if narrow is None else CastCotangents(rule, narrow, zdt)
+
+
+class SecondByReplay(ReverseRule):
+    """A derived rule registered without ``second=``: the same rule, whose
+    second order is found by replay (``chainrules.second_order``: the rule
+    made again on forward-traced inputs, its pullback differentiated)."""
+
+    __slots__ = ("rule",)
+    second_order_by_replay = True
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    @property
+    def name(self):
+        return self.rule.name
+
+    def inputs(self):
+        return self.rule.inputs()
+
+    def pullback(self, g):
+        return self.rule.pullback(g)
+
+    def pushforward(self, tangents):
+        return self.rule.pushforward(tangents)
+
+
+def replayed(maker):
+    """``maker`` for a rule registered without second partials: its rules
+    wrapped in ``SecondByReplay``."""
+
+    def replayed_maker(ids, *args, **kwargs):
+        out, rule = maker(ids, *args, **kwargs)
+        return out, (rule if rule is None else SecondByReplay(rule))
+
+    replayed_maker.spec = getattr(maker, "spec", None)
+    return keeps_replays(replayed_maker)

@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 
-from .arrays import is_array
+from .arrays import NOT_ARRAYS, is_array
 from .errors import GraphFreedError, TangentShapeError
 from .rule import NODE_IDS, MultiOutput, ReverseRule, node_ids  # noqa: F401  (re-exported)
 from .sweep_common import HOOKS, MULTI, EngineHooks, Gradients, rule_label  # noqa: F401
@@ -103,7 +103,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
     """
 
     __slots__ = ("rules", "shapes", "dtypes", "level", "active", "anomaly", "sources",
-                 "freed", "__weakref__")
+                 "freed", "replays", "__weakref__")
 
     def __init__(self):
         self.rules = []
@@ -118,6 +118,9 @@ class Tape(ReverseSweeps, ForwardSweeps):
         anomaly = HOOKS.anomaly
         self.anomaly = anomaly is not None and bool(anomaly.anomaly_mode.get())
         self.sources = []
+        # what a replay of a rule without pullback_with_tangents needs, by the
+        # rule's NodeId: (rule, maker, ids, args, kwargs) (``keep_replay``)
+        self.replays = {}
 
     def __len__(self):
         return len(self.rules)
@@ -177,10 +180,19 @@ class Tape(ReverseSweeps, ForwardSweeps):
             self.sources.append(HOOKS.anomaly.user_frame())
         return [self.record(Select(parent, k), v) for k, v in enumerate(values)]
 
+    def keep_replay(self, entry):
+        """Keep how a rule, about to be recorded as the next node, was made:
+        ``entry`` is ``(rule, maker, ids, args, kwargs)``, the rule made by
+        ``maker(ids, *args, **kwargs)``. Its second order is found by making
+        it again on forward-traced inputs (``second_order_by_replay``). The
+        sweep uses an entry only while ``rule`` itself is at its node."""
+        self.replays[len(self.rules)] = entry
+
     def free(self):
         """Drop every rule and its saved values. Sweeping the tape afterwards
         raises ``GraphFreedError``."""
         n = len(self.rules)
+        self.replays = {}
         self.rules = [None] * n
         self.active = False
         if self.freed is None:
@@ -236,6 +248,8 @@ class Tape(ReverseSweeps, ForwardSweeps):
                     f"rule {rule_label(rule)} returned a {what} of dtype {cdtype} "
                     f"for a value of dtype {dtype}")
             c = c.astype(dtype)
-        elif type(c) is not _ndarray and type(c).__name__ != "Traced" and not is_array(c):
-            c = np.asarray(c)  # a NumPy scalar; other array types stay as they are
+        elif type(c) is not _ndarray and type(c) not in NOT_ARRAYS and not is_array(c):
+            # a NumPy scalar; other array types, and traced values (nested
+            # differentiation: NOT_ARRAYS), stay as they are
+            c = np.asarray(c)
         return c

@@ -15,9 +15,9 @@ Linearizations and Hessian operators (``linearize``, ``linearize_grad``,
 ``hessian_operator``, ``hessp``) are in ``chainrules.linearization``; they share
 ``Recording`` from here.
 
-Rules without a hand-written ``pullback_with_tangents`` raise
-``HvpNotSupported`` in the fast sweep; every function here then falls back
-to differentiating the gradient (``jacobian(grad(f))`` / ``chainrules.hvp``).
+Every function here sweeps one recording of ``f``: rules without a
+hand-written ``pullback_with_tangents`` get their second order by replay
+(``chainrules.second_order``), never by tracing ``f`` again.
 """
 
 import functools
@@ -25,12 +25,11 @@ import functools
 import numpy as np
 
 from . import pytree
-from .api import grad
 from .transformed import Transformed
 from .arguments import (function_name, is_inexact, normalize_argnums, scalar_output_dtype,
                         trace_args, unwrap_level)
 from .arrays import is_array, shape_of
-from .errors import HvpNotSupported, MissingRuleError, NonDifferentiableInputError
+from .errors import MissingRuleError, NonDifferentiableInputError
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, Structural
 from .tracing import Traced, untraced
@@ -346,8 +345,7 @@ def hessian(f, argnums=0, has_aux=False, chunk_size=None):
     layout is that of ``jacobian(grad(f, argnums), argnums)``: for a single
     array argument of shape ``s`` an array of shape ``s + s``; for pytrees a
     tree of trees (``H[i][j]`` of shape ``leaf_i.shape + leaf_j.shape``);
-    for a tuple ``argnums`` a tuple of tuples. Falls back to
-    ``jacobian(grad(f))`` when a rule cannot carry tangents.
+    for a tuple ``argnums`` a tuple of tuples.
 
     >>> import numpy as np, chainrules as cr
     >>> cr.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
@@ -364,17 +362,8 @@ def hessian(f, argnums=0, has_aux=False, chunk_size=None):
         try:
             scalar_output_dtype(rec.out, rec.tape, f"hessian of {fname}")
             H = _hessian(rec, fname, single, chunk_size)
-        except HvpNotSupported:
-            H = None
         finally:
             rec.tape.free()
-        if H is None:
-            inner = grad(f, argnums, has_aux=has_aux)
-            if has_aux:
-                H = jacobian(lambda *a, **k: inner(*a, **k)[0], argnums,
-                             chunk_size=chunk_size)(*args, **kwargs)
-            else:
-                H = jacobian(inner, argnums, chunk_size=chunk_size)(*args, **kwargs)
         return (H, rec.aux) if has_aux else H
 
     return Transformed(hessian_f, hessian, f, (), dict(argnums=argnums, has_aux=has_aux,

@@ -11,19 +11,18 @@
   that records ``f`` once per point ``x``, whatever the number of
   Hessian-vector products the optimiser asks for there.
 
-Rules without a hand-written ``pullback_with_tangents`` raise
-``HvpNotSupported`` in the fast sweep; every function here then falls back
-to differentiating the gradient (``chainrules.hvp``).
+Every sweep here is a sweep of the one recording: ``f`` is never traced
+again, also not for rules without a hand-written ``pullback_with_tangents``
+(their second order is found by replay, ``chainrules.second_order``).
 """
 
 import numpy as np
 
 from . import pytree
-from .api import hvp as _api_hvp
 from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
                         is_inexact, scalar_output_dtype, unwrap_level, zero_like_value)
 from .arrays import shape_of
-from .errors import GraphFreedError, HvpNotSupported, NonDifferentiableInputError, TangentShapeError
+from .errors import GraphFreedError, NonDifferentiableInputError, TangentShapeError
 from .fp_warnings import at_user_line
 from .jacobians import (Recording, batch_or_zeros, concat_batches, direction_chunks,
                         is_complex_leaf, leaf_dtype)
@@ -117,19 +116,18 @@ class _HvpRecording:
     """Scalar ``f`` traced once at ``x``: value, gradient, and HVPs by sweeps."""
 
     __slots__ = ("f", "x", "fname", "tape", "spec", "node", "one", "value", "grad",
-                 "_slow", "ids", "_demand", "_closed")
+                 "ids", "_demand", "_closed")
 
     @at_user_line
     def __init__(self, f, x, fname):
         self.f, self.fname = f, fname
-        self._slow = False
         self._demand = None
         self._closed = False
         rec = Recording(f, (x,), (0,), fname, private=True)
         self.tape = tape = rec.tape
         self.spec = rec.specs[0]
-        # the private copy of x the recording was made at (the slow path
-        # re-traces there)
+        # the private copy of x the recording was made at (what tangents are
+        # checked against)
         self.x = pytree.unflatten(self.spec.treedef, self.spec.leaves)
         for leaf, nid in zip(self.spec.leaves, self.spec.ids):
             if nid is not None and is_complex_leaf(leaf):
@@ -154,8 +152,6 @@ class _HvpRecording:
         tl = check_tangent(v, self.x, self.fname, entry="Hessian-vector product")
         if self.node is None:
             return collect_cotangents(self.spec, NO_GRADIENTS)
-        if self._slow:
-            return _api_hvp(self.f, self.x, v)
         seeds = {}
         for nid, tv in zip(self.spec.ids, tl):
             if nid is not None and not isinstance(tv, Structural):
@@ -164,15 +160,10 @@ class _HvpRecording:
         if self._demand is None:  # the recording is fixed: what a sweep reads is too
             self._demand = (tape.tangent_demand([self.node]),
                             tape.cotangent_demand([self.node]))
-        try:
-            tans = tape.forward(seeds, needed=self._demand[0])
-            _, hv = tape.backward_with_tangents([self.node], [self.one], [ZERO], tans,
-                                                retain_graph=True, leaf_cotangents=False,
-                                                need=self._demand[1])
-        except HvpNotSupported:
-            self._slow = True
-            self.tape.free()
-            return _api_hvp(self.f, self.x, v)
+        tans = tape.forward(seeds, needed=self._demand[0])
+        _, hv = tape.backward_with_tangents([self.node], [self.one], [ZERO], tans,
+                                            retain_graph=True, leaf_cotangents=False,
+                                            need=self._demand[1])
         return collect_cotangents(self.spec, hv)
 
     @at_user_line
@@ -188,19 +179,14 @@ class _HvpRecording:
             raise TangentShapeError(f"Hessian-vector products of {self.fname}: a batch of "
                                     "directions needs at least one array leaf (its leading "
                                     "axis is the number of directions)")
-        if self.node is not None and not self._slow:
+        if self.node is not None:
             seeds = {nid: tv for nid, tv in zip(self.spec.ids, tl)
                      if nid is not None and not isinstance(tv, Structural)}
-            try:
-                pieces = [self._sweep({n: t[a:b] for n, t in seeds.items()}, b - a)
-                          for a, b in direction_chunks(k, self.tape, None)]
-            except HvpNotSupported:
-                self._slow = True
-                self.tape.free()
-            else:
-                cols = [concat_batches(list(p)) for p in zip(*pieces)]
-                return pytree.unflatten(self.spec.treedef, cols)
-        # one direction at a time (a rule without pullback_with_tangents)
+            pieces = [self._sweep({n: t[a:b] for n, t in seeds.items()}, b - a)
+                      for a, b in direction_chunks(k, self.tape, None)]
+            cols = [concat_batches(list(p)) for p in zip(*pieces)]
+            return pytree.unflatten(self.spec.treedef, cols)
+        # f does not depend on x: zeros, one direction at a time
         leaves = [[ZERO if isinstance(t, Structural) else t[j] for t in tl] for j in range(k)]
         hvs = [pytree.flatten(self.hvp(pytree.unflatten(self.spec.treedef, lv)))[0]
                for lv in leaves]

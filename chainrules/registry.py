@@ -22,7 +22,8 @@ import numpy as np
 from multipledispatch import Dispatcher
 from multipledispatch.variadic import Variadic
 
-from .errors import HvpNotSupported, MissingRuleError
+from .errors import MissingRuleError
+from .rule import REPLAY_TYPES
 from .rule import (MultiOutput, ReverseRule, dispatch_target,  # noqa: F401  (re-exported)
                    op_name)
 
@@ -37,6 +38,35 @@ GENERIC_MAKERS = {}  # op -> maker, for ops registered only for (object, ...)
 
 def _signature(types):
     return tuple(types) + (Variadic[object],)
+
+
+class Replayable:
+    """What a maker returns, as ``(Replayable, None)``, for a rule whose
+    second order is found by replay: the output, and how the rule was made
+    (``entry``: ``(rule, maker, ids, args, kwargs)``), which the tracer
+    keeps on the tape (``Tape.keep_replay``) before it records the rule."""
+
+    __slots__ = ("out", "entry")
+
+    def __init__(self, out, entry):
+        self.out = out
+        self.entry = entry
+
+
+def keeps_replays(maker):
+    """``maker`` reporting each rule it makes whose class has
+    ``second_order_by_replay`` as a ``Replayable`` output: the tracer then
+    keeps what a replay of the rule needs."""
+
+    def maker_keeping_replays(ids, *args, **kwargs):
+        out, rule = maker(ids, *args, **kwargs)
+        if type(rule) in REPLAY_TYPES:
+            return Replayable(out, (rule, maker, ids, args, kwargs)), None
+        return out, rule
+
+    maker_keeping_replays.inner = maker
+    maker_keeping_replays.spec = getattr(maker, "spec", None)
+    return maker_keeping_replays
 
 
 def register(op, *types):
@@ -66,7 +96,10 @@ def register(op, *types):
         d = DISPATCHERS.get(op)
         if d is None:
             d = DISPATCHERS[op] = Dispatcher(op_name(op))
-        d.add(_signature(types), maker)
+        # a maker from outside the library may make rules whose second order
+        # is found by replay; the library's own do not (or say so themselves)
+        library = (getattr(maker, "__module__", None) or "").startswith("chainrules.")
+        d.add(_signature(types), maker if library else keeps_replays(maker))
         _cache.clear()
         GENERIC_MAKERS.clear()
         return maker
@@ -229,27 +262,19 @@ def non_differentiable(op, *types):
     return op
 
 
-#: the second order of closure rules, ``(rule, g, gd, tangents) -> [(NodeId,
-#: cotangent, tangent of cotangent), ...]``: forward mode over the closure's
-#: own pullback (installed by ``chainrules.closure_second_order``)
-CLOSURE_SECOND_ORDER = None
-
-
 class ClosureRule(ReverseRule):
-    """A rule from a ChainRules-style closure: ``(out, pullback)``. It keeps
-    the closure function and the primal arguments, so that its second order
-    (HVPs) differentiates its own pullback instead of tracing the user's
-    whole function again."""
+    """A rule from a ChainRules-style closure: ``(out, pullback)``. Its
+    second order (HVPs) is found by replay: the closure is run again on
+    forward-traced arguments and its pullback differentiated
+    (``chainrules.second_order``), not the user's whole function traced
+    again."""
 
-    __slots__ = ("op", "ids", "pb", "fn", "args", "kwargs")
+    __slots__ = ("op", "ids", "pb")
 
-    def __init__(self, op, ids, pb, fn=None, args=(), kwargs=None):
+    def __init__(self, op, ids, pb):
         self.op = op
         self.ids = ids
         self.pb = pb
-        self.fn = fn
-        self.args = args
-        self.kwargs = kwargs or {}
 
     @property
     def name(self):
@@ -298,13 +323,6 @@ class ClosureRule(ReverseRule):
                 out.append((i, c))
         return out
 
-    def pullback_with_tangents(self, g, gd, tangents):
-        if CLOSURE_SECOND_ORDER is None or self.fn is None:
-            raise HvpNotSupported(
-                f"{self.name} has no hand-written pullback_with_tangents; "
-                "chainrules.hvp falls back to differentiating its pullback")
-        return CLOSURE_SECOND_ORDER(self, g, gd, tangents)
-
 
 def rrule(op, *types):
     """Register a ChainRules-style closure rule for ``op``.
@@ -344,9 +362,9 @@ def rrule(op, *types):
             out, pb = fn(*args, **kwargs)
             if type(out) is tuple:  # several outputs: pullback gets a tuple
                 out = MultiOutput(out)
-            return out, ClosureRule(op, tuple(ids), pb, fn, args, kwargs)
+            return out, ClosureRule(op, tuple(ids), pb)
 
-        register(op, *types)(closure_maker)
+        register(op, *types)(keeps_replays(closure_maker))
         accepts_sequences(op)  # the closure rule keeps lists of cotangents
         return fn
 

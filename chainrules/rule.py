@@ -27,8 +27,12 @@ Only ``inputs`` and ``pullback`` are required. ``pushforward`` is derived
 from ``pullback`` (a pullback is linear in its cotangent, so the engine can
 transpose it). A rule that is linear in its inputs can set ``linear = True``
 and gets ``pullback_with_tangents`` for free. Any other rule without a
-hand-written ``pullback_with_tangents`` raises ``HvpNotSupported``;
-``chainrules.hvp`` then falls back to nested differentiation of the pullback.
+hand-written ``pullback_with_tangents`` gets its second order by *replay*
+(``second_order_by_replay``): the tracer keeps the maker that made it and
+its arguments, and the HVP sweep makes the rule again on forward-traced
+inputs and differentiates its pullback (``chainrules.second_order``). The
+user's function is never traced again; a pullback that cannot be traced
+raises ``HvpNotSupported`` naming the rule.
 """
 
 import threading
@@ -93,6 +97,13 @@ class MultiOutput:
         self.values = values
 
 
+#: the rule classes whose second order is found by replay: those that define
+#: no ``pullback_with_tangents`` and are not ``linear`` (see
+#: ``ReverseRule.second_order_by_replay``). The tracer tests ``type(rule) in
+#: REPLAY_TYPES`` when it records, one set lookup.
+REPLAY_TYPES = set()
+
+
 class ReverseRule:
     """Base class of rules. Subclasses define ``inputs`` and ``pullback``.
 
@@ -143,6 +154,25 @@ class ReverseRule:
     #: only linear rules would read (``Tape.tangent_demand``).
     linear = False
 
+    #: True when the rule's second order is found by replay: the tracer keeps
+    #: the maker that made the rule and its arguments, and HVP sweeps make the
+    #: rule again on forward-traced inputs and differentiate its pullback.
+    #: Set for every subclass that defines no ``pullback_with_tangents`` and
+    #: is not ``linear``; a class may set it itself (True when its own
+    #: ``pullback_with_tangents`` would raise ``HvpNotSupported``).
+    second_order_by_replay = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "second_order_by_replay" not in cls.__dict__:
+            cls.second_order_by_replay = (
+                cls.pullback_with_tangents is ReverseRule.pullback_with_tangents
+                and not cls.linear)
+        if cls.second_order_by_replay:
+            REPLAY_TYPES.add(cls)
+        else:
+            REPLAY_TYPES.discard(cls)
+
     @property
     def name(self):
         """The name used in messages: the operation's (``self.op``) when the
@@ -176,10 +206,10 @@ class ReverseRule:
             # a structurally zero side returns no pairs: keep the other side whole
             return [(nid, c, None) for nid, c in cots] + [(nid, None, d) for nid, d in dots]
         raise HvpNotSupported(
-            f"rule {rule_name(self)} cannot carry tangents through its pullback: "
+            f"rule {rule_name(self)} cannot carry tangents through its pullback: it "
+            "was not recorded by the tracer (which keeps what a replay of it needs); "
             "define pullback_with_tangents(cotangent, cotangent_tangent, tangents), "
-            "set linear = True if the operation is linear, or register the rule "
-            "with chainrules.rrule so that its second-order term can be derived"
+            "or set linear = True if the operation is linear"
         )
 
 

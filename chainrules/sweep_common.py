@@ -31,13 +31,18 @@ class EngineHooks:
     transpose: ``transpose(rule, tangents, out_shape, out_dtype, project)``,
                the pushforward of a rule that defines only a pullback
                (``chainrules.transpose.transpose_pullback``).
+    replay:    ``replay(entry, g, gd, tangents)``, the ``(NodeId, cotangent,
+               tangent)`` triples of a rule whose second order is found by
+               replay (``Tape.keep_replay``'s entry; ``tangents`` by traced
+               argument) (``chainrules.second_order.replay``).
     """
 
-    __slots__ = ("anomaly", "transpose")
+    __slots__ = ("anomaly", "transpose", "replay")
 
     def __init__(self):
         self.anomaly = None
         self.transpose = None
+        self.replay = None
 
 
 HOOKS = EngineHooks()

@@ -11,6 +11,7 @@ from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, _verified_classes, a
                            accumulate_slot, add_at, library_rule, note_failure, verify_results)
 from .sweep_batch import (as_batch_of_one, batched_rule, pullback_sliced,
                           pullback_with_tangents_sliced, slice_of)
+from .rule import REPLAY_TYPES
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -40,13 +41,15 @@ class TangentCarry:
 
     def pull(self, rule, i, g, gd):
         """The rule's ``(NodeId, cotangent, tangent)`` triples."""
+        method = (pullback_with_tangents_of(self.tape, i, rule) if type(rule) in REPLAY_TYPES
+                  else rule.pullback_with_tangents)
         if self.batch is None:
-            return self._pull(rule, i, g, gd, None, rule.pullback_with_tangents)
+            return self._pull(rule, i, g, gd, None, method)
         if batched_rule(rule):
             return self._pull(rule, i, g, gd, None, rule.pullback_with_tangents_batched)
 
         def one(g, gd_j, j):
-            return self._pull(rule, i, g, gd_j, j, rule.pullback_with_tangents)
+            return self._pull(rule, i, g, gd_j, j, method)
 
         return pullback_with_tangents_sliced(self.tape, rule, one, g, gd, self.batch)
 
@@ -70,6 +73,25 @@ class TangentCarry:
             if skip:
                 return method(g, gd, ts, skip=skip)
         return method(g, gd, ts)
+
+
+def pullback_with_tangents_of(tape, i, rule):
+    """``rule.pullback_with_tangents`` for the rule at node ``i``; for a rule
+    whose second order is found by replay (``second_order_by_replay``, kept
+    by ``Tape.keep_replay``), the replay (``HOOKS.replay``) with the same
+    signature (tangents aligned with ``inputs()``)."""
+    entry = tape.replays.get(i) if type(rule) in REPLAY_TYPES else None
+    if entry is None or entry[0] is not rule:
+        return rule.pullback_with_tangents
+
+    def replayed(g, gd, tangents, **_):
+        # skip= and out_tangent= are hints: the replay computes what it needs
+        by_node = dict(zip(rule.inputs(), tangents))
+        nids = [n for a in entry[2] for n in (a if type(a) is tuple else (a,))
+                if n is not None]
+        return HOOKS.replay(entry, g, gd, [by_node.get(n) for n in nids])
+
+    return replayed
 
 
 def _keep(store, dstore, i, g, gd):

@@ -37,7 +37,7 @@ from .arrays import NOT_ARRAYS
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError
 from .guards import ConversionGuards, is_plain_subclass, refuse_subclass, untraceable
 from .rule import MultiOutput
-from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS,
+from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS, Replayable,
                        keywords_to_positions, lookup, op_name)
 
 __all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_traced",
@@ -171,9 +171,15 @@ def record(tape, rule, out):
     operators' and unary fast paths, checkpointed segments). ``rule`` None:
     ``out`` is returned as it is (no derivative); a ``MultiOutput`` gives its
     values traced one by one, in their container (a namedtuple keeps its
-    fields); an output of integer or boolean dtype is not recorded."""
+    fields); an output of integer or boolean dtype is not recorded. A rule
+    whose second order is found by replay comes as ``rule`` None and a
+    ``Replayable`` output (off the hot path): the tape keeps how it was
+    made."""
     if rule is None:
-        return out
+        if type(out) is not Replayable:
+            return out
+        tape.keep_replay(out.entry)
+        rule, out = out.entry[0], out.out
     if type(out) is MultiOutput:
         values = out.values
         nids = tape.record_multi(rule, values)

@@ -37,7 +37,7 @@ LAYERS = [
     {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
      "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
-     "closure_second_order", "writes"},
+     "second_order", "writes"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 
