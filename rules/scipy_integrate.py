@@ -44,8 +44,16 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
   alongside ``y`` (``chainrules.jvp`` of the right-hand side), with
   ``z(t[0]) = y0' - f(y0, t[0]) t[0]'``; the output tangent at ``t[i]`` adds
   ``f(y(t[i]), t[i]) t[i]'``.
-* Second order is not supported (``HvpNotSupported``): the sensitivity and
-  adjoint solves run on plain values inside SciPy.
+* Second order (``pullback_with_tangents``, the HVP sweep of
+  ``chainrules.hvp``, ``hessian``, ``hessian_operator``): the tangent of the
+  first-order solve, in rules/scipy_integrate_second.py: below
+  ``SENSITIVITY_MAX_STATE`` the sensitivities integrated with their
+  tangents in one forward solve, above it the adjoint system integrated
+  backwards with its tangent system, the state's tangent restarted from the
+  variational solution (``_flow``, the pushforward's). Not supported
+  (``HvpNotSupported``, naming what works): second derivatives in the time
+  points, and nested differentiation (grad of grad), where an outer
+  differentiation traces the inputs of these plain-value solves.
 """
 
 import numpy as np
@@ -58,6 +66,7 @@ from chainrules.primitives import primitive
 from chainrules.tracing import is_traced
 
 from ._util import on_demand_family
+from .scipy_integrate_second import NO_NESTED, as_vector, ode_pullback_with_tangents
 
 try:
     import scipy.integrate as si
@@ -88,12 +97,6 @@ _IMPLICIT = ("BDF", "Radau", "LSODA")
 #: it the state and the dense Jacobian an implicit solver factorises grow as
 #: ``n m`` and ``(n m)^2``.
 SENSITIVITY_MAX_STATE = 256
-
-_NO_HVP = ("{name}: second derivatives (HVP, grad of grad) through an ODE solution are "
-           "not supported: the derivative's system (sensitivities or adjoint) is solved "
-           "by SciPy on plain values. Use "
-           "finite differences of chainrules.grad for the Hessian-vector product, or "
-           "differentiate a fixed-step solver written in NumPy")
 
 
 class OdeSpec:
@@ -208,12 +211,6 @@ def _diff_param(p):
     return hasattr(p, "dtype") and np.asarray(p).dtype.kind == "f" or isinstance(p, float)
 
 
-def _vector(out):
-    """The right-hand side's value as one vector (it may return a list)."""
-    if isinstance(out, (list, tuple)):
-        return np.concatenate([np.ravel(v) for v in out])
-    return out if np.ndim(out) == 1 else np.ravel(out)
-
 
 def rhs_jacobian(spec, y, s, params, pidx, seeds=None):
     """``(f, J)`` at ``(y, s)`` on plain values: ``J = [f_y, f_p]`` has a row
@@ -228,7 +225,7 @@ def rhs_jacobian(spec, y, s, params, pidx, seeds=None):
         full = list(params)
         for k, v in zip(pidx, ps):
             full[k] = v
-        return _vector(spec.f(yy, s, full))
+        return as_vector(spec.f(yy, s, full))
 
     out, back = vjp(f_of, y, *[params[k] for k in pidx])
     n = np.size(out)
@@ -303,7 +300,7 @@ class OdeRule(ReverseRule):
 
     def _f(self, y, s):
         """f(y, s) on plain values, as one float vector."""
-        return np.asarray(_vector(self.spec.f(y, s, self.params)), dtype=float)
+        return np.asarray(as_vector(self.spec.f(y, s, self.params)), dtype=float)
 
     def _f_vjp(self, y, s, a, pidx):
         """(a^T f_y, [a^T f_p for traced p], f) at (y, s)."""
@@ -313,7 +310,7 @@ class OdeRule(ReverseRule):
             full = list(params)
             for k, v in zip(pidx, ps):
                 full[k] = v
-            return _vector(self.spec.f(yy, s, full))
+            return as_vector(self.spec.f(yy, s, full))
 
         from chainrules.api import vjp
 
@@ -323,7 +320,7 @@ class OdeRule(ReverseRule):
 
     def pullback(self, g):
         if is_traced(g):
-            raise HvpNotSupported(_NO_HVP.format(name=self.name))
+            raise HvpNotSupported(NO_NESTED.format(name=self.name))
         g = np.asarray(g, dtype=float)
         n = self.ys.shape[1]
         pidx = self._pidx()
@@ -415,9 +412,8 @@ class OdeRule(ReverseRule):
         it = iter(tangents)
         full = [next(it) if i is not None else None for i in self.ids]
         if any(is_traced(t) for t in full if t is not None and not is_zero(t)):
-            raise HvpNotSupported(_NO_HVP.format(name=self.name))
+            raise HvpNotSupported(NO_NESTED.format(name=self.name))
         ts = np.asarray(self.t, dtype=float)
-        n = self.ys.shape[1]
 
         def val(t, like):
             return np.zeros(np.shape(like)) if t is None or is_zero(t) else np.asarray(t, float)
@@ -427,37 +423,50 @@ class OdeRule(ReverseRule):
         pidx = [k for k in self._pidx() if not is_zero(full[2 + k])]
         dps = [val(full[2 + k], self.params[k]) for k in pidx]
         f0 = np.asarray(self.spec.f(self.ys[0], ts[0], self.params), dtype=float)
-        from chainrules.api import jvp
-
-        def aug(z, s):
-            y, dz = z[:n], z[n:]
-            params = list(self.params)
-
-            def f_of(yy, *ps):
-                p2 = list(params)
-                for k, v in zip(pidx, ps):
-                    p2[k] = v
-                return self.spec.f(yy, s, p2)
-
-            fy, tz = jvp(f_of, (y, *[params[k] for k in pidx]), (dz, *dps))
-            return np.concatenate([np.asarray(fy, float), np.asarray(tz, float).ravel()])
-
-        tm, pos, _ = self.grid
-        z = self.spec.integrate(aug, np.concatenate([self.ys[0], dy0 - f0 * dt[0]]), tm)
-        out = z[pos, n:].copy()
+        out = self._flow(dy0 - f0 * dt[0], pidx, dps)[self.grid[1]]
         out[0] = dy0
         for i in range(1, len(ts)):
             if dt[i]:
                 out[i] += np.asarray(self.spec.f(self.ys[i], ts[i], self.params), float) * dt[i]
         return out
 
+    def _flow(self, dz0, pidx, dps):
+        """The variational solution ``z' = f_y z + f_p p'`` from ``z(t[0]) =
+        dz0`` on the rule's grid (times fixed; ``dps`` the directions of
+        ``params[pidx]``), integrated alongside ``y`` with ``chainrules.jvp``
+        of the right-hand side: rows of the grid by ``n``. The user's Jacobian
+        options (of ``y`` alone) do not apply to the doubled system."""
+        from chainrules.api import jvp
+
+        n = self.ys.shape[1]
+        params = list(self.params)
+
+        def aug(z, s):
+            def f_of(yy, *ps):
+                p2 = list(params)
+                for k, v in zip(pidx, ps):
+                    p2[k] = v
+                return self.spec.f(yy, s, p2)
+
+            fy, tz = jvp(f_of, (z[:n], *[params[k] for k in pidx]), (z[n:], *dps))
+            return np.concatenate([np.asarray(fy, float), np.asarray(tz, float).ravel()])
+
+        atol = self.spec.opts.get("atol")   # an array is y's, and z's alike
+        over = {} if atol is None or np.ndim(atol) == 0 else {
+            "atol": np.concatenate([np.ravel(atol), np.ravel(atol)])}
+        z = self.spec.integrate(aug, np.concatenate([self.ys[0], dz0]), self.grid[0], None,
+                                **over)
+        return z[:, n:].copy()
+
     def pullback_with_tangents(self, cotangent, cotangent_tangent, tangents):
-        raise HvpNotSupported(_NO_HVP.format(name=self.name))
+        limit = self.spec.sensitivity_max
+        limit = SENSITIVITY_MAX_STATE if limit is None else limit
+        return ode_pullback_with_tangents(self, cotangent, cotangent_tangent, tangents, limit)
 
 
 def _ode_maker(ids, y0, t, *params, _spec):
     if any(is_traced(v) for v in (y0, t) + params):
-        raise HvpNotSupported(_NO_HVP.format(name=_spec.name))
+        raise HvpNotSupported(NO_NESTED.format(name=_spec.name))
     yall, tm, pos = _solve_all(y0, t, params, _spec)
     ys = yall[pos]
     ids = list(ids)

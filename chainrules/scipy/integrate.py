@@ -15,8 +15,12 @@ values are found by evaluating it once at the initial point
 (``chainrules.capture.closure_convert``) and become trailing parameters,
 differentiated like ``args``. Derivatives are those of the exact ODE
 solution, computed to the solver tolerances you pass (``rtol``/``atol``),
-which also govern the derivative's solve. Second derivatives raise
-``HvpNotSupported``.
+which also govern the derivative's solve. Second derivatives
+(``chainrules.hvp``, ``hessian``, ``hessian_operator``) are those of the
+same solves carried forward over reverse, in the initial state, ``args``
+and the closed-over values; in the time points, and by nesting ``grad`` in
+``grad``, they raise ``HvpNotSupported`` (pass the times as constants, use
+``chainrules.hvp``).
 """
 
 import numpy as np

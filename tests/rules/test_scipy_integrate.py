@@ -136,15 +136,6 @@ def test_solve_ivp_without_t_eval_uses_the_solver_times():
                                rtol=1e-8)
 
 
-def test_second_order_raises_hvp_not_supported():
-    def loss(y0):
-        return np.sum(ci.odeint(_linear, y0, T, args=(A0,), **TIGHT) ** 2)
-    with pytest.raises(cr.HvpNotSupported, match="odeint: second derivatives"):
-        cr.hvp(loss, Y0, np.ones(2))
-    with pytest.raises(cr.HvpNotSupported, match="odeint: second derivatives"):
-        cr.grad(lambda y: np.sum(cr.grad(loss)(y)))(Y0)
-
-
 def test_quadrature():
     x = np.sort(RNG.uniform(0, 2, size=7))
     y = RNG.normal(size=(3, 7))
@@ -360,9 +351,6 @@ def test_closure_errors():
         with pytest.raises(cr.UntraceableError, match="rhs of chainrules.scipy.integrate."
                                                       "odeint .* initial point"):
             cr.grad(branchy, argnums=argnums)(0.5, 0.3)
-    # second order through a closure: as through args
-    with pytest.raises(cr.HvpNotSupported, match="odeint: second derivatives"):
-        cr.hvp(lambda k: np.sum(ci.odeint(lambda y, s: -k * y, Y0, T)), K, K)
     # nothing traced: SciPy's own result
     np.testing.assert_array_equal(ci.odeint(lambda y, s: -K * y, Y0, T),
                                   si.odeint(lambda y, s: -K * y, Y0, T))
@@ -628,7 +616,7 @@ def test_a_failed_derivative_solve_raises(limit, monkeypatch):
 @pytest.mark.parametrize("limit", [None, 0], ids=["sensitivities", "adjoint"])
 def test_an_array_atol_reaches_both_methods(limit, monkeypatch):
     """A per-entry atol is the state's: the sensitivities repeat it for every
-    direction, the adjoint gives its cotangents the least entry."""
+    direction, the adjoint gives its cotangents the least entry. HVPs too."""
     if limit is not None:
         monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", limit)
     tol = dict(rtol=1e-10, atol=np.array([1e-12, 1e-11]))
@@ -640,3 +628,72 @@ def test_an_array_atol_reaches_both_methods(limit, monkeypatch):
     g = cr.grad(loss)(OSC_P)
     fd = _fd_grad(lambda p: loss(p, si.odeint), OSC_P, 1e-4)
     np.testing.assert_allclose(g, fd, rtol=1e-6)
+    v = np.array([0.3, -0.7])   # second order: the variational solve takes it too
+    np.testing.assert_allclose(cr.hvp(loss, OSC_P, v), _fd_hvp(loss, OSC_P, v), rtol=1e-6)
+
+
+from chainrules.pytree import flatten, tree_map  # noqa: E402 (second derivatives)
+
+
+def _fd_hvp(loss, x, v, h=2e-4):
+    """Central differences of cr.grad along v, h^2 error cancelled (Richardson)."""
+    def central(h):
+        grads = [cr.grad(loss)(tree_map(lambda a, b: a + e * b, x, v)) for e in (h, -h)]
+        return tree_map(lambda a, b: (a - b) / (2 * h), *grads)
+    return tree_map(lambda a, b: (4 * b - a) / 3, central(h), central(h / 2))
+
+
+def _ivp_lotka(x):
+    """The Lotka-Volterra solution by solve_ivp, y0 = x[:2] and parameters x[2:]."""
+    sol = ci.solve_ivp(lambda s, y, p: _lotka(y, s, p), (0.0, 2.0), x[:2], method="DOP853",
+                       t_eval=T, args=(x[2:],), **TIGHT)
+    return np.sum(W.T * sol.y ** 2)
+
+
+_HVP_CASES = {   # loss, point, closed-form Hessian (None: finite differences only)
+    "y0-linear": (lambda y0: np.sum(W * ci.odeint(_linear, y0, T, args=(A0,), **TIGHT) ** 3),
+                  Y0, sum(sl.expm(A0 * (ti - T[0])).T @ np.diag(6 * W[i] * _closed(
+                      Y0, T, A0)[i]) @ sl.expm(A0 * (ti - T[0])) for i, ti in enumerate(T))),
+    "args-linear": (lambda a: np.sum(W * ci.odeint(_linear, Y0, T, args=(a,), **TIGHT) ** 2),
+                    A0, None),
+    "y0-args-lotka-solve_ivp": (_ivp_lotka, np.array([1.0, 0.5, 1.1, 0.4, 0.6, 0.9]), None),
+    # y_j = y0_j exp(-k_j (t - t0)): d2/dk_j2 sum_i w_ij y_ij = sum_i w_ij dt_i^2 y_ij
+    "closure": (lambda k: np.sum(W * ci.odeint(lambda y, s: -k * y, Y0, T, **TIGHT)), K,
+                np.diag(np.sum(W * (T - T[0])[:, None] ** 2 * _decay(K, Y0, T), axis=0))),
+    "pytree-args": (lambda p: np.sum(W * ci.odeint(lambda y, s, q: q["a"] @ y + q["b"] * y ** 2,
+                                                   Y0, T, args=(p,), **TIGHT) ** 2),
+                    {"a": A0, "b": np.array([0.3, -0.2])}, None),
+}
+
+
+@pytest.mark.parametrize("limit", [None, 0], ids=["sensitivities", "adjoint"])
+@pytest.mark.parametrize("case", list(_HVP_CASES))
+def test_hvp_and_hessian_of_an_ode_solution(case, limit, monkeypatch):
+    """HVPs against central differences of the gradient (by the sensitivities
+    or the adjoint, as grad chooses), closed forms, Hessians, symmetry."""
+    if limit is not None:
+        monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", limit)
+    loss, x, exact = _HVP_CASES[case]
+    leaves = lambda tree: np.concatenate([np.ravel(a) for a in flatten(tree)[0]])  # noqa
+    u, v = (tree_map(lambda a: RNG.normal(size=np.shape(a)), x) for _ in range(2))
+    hv, hu = cr.hvp(loss, x, v), cr.hvp(loss, x, u)
+    fd = leaves(_fd_hvp(loss, x, v))
+    np.testing.assert_allclose(leaves(hv), fd, rtol=1e-7, atol=1e-8 * np.linalg.norm(fd))
+    assert abs(leaves(u) @ leaves(hv) - leaves(v) @ leaves(hu)) <= 1e-9 * np.linalg.norm(fd) \
+        * np.linalg.norm(leaves(u))
+    if exact is not None:
+        np.testing.assert_allclose(cr.hessian(loss)(x), exact, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(hv, exact @ v, rtol=1e-8, atol=1e-9)
+    elif isinstance(x, np.ndarray) and x.ndim == 1:
+        hess = cr.hessian(loss)(x)
+        np.testing.assert_allclose(hess, hess.T, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(hess @ v, hv, rtol=1e-10, atol=1e-10)
+
+
+def test_second_order_errors_name_what_works():
+    def loss(y0, t=T):  # grad of grad and traced times: refused, naming what works
+        return np.sum(ci.odeint(_linear, y0, t, args=(A0,), **TIGHT) ** 2)
+    with pytest.raises(cr.HvpNotSupported, match="odeint: nested .* chainrules.hvp"):
+        cr.grad(lambda y: np.sum(cr.grad(loss)(y) ** 2))(Y0)
+    with pytest.raises(cr.HvpNotSupported, match="odeint: .* time points .* not supported"):
+        cr.hvp(lambda t: loss(Y0, t), T, np.ones(4))

@@ -5,8 +5,10 @@ adjoint) and variational rules: every argument at once, the parameter array
 alone (time points increasing or decreasing), the time points alone and
 with the parameters (the start moves the solution), and two equal time
 points; each by the sensitivities (the systems here are small) and again by
-the adjoint method (``sensitivity_max=0``). Second order is not supported
-by this rule (HvpNotSupported)."""
+the adjoint method (``sensitivity_max=0``). Second order
+(``pullback_with_tangents``) is checked in the initial state with the
+parameters, time points constant (second derivatives in them raise
+HvpNotSupported)."""
 
 import numpy as np
 from hypothesis import strategies as st
@@ -70,12 +72,18 @@ if _si is not None and hasattr(_si, "ode_solve"):
         return lambda draw, dtype: args(draw, dtype, specs=_ADJOINT)
 
     _MODES = frozenset({"rrule", "frule"})
+    # second order, with the time points constant: by the sensitivities only
+    # here (the adjoint's, tested in tests/rules/test_scipy_integrate.py, costs
+    # about a minute over the sweep's examples at these tolerances)
+    _HVP = frozenset({"rrule", "frule", "hvp"})
     SPECS += [
         RuleSpec(_si.ode_solve, _ode_args, ("float64",), modes=_MODES,
                  rtol=1e-5, atol=1e-6, name="scipy.integrate.ode_solve"),
         # the parameter array alone (y0, t and the float c held constant)
         RuleSpec(_si.ode_solve, _ode_params, ("float64",), modes=_MODES, rtol=1e-5,
                  atol=1e-6, wrt=(2,), name="scipy.integrate.ode_solve-wrt-params"),
+        RuleSpec(_si.ode_solve, _ode_params, ("float64",), modes=_HVP, rtol=1e-5,
+                 atol=1e-6, wrt=(0, 2), name="scipy.integrate.ode_solve-wrt-y0-params"),
         RuleSpec(_si.ode_solve, _ode_constant_times, ("float64",), modes=_MODES,
                  rtol=1e-5, atol=1e-6, name="scipy.integrate.ode_solve-constant-times"),
         # y0 held constant: the start time moves the solution along -f(y0, t[0])
