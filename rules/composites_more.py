@@ -15,7 +15,7 @@ import numpy as np
 from chainrules.arrays import ndim_of, shape_of
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import DECOMPOSITIONS, decompose, is_registered
-from chainrules.tracing import is_traced, untraced
+from chainrules.tracing import holds_traced, is_traced, nested_array, untraced
 
 from ._util import array_like, array_value, on_plain_values
 
@@ -422,7 +422,7 @@ for _name, _alt in (("put", "use chainrules.numpy.index_update(a, ind, v) on the
     DECOMPOSITIONS[getattr(np, _name)] = _writer(_name, _alt)
 
 
-# -- np.pad: the statistic and ramp modes ------------------------------------------------------
+# -- np.pad: the statistic and ramp modes, traced constants and end values ---------------------
 _STAT = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}
 
 
@@ -430,30 +430,101 @@ def _pad_widths(pad_width, ndim):
     return np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (ndim, 2))
 
 
+def _value_pairs(values, nd):
+    """``constant_values`` or ``end_values`` as NumPy broadcasts them to
+    ``(ndim, 2)`` (``numpy.lib._arraypad_impl._as_pairs``), traced or not: ``nd``
+    ``[before, after]`` pairs of 0-d values, and whether they came as one or two
+    values (NumPy then keeps them as NumPy scalars, which are not weakly typed
+    in the ramp's arithmetic, where the ``(ndim, 2)`` form gives Python numbers)."""
+    v = nested_array(values) if holds_traced(values) else np.asarray(values)
+    shape = tuple(shape_of(v))
+    if len(shape) < 3:
+        size = int(np.prod(shape, dtype=np.intp))
+        flat = np.reshape(v, (-1,))
+        if size == 1:
+            return [[flat[0], flat[0]]] * nd, True
+        if size == 2 and shape != (2, 1):
+            return [[flat[0], flat[1]]] * nd, True
+    b = np.broadcast_to(v, (nd, 2))
+    return [[b[i, 0], b[i, 1]] for i in range(nd)], False
+
+
+def _as_dtype(v, dt):
+    """``v`` (traced or not) in dtype ``dt``, as NumPy's pad writes it."""
+    if is_traced(v):
+        return v if v.dtype == dt else v.astype(dt)
+    return np.asarray(v).astype(dt)
+
+
 def _pad_traced_constant(array, pad_width, kwargs):
-    """``np.pad(x, w, constant_values=c)`` with a traced scalar ``c``: ``x``
-    padded with zeros plus ``c`` times the (constant) mask of the padded
-    border, differentiable in both."""
+    """``np.pad(x, w, constant_values=c)`` with traced constants in any of
+    NumPy's forms (a scalar, ``(c,)``, ``(before, after)``, per axis
+    ``((b0, a0), (b1, a1), ...)``): every element of the padded array takes the
+    constant NumPy gives it (NumPy pads axis by axis, so a corner takes the
+    value of the last axis padded), found by padding an array of labels with
+    NumPy itself; each constant is selected into ``x`` padded with zeros where
+    its label is. Linear in ``x`` and in each constant. (NumPy hands ``np.pad`` to
+    chainrules only when ``x`` is traced: with a plain ``x`` it converts traced
+    constants itself, which raises ``UntraceableError``.)"""
     c = kwargs.pop("constant_values")
-    if ndim_of(c) != 0 or kwargs:
-        raise MissingRuleError(
-            "numpy.pad with traced constant_values is differentiated for one scalar "
-            "constant; pad with a scalar, or pad each side with np.concatenate")
+    if kwargs:
+        raise ValueError(f"unsupported keyword arguments for mode 'constant': {set(kwargs)}")
     x = _asarray(array)
+    dt = np.result_type(untraced(x))
+    nd = ndim_of(x)
+    pairs, _ = _value_pairs(c, nd)
     padded = np.pad(x, pad_width, mode="constant")
-    border = np.pad(np.zeros(shape_of(x), dtype=bool), pad_width, mode="constant",
-                    constant_values=True)
-    return padded + c * border
+    if nd == 0:
+        return padded
+    inside = 2 * nd
+    owner = np.pad(np.full(shape_of(x), inside, dtype=np.intp), pad_width, mode="constant",
+                   constant_values=np.arange(inside, dtype=np.intp).reshape(nd, 2))
+    # one select per side (a gather would need a scatter-add in its pullback,
+    # which lazy backends cannot do)
+    out = padded
+    for k, v in enumerate(v for pair in pairs for v in pair):
+        mask = owner == k
+        if mask.any():
+            out = np.where(mask, _as_dtype(v, dt), out)
+    return out
+
+
+def _ramp_dtype(x_dt, ends, small):
+    """The dtype NumPy's ``linspace`` computes a ramp in: the promotion of
+    ``x``'s dtype with the end values' (NumPy scalars when they came as one or two
+    values, Python numbers, weakly typed, in the ``(ndim, 2)`` form)."""
+    e_dt = np.result_type(*[untraced(v) for pair in ends for v in pair])
+    if small:
+        ct = np.result_type(x_dt, e_dt)
+    else:
+        ct = np.result_type(x_dt, {"b": False, "c": 0j}.get(e_dt.kind, 0 if e_dt.kind in "iu"
+                                                                    else 0.0))
+    return np.result_type(ct, 0.0)
+
+
+def _linear_ramp(edge, end, width, ax, nd, ct, dt):
+    """NumPy's ramp ``linspace(end, edge, width, endpoint=False)`` along ``ax``,
+    in its arithmetic (``arange * step + end``, or ``arange / width * delta + end``
+    where a step is zero), computed in ``ct`` and written in ``dt``."""
+    shape = [1] * nd
+    shape[ax] = width
+    end_c, edge_c = _as_dtype(end, ct), _as_dtype(edge, ct)
+    delta = edge_c - end_c
+    step = delta / width
+    y = np.reshape(np.arange(width, dtype=ct), shape)
+    # NumPy's branch on any zero step, as a select (lazy arrays are not computed)
+    r = np.where(np.any(step == 0), y / width * delta, y * step) + end_c
+    return _as_dtype(r, dt)
 
 
 @decompose(np.pad)
 def _pad(array, pad_width, mode="constant", **kwargs):
     """``linear_ramp`` and the statistic modes as slices, reductions and
-    concatenations axis by axis (as NumPy pads them); every other mode goes
-    to the pad rule."""
+    concatenations axis by axis (as NumPy pads them), traced constants by
+    ``_pad_traced_constant``; every other mode goes to the pad rule."""
     from chainrules.tracing import dispatch
 
-    if mode == "constant" and _traced(kwargs.get("constant_values", 0)):
+    if mode == "constant" and holds_traced(kwargs.get("constant_values", 0)):
         return _pad_traced_constant(array, pad_width, kwargs)
     if mode not in _STAT and mode != "linear_ramp":
         return dispatch(np.pad, (array, pad_width), dict(kwargs, mode=mode))
@@ -462,11 +533,8 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     dt = np.result_type(untraced(x))
     widths = _pad_widths(pad_width, nd)
     if mode == "linear_ramp":
-        ends = np.broadcast_to(np.asarray(kwargs.get("end_values", 0), dtype=float),
-                               (nd, 2)) if not _traced(kwargs.get("end_values", 0)) else None
-        if ends is None:
-            raise MissingRuleError("numpy.pad(mode='linear_ramp') with traced end_values "
-                                   "has no rule")
+        ends, small = _value_pairs(kwargs.get("end_values", 0), nd)
+        ct = _ramp_dtype(dt, ends, small) if nd else dt
     else:
         lengths = kwargs.get("stat_length")
         stat_len = None if lengths is None else _pad_widths(lengths, nd)
@@ -487,14 +555,10 @@ def _pad(array, pad_width, mode="constant", **kwargs):
             return np.broadcast_to(v, tuple(shape)) + np.zeros(tuple(shape), dtype=dt)
 
         if mode == "linear_ramp":
-            def ramp(edge, end, width, reverse):
-                shape = [1] * nd
-                shape[ax] = width
-                t = np.reshape(np.arange(width, dtype=dt) / dt.type(width), shape)
-                r = dt.type(end) + (edge - dt.type(end)) * t
-                return np.flip(r, axis=ax) if reverse else r
-            left = ramp(sl(0, 1), ends[ax, 0], before, False) if before else None
-            right = ramp(sl(n - 1, n), ends[ax, 1], after, True) if after else None
+            left = (_linear_ramp(sl(0, 1), ends[ax][0], before, ax, nd, ct, dt)
+                    if before else None)
+            right = (np.flip(_linear_ramp(sl(n - 1, n), ends[ax][1], after, ax, nd, ct, dt),
+                             axis=ax) if after else None)
         else:
             stat = _STAT[mode]
             lb = n if stat_len is None else max(1, min(int(stat_len[ax, 0]), n))

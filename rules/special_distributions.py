@@ -21,7 +21,7 @@ Distribution functions, by their densities ``rho`` (``L = d log rho / dx``):
   in the point and the noncentrality: ``nctdtr(v, nc, t) = E[Phi(t S - nc)]``
   with ``S = sqrt(V/v)``, ``V ~ chi2(v)``, so every derivative is a moment
   ``J_k = E[S^k phi(t S - nc)]`` (``d/dt = J_1``, ``d/dnc = -J_0``), each
-  two Kummer terms (``_nct_moment``); ``ncfdtr`` is a Poisson(nc/2) mixture
+  two Kummer terms (``nct_moment``); ``ncfdtr`` is a Poisson(nc/2) mixture
   of ``I_w(n1/2 + j, n2/2)``, ``w = n1 x / (n2 + n1 x)``: its density is
   ``exp(-nc/2) rho_F(x) M(a+b, a, nc w/2)`` and its derivative in ``nc``
   ``-exp(-nc/2) w^a (1-w)^b / (2 a B(a, b)) M(a+b, a+1, nc w/2)``
@@ -140,7 +140,7 @@ def _t_density(v, t):
     return rho, -(v + 1) * t / (v + t * t)
 
 
-def _nct_moment(v, nc, t, k):
+def nct_moment(v, nc, t, k):
     """``J_k = E[S^k phi(t S - nc)]`` with ``S = sqrt(V / v)``, ``V ~ chi2(v)``:
     ``int_0^inf s^(m-1) exp(-A s^2 + B s) ds = A^(-m/2) (Gamma(m/2) M(m/2, 1/2, z)
     + B / sqrt(A) Gamma((m+1)/2) M((m+1)/2, 3/2, z)) / 2`` with ``m = v + k``,
@@ -169,28 +169,33 @@ def _ncf_parts(n1, n2, nc, x):
     return a, b, w, nc * w / 2, e * rho0, dlog0, e * tail, nc * n1 * n2 / (2 * q * q)
 
 
-def _ncf_dx(n1, n2, nc, x):
+def ncf_dx(n1, n2, nc, x):
+    """``d ncfdtr/dx``: the noncentral F density."""
     a, b, w, z, rho, dlog0, tail, dz = _ncf_parts(n1, n2, nc, x)
     return rho * sc.hyp1f1(a + b, a, z)
 
 
-def _ncf_dnc(n1, n2, nc, x):
+def ncf_dnc(n1, n2, nc, x):
+    """``d ncfdtr/dnc``, the derivative in the noncentrality."""
     a, b, w, z, rho, dlog0, tail, dz = _ncf_parts(n1, n2, nc, x)
     return -tail * sc.hyp1f1(a + b, a + 1, z) / 2
 
 
-def _ncf_dxx(n1, n2, nc, x):
+def ncf_dxx(n1, n2, nc, x):
+    """``d2 ncfdtr/dx2``."""
     a, b, w, z, rho, dlog0, tail, dz = _ncf_parts(n1, n2, nc, x)
     return rho * (dlog0 * sc.hyp1f1(a + b, a, z) + (a + b) / a * sc.hyp1f1(a + b + 1, a + 1, z)
                   * dz)
 
 
-def _ncf_dxnc(n1, n2, nc, x):
+def ncf_dxnc(n1, n2, nc, x):
+    """``d2 ncfdtr/dx dnc``."""
     a, b, w, z, rho, dlog0, tail, dz = _ncf_parts(n1, n2, nc, x)
     return rho * ((a + b) / a * w * sc.hyp1f1(a + b + 1, a + 1, z) - sc.hyp1f1(a + b, a, z)) / 2
 
 
-def _ncf_dncnc(n1, n2, nc, x):
+def ncf_dncnc(n1, n2, nc, x):
+    """``d2 ncfdtr/dnc2``."""
     a, b, w, z, rho, dlog0, tail, dz = _ncf_parts(n1, n2, nc, x)
     return -tail * ((a + b) / (a + 1) * w * sc.hyp1f1(a + b + 1, a + 2, z)
                     - sc.hyp1f1(a + b, a + 1, z)) / 4
@@ -454,7 +459,7 @@ def _register():
         return lambda v, nc, t, z: in_dtype_of(fn(v, nc, t), z)
 
     def j(k):
-        return lambda v, nc, t: _nct_moment(v, nc, t, k)
+        return lambda v, nc, t: nct_moment(v, nc, t, k)
 
     scalar_rule(sc.nctdtr, nodf,
                 nct(lambda v, nc, t: -j(0)(v, nc, t)), nct(j(1)),
@@ -468,9 +473,9 @@ def _register():
     def ncf(fn):
         return lambda n1, n2, nc, x, z: in_dtype_of(fn(n1, n2, nc, x), z)
 
-    scalar_rule(sc.ncfdtr, no1, no2, ncf(_ncf_dnc), ncf(_ncf_dx),
-                second=(no1, 0, 0, 0, no2, 0, 0, ncf(_ncf_dncnc), ncf(_ncf_dxnc),
-                        ncf(_ncf_dxx)))
+    scalar_rule(sc.ncfdtr, no1, no2, ncf(ncf_dnc), ncf(ncf_dx),
+                second=(no1, 0, 0, 0, no2, 0, 0, ncf(ncf_dncnc), ncf(ncf_dxnc),
+                        ncf(ncf_dxx)))
 
     # -- Kolmogorov, Smirnov ------------------------------------------------------------
     scalar_rule(sc.kolmogorov, lambda x, y: _kolmogorov_derivs(x)[0],

@@ -84,8 +84,6 @@ NO_RULE = {
     "modfresnelp, modfresnelm (fp, fm at x < 0)": "SciPy's fp and fm there are not the "
     "integral (their imaginary part is off): NaN derivative",
     "pbdv, pbvv in v; pbwa in a": "no closed form in the order or parameter",
-    "ellipj in m": "not yet: the derivatives in the parameter go through "
-    "ellipeinc(am(u|m), m) and are not written",
     "lpmv in m, v": "integer order m; no closed form in the degree v",
     "mathieu_a, mathieu_b": "characteristic values: no closed form in q (the derivative is "
     "an integral of ce_m^2 or se_m^2 times cos 2x)",
@@ -124,14 +122,15 @@ _EXPREL_D = [(j + 1) / math.factorial(j + 2) for j in range(18)]
 _EXPREL_DD = [(j + 1) * (j + 2) / math.factorial(j + 3) for j in range(18)]
 
 
-def _exprel_d(u, f):
+def exprel_d(u, f):
     """``exprel'(u)`` given ``f = exprel(u)``."""
     small = np.abs(array_value(u)) < _EXPREL_SMALL
     us = np.where(small, 1.0, u)
     return np.where(small, _poly(_EXPREL_D, u), (np.exp(us) - f) / us)
 
 
-def _exprel_dd(u, f):
+def exprel_dd(u, f):
+    """``exprel''(u)`` given ``f = exprel(u)``."""
     small = np.abs(array_value(u)) < _EXPREL_SMALL
     us = np.where(small, 1.0, u)
     fs = np.where(small, 1.0, f)
@@ -295,7 +294,7 @@ def _register():
                 second=(lambda x, y, z: y * (y - 1) * np.power(x, y - 2),
                         lambda x, y, z: np.power(x, y - 1) * (1 + y * np.log(x)),
                         lambda x, y, z: np.power(x, y) * np.log(x) ** 2), saves="xy")
-    scalar_rule(sc.exprel, lambda x, y: _exprel_d(x, y), second=lambda x, y: _exprel_dd(x, y),
+    scalar_rule(sc.exprel, lambda x, y: exprel_d(x, y), second=lambda x, y: exprel_dd(x, y),
                 saves="xy")
     scalar_rule(sc.wrightomega, lambda x, y: y / (1 + y),
                 second=lambda x, y: y / ((1 + y) * (1 + y) * (1 + y)), saves="y")
@@ -447,10 +446,10 @@ def _register():
     # -- Box-Cox: boxcox(x, l) = L exprel(l L), L = log x; inverse exp(y h(l y)) -----------
     def boxcox_rule(f, log):
         scalar_rule(f, lambda x, lm, z: np.exp((lm - 1) * log(x)),
-                    lambda x, lm, z: log(x) ** 2 * _exprel_d(lm * log(x), sc.exprel(lm * log(x))),
+                    lambda x, lm, z: log(x) ** 2 * exprel_d(lm * log(x), sc.exprel(lm * log(x))),
                     second=(lambda x, lm, z: (lm - 1) * np.exp((lm - 2) * log(x)),
                             lambda x, lm, z: np.exp((lm - 1) * log(x)) * log(x),
-                            lambda x, lm, z: log(x) ** 3 * _exprel_dd(lm * log(x),
+                            lambda x, lm, z: log(x) ** 3 * exprel_dd(lm * log(x),
                                                                       sc.exprel(lm * log(x)))),
                     saves="xy")
 

@@ -12,10 +12,12 @@ argument (DLMF chapter 19):
   ``dF/dm = s^3 R_D(c^2, 1, Delta^2)/6`` and ``dE/dm = -s^3 R_D(c^2, Delta^2, 1)/6``
   (19.25.5 and 19.25.7 differentiated by 19.18.1, ``phi`` reduced to
   ``|phi| <= pi/2`` plus ``2k K'(m)``, ``2k E'(m)``); the second ``m`` derivatives
-  from Legendre's forms ``dE/dm = (E - F)/(2m)`` and
-  ``dF/dm = (E - (1-m) F)/(2m(1-m)) - s c/(2(1-m) Delta)``, which cancel near
-  ``m = 0``: there the power series in ``m`` of the integrand is summed term by
-  term.
+  differentiate those ``R_D`` in their ``Delta^2`` argument by the complex step
+  (``R_D`` is analytic there and SciPy's ``elliprd`` takes complex arguments):
+  exact to rounding at every ``m`` and ``phi``, where Legendre's forms
+  ``(E - F)/(2m)`` and ``(E - (1-m) F)/(2m(1-m))`` cancel near ``m = 0``,
+  ``m = 1`` and ``phi = 0``. At ``m = 1`` (``|phi| < pi/2``) they are the finite
+  values there.
 * Carlson forms: ``dR_F/dz = -R_D(x,y,z)/6`` (19.18.1),
   ``dR_G/dz = (3 R_F - z R_D)/12`` (19.18.4 and the integral of
   ``R_{-1/2}(1/2,1/2,3/2)``); ``R_D`` and ``R_J`` by partial fractions of
@@ -35,6 +37,8 @@ argument (DLMF chapter 19):
 import math
 
 import numpy as np
+
+from chainrules.primitives import primitive
 
 from ._util import array_value, in_dtype_of, real_only
 
@@ -87,45 +91,31 @@ def _ellipkm1_dd(p, k):
     return np.where(near, formula, far)
 
 
-_ELL_SMALL = 0.2
-_ELL_TERMS = 30
-# coefficients of the binomial series of (1 - u)^(-1/2) and (1 - u)^(1/2)
-_F_COEF = [1.0]
-_E_COEF = [1.0]
-for _n in range(1, _ELL_TERMS + 1):
-    _F_COEF.append(_F_COEF[-1] * (_n - 0.5) / _n)
-    _E_COEF.append(_E_COEF[-1] * (_n - 1.5) / _n)
-
-
-def _ell_series(phi, m, coef, order):
-    """``d^order/dm^order`` of ``sum_n coef[n] m^n W_n(phi)``, with
-    ``W_n = int_0^phi sin^2n`` (``W_n = ((2n-1) W_{n-1} - sin^(2n-1) cos)/(2n)``):
-    ``F(phi|m)`` for the coefficients of ``(1-u)^(-1/2)``, ``E`` for ``(1-u)^(1/2)``.
-    Used for ``|m| < 0.2``: the terms fall like ``0.2^n``."""
-    s, c = np.sin(phi), np.cos(phi)
-    s2 = s * s
-    w = phi
-    p = s * c
-    total = 0.0
-    mp = 1.0
-    for n in range(1, _ELL_TERMS + 1):
-        w = ((2 * n - 1) * w - p) / (2 * n)
-        p = p * s2
-        if n < order:
-            continue
-        fall = float(n if order == 1 else n * (n - 1))
-        total = total + (fall * coef[n]) * (mp * w)
-        mp = mp * m
-    return total
-
-
 def _reduce_phi(phi):
     """``phi = phi0 + k pi`` with ``|phi0| <= pi/2``: ``(phi0, k)``."""
     k = np.round(array_value(phi) / _PI)
     return phi - k * _PI, k
 
 
-def _f_dm(phi, m):
+def _rd_step(x, y, z, place):
+    """``dR_D(x, y, z)`` by its argument ``place`` (1: ``y``, 2: ``z``) by the
+    complex step: ``R_D`` is analytic at positive arguments, so
+    ``Im R_D(.., a + i h, ..)/h`` is the derivative to ``O(h^2)`` relative, with
+    no subtraction to cancel (SciPy's ``elliprd`` takes complex arguments).
+    NaN where an argument is negative, as the real ``R_D`` (off its cut the
+    complex one has values the real function has not)."""
+    args = [x, y, z]
+    # in float64 whatever the arguments' dtype (a NumPy float64 scalar is not
+    # weakly typed), without converting lazy arrays
+    a = args[place] * np.float64(1.0)
+    h = 1e-20 * np.abs(a) + 1e-300
+    args[place] = a + 1j * h
+    negative = (np.real(args[0]) < 0) | (np.real(args[1]) < 0) | (np.real(args[2]) < 0)
+    return np.where(negative, np.nan, np.imag(sc.elliprd(*args)) / h)
+
+
+@primitive
+def ellipkinc_dm(phi, m):
     """``dF(phi|m)/dm = s^3 R_D(c^2, 1, Delta^2)/6 + 2k K'(m)`` (reduced phi)."""
     phi0, k = _reduce_phi(phi)
     s, c = np.sin(phi0), np.cos(phi0)
@@ -134,7 +124,8 @@ def _f_dm(phi, m):
     return in_dtype_of(base + whole, phi)
 
 
-def _e_dm(phi, m):
+@primitive
+def ellipeinc_dm(phi, m):
     """``dE(phi|m)/dm = -s^3 R_D(c^2, Delta^2, 1)/6 + 2k E'(m)``."""
     phi0, k = _reduce_phi(phi)
     s, c = np.sin(phi0), np.cos(phi0)
@@ -144,27 +135,26 @@ def _e_dm(phi, m):
     return in_dtype_of(base + whole, phi)
 
 
-def _f_dmm(phi, m):
-    """``d2F/dm2``: Legendre's form for ``|m| >= 0.2``, the series below."""
-    small = np.abs(array_value(m)) < _ELL_SMALL
-    ms = np.where(small, 0.5, m)
-    s, c = np.sin(phi), np.cos(phi)
-    d = np.sqrt(1 - ms * s * s)
-    b = s * c / (2 * (1 - ms) * d)
-    a = _f_dm(phi, ms) + b
-    a_m = (sc.ellipkinc(phi, ms) / 2 + s * c / (2 * d) - a * (2 - 4 * ms)) / (2 * ms * (1 - ms))
-    b_m = (s * c / 2) * (1 / ((1 - ms) * (1 - ms) * d) + s * s / (2 * (1 - ms) * d * d * d))
-    series = _ell_series(phi, np.where(small, m, 0.0), _F_COEF, 2)
-    return in_dtype_of(np.where(small, series, a_m - b_m), phi)
+@primitive
+def ellipkinc_dmm(phi, m):
+    """``d2F(phi|m)/dm2 = -s^5 dR_D(c^2, 1, Delta^2)/dz / 6 - 2k dR_D(0, 1, 1 - m)/dz / 6``."""
+    phi0, k = _reduce_phi(phi)
+    s, c = np.sin(phi0), np.cos(phi0)
+    base = -(s ** 5) * _rd_step(c * c, 1.0, 1 - m * s * s, 2) / 6
+    whole = np.where(k == 0, 0.0,
+                     -2 * k * _rd_step(0.0, 1.0, np.where(k == 0, 0.5, 1 - m), 2) / 6)
+    return in_dtype_of(base + whole, phi)
 
 
-def _e_dmm(phi, m):
-    """``d2E/dm2 = -(E_m + F_m)/(2m)``, the series for ``|m| < 0.2``."""
-    small = np.abs(array_value(m)) < _ELL_SMALL
-    ms = np.where(small, 0.5, m)
-    legendre = -(_e_dm(phi, ms) + _f_dm(phi, ms)) / (2 * ms)
-    series = _ell_series(phi, np.where(small, m, 0.0), _E_COEF, 2)
-    return in_dtype_of(np.where(small, series, legendre), phi)
+@primitive
+def ellipeinc_dmm(phi, m):
+    """``d2E(phi|m)/dm2 = s^5 dR_D(c^2, Delta^2, 1)/dy / 6 + 2k dR_D(0, 1 - m, 1)/dy / 6``."""
+    phi0, k = _reduce_phi(phi)
+    s, c = np.sin(phi0), np.cos(phi0)
+    base = (s ** 5) * _rd_step(c * c, 1 - m * s * s, 1.0, 1) / 6
+    whole = np.where(k == 0, 0.0,
+                     2 * k * _rd_step(0.0, np.where(k == 0, 0.5, 1 - m), 1.0, 1) / 6)
+    return in_dtype_of(base + whole, phi)
 
 
 # -- Carlson's symmetric integrals ------------------------------------------------------
@@ -272,6 +262,62 @@ def _r2(a, b1, b2, z1, z2):
     return in_dtype_of(hi ** (-a) * f, z1)
 
 
+def _no_third(name):
+    """The partial in ``m`` of a second ``m`` derivative: no rule (raises)."""
+    def partial(*args):
+        from chainrules.errors import MissingRuleError
+
+        raise MissingRuleError(f"scipy.special.{name}: no third derivative in the parameter m "
+                               "(the second is the complex step of R_D); differentiate at "
+                               "most twice in m")
+    return partial
+
+
+def _register_m_partials(delta):
+    """Rules of the ``m`` partials of ``F`` and ``E``, so that differentiating
+    a derivative (``grad`` of ``grad``) uses the same formulas as the second
+    partials: ``d/dphi dF/dm = s^2/(2 Delta^3)``, ``d/dphi dE/dm = -s^2/(2 Delta)``
+    and their ``phi`` and ``m`` derivatives; the third ``m`` derivative raises."""
+    from chainrules.derived import scalar_rule
+
+    def sc_(phi):
+        return np.sin(phi), np.cos(phi)
+
+    def f_mp(phi, m, z):
+        s, _ = sc_(phi)
+        return in_dtype_of(s * s / (2 * delta(phi, m) ** 3), z)
+
+    def f_mpp(phi, m, z):
+        s, c = sc_(phi)
+        d = delta(phi, m)
+        return in_dtype_of(s * c / d ** 3 + 1.5 * m * s ** 3 * c / d ** 5, z)
+
+    def f_mmp(phi, m, z):
+        s, _ = sc_(phi)
+        return in_dtype_of(0.75 * s ** 4 / delta(phi, m) ** 5, z)
+
+    def e_mp(phi, m, z):
+        s, _ = sc_(phi)
+        return in_dtype_of(-s * s / (2 * delta(phi, m)), z)
+
+    def e_mpp(phi, m, z):
+        s, c = sc_(phi)
+        d = delta(phi, m)
+        return in_dtype_of(-s * c / d - m * s ** 3 * c / (2 * d ** 3), z)
+
+    def e_mmp(phi, m, z):
+        s, _ = sc_(phi)
+        return in_dtype_of(-0.25 * s ** 4 / delta(phi, m) ** 3, z)
+
+    no_f, no_e = _no_third("ellipkinc"), _no_third("ellipeinc")
+    scalar_rule(ellipkinc_dm, f_mp, lambda phi, m, z: ellipkinc_dmm(phi, m),
+                second=(f_mpp, f_mmp, no_f), saves="xyz")
+    scalar_rule(ellipeinc_dm, e_mp, lambda phi, m, z: ellipeinc_dmm(phi, m),
+                second=(e_mpp, e_mmp, no_e), saves="xyz")
+    scalar_rule(ellipkinc_dmm, f_mmp, no_f, saves="xyz")
+    scalar_rule(ellipeinc_dmm, e_mmp, no_e, saves="xyz")
+
+
 def _register():
     from chainrules.derived import scalar_rule
 
@@ -287,15 +333,17 @@ def _register():
         return np.sqrt(1 - m * s * s)
 
     scalar_rule(sc.ellipkinc, lambda phi, m, z: 1 / delta(phi, m),
-                lambda phi, m, z: _f_dm(phi, m),
+                lambda phi, m, z: ellipkinc_dm(phi, m),
                 second=(lambda phi, m, z: m * np.sin(phi) * np.cos(phi) / delta(phi, m) ** 3,
                         lambda phi, m, z: np.sin(phi) ** 2 / (2 * delta(phi, m) ** 3),
-                        lambda phi, m, z: _f_dmm(phi, m)), saves="xy")
+                        lambda phi, m, z: ellipkinc_dmm(phi, m)), saves="xy")
     scalar_rule(sc.ellipeinc, lambda phi, m, z: delta(phi, m),
-                lambda phi, m, z: _e_dm(phi, m),
+                lambda phi, m, z: ellipeinc_dm(phi, m),
                 second=(lambda phi, m, z: -m * np.sin(phi) * np.cos(phi) / delta(phi, m),
                         lambda phi, m, z: -np.sin(phi) ** 2 / (2 * delta(phi, m)),
-                        lambda phi, m, z: _e_dmm(phi, m)), saves="xy")
+                        lambda phi, m, z: ellipeinc_dmm(phi, m)), saves="xy")
+
+    _register_m_partials(delta)
 
     # Carlson's forms
     def rc_real(x):

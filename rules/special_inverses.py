@@ -43,9 +43,9 @@ import math
 import numpy as np
 
 from ._util import array_value, in_dtype_of, no_derivative
-from .special_distributions import (_ncf_dnc, _ncf_dncnc, _ncf_dx, _ncf_dxnc, _ncf_dxx,
-                                    _nct_moment)
-from .special_elementary import _exprel_d, _exprel_dd
+from .special_distributions import (ncf_dnc, ncf_dncnc, ncf_dx, ncf_dxnc, ncf_dxx,
+                                    nct_moment)
+from .special_elementary import exprel_d, exprel_dd
 from .special_incomplete import gamma_density
 
 try:
@@ -95,14 +95,14 @@ def _chndtr_partials(x, k, nc):
 
 def _nct_partials(v, nc, t):
     """``(F_t, F_nc, F_tt, F_tnc, F_ncnc)`` of ``nctdtr(v, nc, t)``."""
-    j0, j1, j2, j3 = (_nct_moment(v, nc, t, k) for k in range(4))
+    j0, j1, j2, j3 = (nct_moment(v, nc, t, k) for k in range(4))
     return j1, -j0, nc * j2 - t * j3, t * j2 - nc * j1, nc * j0 - t * j1
 
 
 def _ncf_partials(n1, n2, nc, x):
     """``(F_x, F_nc, F_xx, F_xnc, F_ncnc)`` of ``ncfdtr(n1, n2, nc, x)``."""
-    return (_ncf_dx(n1, n2, nc, x), _ncf_dnc(n1, n2, nc, x), _ncf_dxx(n1, n2, nc, x),
-            _ncf_dxnc(n1, n2, nc, x), _ncf_dncnc(n1, n2, nc, x))
+    return (ncf_dx(n1, n2, nc, x), ncf_dnc(n1, n2, nc, x), ncf_dxx(n1, n2, nc, x),
+            ncf_dxnc(n1, n2, nc, x), ncf_dncnc(n1, n2, nc, x))
 
 
 def _swap(parts):
@@ -229,8 +229,8 @@ def _tukey(x, lm, p):
     ra, rb = sc.exprel(la), sc.exprel(lb)
     q_p = ea + eb
     q_pp = (lm - 1) * (ea / p - eb / (1 - p))
-    q_l = a * a * _exprel_d(la, ra) - b * b * _exprel_d(lb, rb)
-    q_ll = a * a * a * _exprel_dd(la, ra) - b * b * b * _exprel_dd(lb, rb)
+    q_l = a * a * exprel_d(la, ra) - b * b * exprel_d(lb, rb)
+    q_ll = a * a * a * exprel_dd(la, ra) - b * b * b * exprel_dd(lb, rb)
     q_pl = a * ea + b * eb
     # Q(p, l) = x: p(x, l) is u(x, l) with F = Q, u = p, w = l
     return implicit(q_p, q_l, q_pp, q_pl, q_ll)

@@ -1,10 +1,10 @@
 """``scipy.special`` functions that solve a second-order differential
 equation, differentiated in their argument through it (registered only when
 SciPy is installed): the parabolic cylinder and Mathieu functions, which
-return ``(value, derivative)``, Jacobi's elliptic functions and the
-associated Legendre function ``lpmv``. Every formula was checked against
-finite differences. The orders and parameters raise ``MissingRuleError``
-(no closed form).
+return ``(value, derivative)``, Jacobi's elliptic functions (also in their
+parameter) and the associated Legendre function ``lpmv``. Every formula was
+checked against finite differences. The orders and parameters raise
+``MissingRuleError`` (no closed form).
 
 * parabolic cylinder functions (DLMF 12.2.2, 12.14.1): ``D_v(x) = U(-v-1/2, x)``
   and SciPy's ``V_v`` solve ``w'' = (x^2/4 - v - 1/2) w``, ``W(a, x)`` solves
@@ -22,7 +22,14 @@ finite differences. The orders and parameters raise ``MissingRuleError``
 * Jacobi's elliptic functions in ``u`` (DLMF 22.13.1-3, 22.16.1):
   ``sn' = cn dn``, ``cn' = -sn dn``, ``dn' = -m sn cn``, ``am' = dn``; second
   derivatives ``sn'' = -sn (dn^2 + m cn^2)``, ``cn'' = cn (m sn^2 - dn^2)``,
-  ``dn'' = -m dn (cn^2 - sn^2)``, ``am'' = -m sn cn``.
+  ``dn'' = -m dn (cn^2 - sn^2)``, ``am'' = -m sn cn``. In the parameter ``m``:
+  ``u = F(am|m)`` at fixed ``u`` gives ``d am/dm = -dn dF/dm(am|m)``
+  (``= (m sn cn - dn (E(am|m) - (1-m) u))/(2m(1-m))`` by Legendre's form, here
+  through Carlson's ``R_D``, without that division), ``d sn/dm = cn d am/dm``,
+  ``d cn/dm = -sn d am/dm``, ``d dn/dm = m sn cn dF/dm - sn^2/(2 dn)``; the
+  second derivatives by the chain rule with ``d2F/dm2``. At ``m = 0`` and
+  ``m = 1`` (``|am| < pi/2``) they are the finite values there; outside
+  ``[0, 1]`` SciPy returns NaN and so do they.
 * spheroidal wave functions (DLMF 30.2.1, and 30.2.1 at ``x = i xi`` for the
   oblate radial ones): with ``l`` the characteristic value (``pro_cv``,
   ``obl_cv``, or the ``cv`` argument of the ``*_cv`` forms) they solve
@@ -45,6 +52,7 @@ import math
 import numpy as np
 
 from ._util import in_dtype_of, no_derivative
+from .special_elliptic import ellipkinc_dm, ellipkinc_dmm
 from .special_integrals import output
 
 try:
@@ -174,11 +182,36 @@ def _register_mathieu():
 
 
 # -- Jacobi's elliptic functions ------------------------------------------------------------
+def _ellipj_m_parts(u, m, second):
+    """``(sn, cn, dn, a, a_m, dn_m)`` at ``(u, m)``: ``a = d am/dm`` and its
+    derivatives ``a_m = d2 am/dm2`` (None unless ``second``),
+    ``dn_m = d dn/dm = d2 am/du dm``."""
+    sn, cn, dn, ph = sc.ellipj(u, m)
+    fm = ellipkinc_dm(ph, m)
+    a = -dn * fm
+    a_m = None
+    if second:
+        a_m = -(m * sn * cn * a * a + sn * sn * a) / (dn * dn) - dn * ellipkinc_dmm(ph, m)
+    dn_m = m * sn * cn * fm - sn * sn / (2 * dn)
+    return sn, cn, dn, a, a_m, dn_m
+
+
+def _ellipj_dn_mm(m, sn, cn, dn, a, a_m):
+    """``d2 dn/dm2`` of ``dn = Delta(am, m)``, ``Delta(phi, m) = sqrt(1 - m sin^2 phi)``."""
+    d_pp = -m * (cn * cn - sn * sn) / dn - (m * m) * (sn * sn * cn * cn) / (dn * dn * dn)
+    d_pm = -sn * cn / dn - m * sn * sn * sn * cn / (2 * dn * dn * dn)
+    d_mm = -(sn * sn * sn * sn) / (4 * dn * dn * dn)
+    return d_pp * a * a + 2 * d_pm * a - (m * sn * cn / dn) * a_m + d_mm
+
+
 def _register_ellipj():
+    """sn, cn, dn, am in ``u`` and in ``m``. In ``m``: ``u = F(am|m)`` at fixed
+    ``u`` gives ``d am/dm = -dn dF/dm(am, m)``, ``dF/dm`` and ``d2F/dm2`` those of
+    ``ellipkinc`` (``rules/special_elliptic.py``, exact at ``m = 0`` and ``m = 1``,
+    no division by ``m`` or ``1 - m``); ``sn = sin am``, ``cn = cos am``,
+    ``dn = Delta(am, m)`` give the rest by the chain rule."""
     from chainrules.derived import scalar_rule
     from chainrules.registry import DECOMPOSITIONS
-
-    nom = _nod("ellipj", "the parameter m")
 
     def jac(u, m):
         sn, cn, dn, _ = sc.ellipj(u, m)
@@ -187,14 +220,33 @@ def _register_ellipj():
     def partial(expr):
         return lambda u, m, z: in_dtype_of(expr(m, *jac(u, m)), z)
 
-    scalar_rule(ellipj_sn, partial(lambda m, sn, cn, dn: cn * dn), nom,
-                second=(partial(lambda m, sn, cn, dn: -sn * (dn * dn + m * cn * cn)), 0, nom))
-    scalar_rule(ellipj_cn, partial(lambda m, sn, cn, dn: -sn * dn), nom,
-                second=(partial(lambda m, sn, cn, dn: cn * (m * sn * sn - dn * dn)), 0, nom))
-    scalar_rule(ellipj_dn, partial(lambda m, sn, cn, dn: -m * sn * cn), nom,
-                second=(partial(lambda m, sn, cn, dn: -m * dn * (cn * cn - sn * sn)), 0, nom))
-    scalar_rule(ellipj_ph, partial(lambda m, sn, cn, dn: dn), nom,
-                second=(partial(lambda m, sn, cn, dn: -m * sn * cn), 0, nom))
+    def in_m(expr, second=False):
+        """A partial in ``m``: ``expr(m, sn, cn, dn, a, a_m, dn_m)`` (``a_m`` only
+        for the second partial in ``m``, which says ``second``)."""
+        return lambda u, m, z: in_dtype_of(expr(m, *_ellipj_m_parts(u, m, second)), z)
+
+    scalar_rule(ellipj_sn, partial(lambda m, sn, cn, dn: cn * dn),
+                in_m(lambda m, sn, cn, dn, a, am, dnm: cn * a),
+                second=(partial(lambda m, sn, cn, dn: -sn * (dn * dn + m * cn * cn)),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm: cn * dnm - sn * dn * a),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm: cn * am - sn * a * a, True)))
+    scalar_rule(ellipj_cn, partial(lambda m, sn, cn, dn: -sn * dn),
+                in_m(lambda m, sn, cn, dn, a, am, dnm: -sn * a),
+                second=(partial(lambda m, sn, cn, dn: cn * (m * sn * sn - dn * dn)),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm: -sn * dnm - cn * dn * a),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm: -sn * am - cn * a * a, True)))
+    scalar_rule(ellipj_dn, partial(lambda m, sn, cn, dn: -m * sn * cn),
+                in_m(lambda m, sn, cn, dn, a, am, dnm: dnm),
+                second=(partial(lambda m, sn, cn, dn: -m * dn * (cn * cn - sn * sn)),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm:
+                             -sn * cn - m * a * (cn * cn - sn * sn)),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm:
+                             _ellipj_dn_mm(m, sn, cn, dn, a, am), True)))
+    scalar_rule(ellipj_ph, partial(lambda m, sn, cn, dn: dn),
+                in_m(lambda m, sn, cn, dn, a, am, dnm: a),
+                second=(partial(lambda m, sn, cn, dn: -m * sn * cn),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm: dnm),
+                        in_m(lambda m, sn, cn, dn, a, am, dnm: am, True)))
     DECOMPOSITIONS[sc.ellipj] = lambda u, m, **kw: (ellipj_sn(u, m), ellipj_cn(u, m),
                                                     ellipj_dn(u, m), ellipj_ph(u, m))
 

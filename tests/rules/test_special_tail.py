@@ -153,8 +153,97 @@ def test_jacobi_elliptic_functions_in_u():
     mp.mp.dps = 30
     ref = float(mp.diff(lambda t: mp.ellipfun("sn", t, m=m), u, 2))
     assert _d2(lambda u: sc.ellipj(u, m)[0], u) == pytest.approx(ref, rel=1e-10)
-    with pytest.raises(MissingRuleError, match="parameter m"):
-        cr.grad(lambda m: sc.ellipj(u, m)[0])(m)
+
+
+def _jacobi_ref(k, u, m):
+    """mpmath's sn, cn, dn, am at ``(u, m)`` (``am`` by solving ``F(am|m) = u``)."""
+    if k == 3:
+        return mp.findroot(lambda p: mp.ellipf(p, m) - u, mp.mpf(u))
+    return mp.ellipfun("sn cn dn".split()[k], u, m=m)
+
+
+def _jacobi_derivs(k, u, m):
+    """The gradient and Hessian in ``(u, m)`` of output ``k`` by mpmath."""
+    def d(nu, nm):
+        return float(mp.re(mp.diff(lambda a, b: _jacobi_ref(k, a, b),
+                                   (mp.mpf(u), mp.mpf(m)), (nu, nm))))
+    return np.array([d(1, 0), d(0, 1)]), np.array([[d(2, 0), d(1, 1)], [d(1, 1), d(0, 2)]])
+
+
+# u past a quarter period (am beyond pi/2, the whole periods of dF/dm), m close
+# to 0 and to 1, and m = 0 and m = 1 themselves: the limit values there
+@pytest.mark.parametrize("u, m", [(0.8, 0.6), (5.0, 0.9), (-3.7, 0.05), (10.0, 0.5),
+                                  (0.3, 1e-6), (1e-3, 0.4), (0.8, 0.999), (1.5, 1 - 1e-7),
+                                  (0.05, 1 - 1e-7), (0.8, 0.0), (7.0, 0.0), (2.5, 1.0),
+                                  (0.3, 1.0)])
+def test_jacobi_elliptic_functions_in_m_match_mpmath(u, m):
+    mp.mp.dps = 40
+    x = np.array([u, m])
+    for k in range(4):
+        if k == 3 and m == 1.0:
+            continue  # (am(u|1) = gd(u): checked below by its closed form)
+        g_ref, h_ref = _jacobi_derivs(k, u, m)
+        f = lambda x, k=k: sc.ellipj(x[0], x[1])[k]  # noqa: E731
+        np.testing.assert_allclose(cr.grad(f)(x), g_ref, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(cr.hessian(f)(x), h_ref, rtol=1e-9, atol=1e-14)
+
+
+def test_jacobi_amplitude_in_m_matches_legendre_form_and_limits():
+    u, m = 1.3, 0.7
+    sn, cn, dn, ph = sc.ellipj(u, m)
+    legendre = (m * sn * cn - dn * (sc.ellipeinc(ph, m) - (1 - m) * u)) / (2 * m * (1 - m))
+    assert cr.grad(lambda m: sc.ellipj(u, m)[3])(m) == pytest.approx(legendre, rel=1e-12)
+    # m = 0: am = u - m (u - sin u cos u)/4 + O(m^2)
+    ref = -(u - math.sin(u) * math.cos(u)) / 4
+    assert cr.grad(lambda m: sc.ellipj(u, m)[3])(0.0) == pytest.approx(ref, rel=1e-13)
+    # m = 1: am = gd(u) and, from dF/dm = (tan phi sec phi - log(sec phi + tan phi))/4
+    # at phi = gd(u), d am/dm = -(sinh u cosh u - u)/(4 cosh u)
+    ref = -(math.sinh(u) * math.cosh(u) - u) / (4 * math.cosh(u))
+    assert cr.grad(lambda m: sc.ellipj(u, m)[3])(1.0) == pytest.approx(ref, rel=1e-13)
+
+
+def test_jacobi_elliptic_hvp_matches_finite_differences_of_the_gradient():
+    rng = np.random.default_rng(3)
+    u, m = rng.uniform(-4, 4, 5), rng.uniform(0.05, 0.95, 5)
+    x, v = np.concatenate([u, m]), rng.standard_normal(10)
+
+    def f(x):
+        sn, cn, dn, ph = sc.ellipj(x[:5], x[5:])
+        return np.sum(sn * cn + dn ** 2 - ph * sn)
+
+    fd = (cr.grad(f)(x + 1e-6 * v) - cr.grad(f)(x - 1e-6 * v)) / 2e-6
+    hv = cr.hvp(f, x, v)
+    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-8)
+    h = cr.hessian(f)(x)
+    np.testing.assert_allclose(h, h.T, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(h @ v, hv, rtol=1e-10, atol=1e-12)
+
+
+def test_jacobi_elliptic_in_m_outside_zero_one_is_nan_like_the_value():
+    for m in (-0.5, 1.5):
+        assert np.isnan(sc.ellipj(0.8, m)[0])
+        for k in range(4):
+            assert np.isnan(cr.grad(lambda m: sc.ellipj(0.8, m)[k])(m))
+            assert np.isnan(_d2(lambda m: sc.ellipj(0.8, m)[k], m))
+
+
+def test_jacobi_elliptic_in_m_float32_stays_float32():
+    m = np.array([0.3, 0.5], np.float32)
+    g = cr.grad(lambda m: np.sum(sc.ellipj(np.float32(0.8), m)[2]))(m)
+    assert g.dtype == np.float32
+    ref = cr.grad(lambda m: np.sum(sc.ellipj(0.8, m)[2]))(m.astype(np.float64))
+    np.testing.assert_allclose(g, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("phi, m", [(1e-3, 0.99), (0.05, 1 - 1e-5), (0.5, 1 - 1e-8), (1.2, 1.0),
+                                    (1e-3, -0.3), (2.9, 0.7), (-4.0, 0.3), (7.0, 0.0)])
+def test_incomplete_elliptic_second_derivative_in_m_matches_mpmath(phi, m):
+    """Near ``m = 1`` and at small ``phi`` Legendre's forms cancel; the complex
+    step through ``R_D`` does not."""
+    mp.mp.dps = 40
+    for f, ref in ((sc.ellipkinc, mp.ellipf), (sc.ellipeinc, mp.ellipe)):
+        want = float(mp.diff(lambda t: ref(mp.mpf(phi), t), mp.mpf(m), 2))
+        assert _d2(lambda m: f(phi, m), m) == pytest.approx(want, rel=1e-12)
 
 
 def test_lpmv_in_x():
@@ -257,3 +346,20 @@ def test_still_without_a_rule():
         cr.grad(lambda x: sc.obl_rad2(1, 2, 1.0, x)[0])(1.5)
     with pytest.raises(MissingRuleError):
         cr.grad(lambda q: sc.mathieu_a(2, q))(1.0)
+
+
+def test_elliptic_m_derivatives_differentiated_again():
+    """``grad`` of ``grad`` goes through the rules of the ``m`` partials: the same
+    values as the Hessian, the ``phi``-``m`` cross terms against finite
+    differences, and no third derivative in ``m``."""
+    for f, x in ((sc.ellipkinc, np.array([2.2, 0.6])), (sc.ellipeinc, np.array([-0.7, 0.3])),
+                 (lambda u, m: sc.ellipj(u, m)[1], np.array([3.1, 0.45]))):
+        g = lambda x, f=f: f(x[0], x[1])  # noqa: E731
+        h = cr.hessian(g)(x)
+        dm = lambda x, g=g: cr.grad(g)(x)[1]  # noqa: E731
+        np.testing.assert_allclose(cr.grad(dm)(x), h[1], rtol=1e-12)
+        e = np.array([1e-6, 0.0])
+        assert h[0, 1] == pytest.approx((dm(x + e) - dm(x - e)) / 2e-6, rel=1e-7)
+        in_m = lambda m, f=f, u=x[0]: f(u, m)  # noqa: E731
+        with pytest.raises(MissingRuleError, match="third derivative"):
+            cr.grad(cr.grad(cr.grad(in_m)))(x[1])

@@ -385,12 +385,16 @@ SPECS += [RuleSpec(np.pad, _pad_mode("median"), ("float64",), wrt=(0,), name="np
 
 
 def _pad_traced_constant(draw, dtype):
-    """x and a traced scalar constant_values (through ``call``)."""
+    """x and traced constant_values or end_values (through ``call``) in one of
+    NumPy's forms: a scalar, ``(c,)``, ``(before, after)``, one pair per axis."""
     x = _arr(draw, dtype, draw(st.sampled_from([(3,), (2, 3)])), "real")
-    c = _arr(draw, dtype, (), "real")
-    return (x, c, draw(st.sampled_from([1, (1, 2)]))), {}
+    c = _arr(draw, dtype, draw(st.sampled_from([(), (1,), (2,), (x.ndim, 2)])), "real")
+    return (x, c, draw(st.sampled_from([1, (1, 2), ((1, 2),)]))), {}
 
 
 SPECS += [RuleSpec(np.pad, _pad_traced_constant, ("float64", "float32"), wrt=(0, 1),
                    call=lambda x, c, w: np.pad(x, w, constant_values=c),
-                   name="np.pad-traced-constant")]
+                   name="np.pad-traced-constant"),
+          RuleSpec(np.pad, _pad_traced_constant, ("float64", "float32"), wrt=(0, 1),
+                   call=lambda x, c, w: np.pad(x, w, mode="linear_ramp", end_values=c),
+                   name="np.pad-traced-end-values")]

@@ -14,6 +14,7 @@ except ImportError:  # pragma: no cover
 
 F = ("float64", "float32")
 F64 = ("float64",)
+_FIRST = frozenset({"rrule", "frule"})
 
 
 def _mathieu(kind):
@@ -50,6 +51,13 @@ def _spheroidal(name):
     return sample
 
 
+def _phi_m(draw, dtype):
+    """``phi`` in [-4, 4] (past +-pi/2) and ``m`` in [-0.8, 0.95]."""
+    sp, sm = draw(crs.broadcastable_shapes(2, 0, 2))
+    phi = draw(crs.arrays(dtype, sp, (-4.0, 4.0)))
+    return (phi, draw(crs.arrays(dtype, sm, (-0.8, 0.95)))), {}
+
+
 def _lpmv(draw, dtype):
     m = draw(st.integers(-2, 2))
     v = float(draw(crs.arrays("float64", (), (0.0, 3.5))))
@@ -58,6 +66,7 @@ def _lpmv(draw, dtype):
 
 SPECS = []
 if sc is not None:
+    import chainrules.rules.special_elliptic as se
     import chainrules.rules.special_odes as so
 
     _ORDERS = [-0.6, 0.0, 1.0, 1.5, 2.3]
@@ -77,11 +86,19 @@ if sc is not None:
           for kind, pair in so.MATHIEU.items() for f in pair),
         *(RuleSpec(getattr(sc, f"mathieu_{kind}"), _mathieu(kind), F64, wrt=(2,))
           for kind in so.MATHIEU),
-        RuleSpec(so.ellipj_sn, args_in("real", (0.0, 1.0)), F, wrt=(0,)),
-        RuleSpec(so.ellipj_cn, args_in("real", (0.0, 1.0)), F, wrt=(0,)),
-        RuleSpec(so.ellipj_dn, args_in("real", (0.0, 1.0)), F, wrt=(0,)),
-        RuleSpec(so.ellipj_ph, args_in("real", (0.0, 1.0)), F, wrt=(0,)),
-        RuleSpec(sc.ellipj, args_in("real", (0.0, 1.0)), F64, wrt=(0,)),
+        # u past the first quarter period (am beyond pi/2), m in both arguments;
+        # m away from 0 and 1, where SciPy switches to first-order expansions
+        *(RuleSpec(f, args_in((-4.0, 4.0), (0.02, 0.95)), F, wrt=(0, 1))
+          for f in (so.ellipj_sn, so.ellipj_cn, so.ellipj_dn, so.ellipj_ph)),
+        RuleSpec(sc.ellipj, args_in((-4.0, 4.0), (0.02, 0.95)), F64, wrt=(0, 1)),
+        # the m partials of ellipkinc and ellipeinc (primitives, so that their
+        # derivatives use the closed forms): no third derivative in m, so HVPs
+        # in phi only
+        *(RuleSpec(f, _phi_m, F, modes=_FIRST, wrt=(0, 1))
+          for f in (se.ellipkinc_dm, se.ellipeinc_dm)),
+        *(RuleSpec(f, _phi_m, F, wrt=(0,)) for f in (se.ellipkinc_dm, se.ellipeinc_dm)),
+        *(RuleSpec(f, _phi_m, F, modes=_FIRST, wrt=(0,))
+          for f in (se.ellipkinc_dmm, se.ellipeinc_dmm)),
         RuleSpec(sc.lpmv, _lpmv, F, wrt=(2,)),
         # (no spec of the spheroidal ufuncs themselves: SciPy 1.17's float32
         # loops do not return, and the dtype sweep calls them on float32;
