@@ -35,6 +35,7 @@ LAYERS = [
     {"graph"},
     {"tracing"},
     {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
+     "elementwise_expr",
      "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "second_order", "writes"},

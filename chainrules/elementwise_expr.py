@@ -1,0 +1,499 @@
+"""The partial derivatives of elementwise rules as expression trees.
+
+``scalar_rule`` keeps each partial as a callable (or a constant); fusing
+chains of elementwise rules needs them as expressions. Each callable is
+called once on placeholders (``Expr``) that record what is done to them:
+operators, NumPy ufuncs (``__array_ufunc__``), ``np.where``
+(``__array_function__``); no bytecode or source is read. What they cannot
+record (a ufunc outside ``_UFUNCS``, SciPy's among them, ``np.asarray``,
+indexing, ``.shape``, a Python branch on a value, ``float(x)``) raises
+``NotExpressible``: the partial stays a callable.
+
+Placeholders carry a dtype, and each node's dtype is resolved as NumPy
+resolves the call (``ufunc.resolve_dtypes``, ``np.result_type``; Python
+numbers are weak, NEP 50): an expression holds for the dtypes it was built
+for. ``evaluate`` makes the partial's own NumPy calls (its result bit for
+bit) reusing dead intermediates as ``out=``; ``to_numexpr`` writes numexpr
+2.x syntax (numexpr is optional, imported by ``evaluate_numexpr`` only).
+"""
+
+import operator
+
+import numpy as np
+
+from .errors import AutodiffError
+
+__all__ = ["Expr", "NotExpressible", "ExprInputError", "expressions", "build", "explain",
+           "placeholder", "variables", "evaluate", "to_numexpr", "evaluate_numexpr"]
+
+UNARY_FIELDS, BINARY_FIELDS = ("d", "d2", "ratio"), ("dx", "dy", "dxx", "dxy", "dyy")
+
+
+class NotExpressible(AutodiffError, TypeError):
+    """A partial (or an expression) cannot be written in the form asked for."""
+
+
+class ExprInputError(AutodiffError, TypeError):
+    """Values other than those an expression was built for (dtype, out)."""
+
+
+#: the ufuncs a placeholder records
+_UFUNCS = frozenset("""
+    add subtract multiply divide negative positive power float_power square sqrt cbrt
+    reciprocal absolute fabs sign copysign exp exp2 expm1 log log2 log10 log1p sin cos
+    tan arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot
+    maximum minimum fmax fmin isfinite isnan isinf greater greater_equal less less_equal
+    equal not_equal logical_and logical_or logical_not bitwise_and bitwise_or invert
+    conjugate floor ceil trunc rint""".split())
+
+_interned = {}
+
+
+class Expr:
+    """An immutable expression node: a variable (``op == "var"``, ``value``
+    its name), a constant (``"const"``, ``value`` a Python number, weak, or a
+    NumPy scalar) or an operation (a ufunc's name, ``"**"`` or ``"where"``)
+    on ``args``. Nodes are interned: equal expressions are one object, and a
+    subexpression computed twice is one node. ``dtype``: the node's (None for
+    a weak constant); ``loop``: the dtypes its operation casts its arguments
+    to. Operators build nodes, ``==`` too: compare with ``is``."""
+
+    __slots__ = ("op", "args", "value", "dtype", "loop")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Expr is immutable")
+
+    def __repr__(self):
+        return (str(self.value) if self.op == "var" else repr(self.value) if self.op == "const"
+                else f"{self.op}({', '.join(map(repr, self.args))})")
+
+    def _refuse(self, *args, **kwargs):
+        raise NotExpressible("a partial used its argument as a concrete value (a Python "
+                             "branch, a conversion, indexing or a length)")
+
+    __bool__ = __len__ = __iter__ = __getitem__ = __setitem__ = _refuse
+    __float__ = __int__ = __index__ = __complex__ = __array__ = _refuse
+    __hash__ = object.__hash__  # interned: identity is structural equality
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)  # NumPy's protocol probes find nothing
+        raise NotExpressible(f"a partial read the attribute {name!r} of its argument")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or any(v is not None for v in kwargs.values()):
+            raise NotExpressible(f"{ufunc.__name__}.{method} with {sorted(kwargs)}")
+        return apply(ufunc, inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.where and len(args) == 3 and not kwargs:
+            return where(*args)
+        if func in (np.result_type, np.iscomplexobj) and not kwargs:
+            # questions about dtypes, which placeholders answer
+            dts = [(a.value if a.dtype is None else a.dtype) if isinstance(a, Expr) else a
+                   for a in args]
+            return np.result_type(*dts) if func is np.result_type else (
+                np.result_type(*dts).kind == "c")
+        raise NotExpressible(f"numpy.{getattr(func, '__name__', func)} has no expression")
+
+
+for _name, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("truediv", np.divide), ("and", np.bitwise_and), ("or", np.bitwise_or)):
+    setattr(Expr, f"__{_name}__", lambda self, other, uf=_uf: apply(uf, (self, other)))
+    setattr(Expr, f"__r{_name}__", lambda self, other, uf=_uf: apply(uf, (other, self)))
+for _name, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
+    setattr(Expr, f"__{_name}__", lambda self, other, uf=_uf: apply(uf, (self, other)))
+for _name, _uf in (("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
+                   ("invert", np.invert)):
+    setattr(Expr, f"__{_name}__", lambda self, uf=_uf: apply(uf, (self,)))
+for _name in ("floordiv", "mod", "matmul", "divmod", "lshift", "rshift", "xor"):
+    setattr(Expr, f"__{_name}__", Expr._refuse)
+    setattr(Expr, f"__r{_name}__", Expr._refuse)
+# ``**`` is kept apart from np.power: ndarray ** scalar takes NumPy's fast
+# paths (square, sqrt, reciprocal), which evaluate reproduces
+Expr.__pow__ = lambda self, other: _node("**", (self, _leaf(other)))
+Expr.__rpow__ = lambda self, other: _node("**", (_leaf(other), self))
+del _name, _uf
+
+
+def _intern(key, op, args, value, dtype, loop=()):
+    e = _interned.get(key)
+    if e is None:
+        if len(_interned) > 100_000:
+            _interned.clear()  # (a key names children that its node keeps alive)
+        e = object.__new__(Expr)
+        for k, v in zip(Expr.__slots__, (op, args, value, dtype, loop)):
+            object.__setattr__(e, k, v)
+        _interned[key] = e
+    return e
+
+
+def placeholder(name, dtype):
+    """The variable ``name`` standing for arrays of ``dtype``."""
+    return _intern(("var", name, np.dtype(dtype).str), "var", (), name, np.dtype(dtype))
+
+
+def _leaf(v):
+    """``v`` as a node: an ``Expr`` as it is, a scalar as a constant."""
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+        return _intern(("const", type(v), v.tobytes()), "const", (), v, v.dtype)
+    if type(v) in (bool, int, float, complex):  # weak, except bool
+        return _intern(("const", type(v), repr(v)), "const", (), v,
+                       np.dtype(bool) if type(v) is bool else None)
+    raise NotExpressible(f"a partial combined its argument with a {type(v).__name__}")
+
+
+def _node(op, args):
+    key = (op,) + tuple(id(a) for a in args)
+    e = _interned.get(key)
+    if e is not None:
+        return e
+    uf = np.power if op == "**" else getattr(np, op)
+    try:  # weak constants enter promotion as their Python type
+        loop = uf.resolve_dtypes(tuple(type(a.value) if a.dtype is None else a.dtype
+                                       for a in args) + (None,))
+    except (TypeError, ValueError) as exc:
+        raise NotExpressible(f"{op} has no loop for these dtypes: {exc}") from None
+    return _intern(key, op, tuple(args), None, loop[-1], loop[:-1])
+
+
+def apply(ufunc, inputs):
+    """The node of ``ufunc(*inputs)``."""
+    name = getattr(ufunc, "__name__", None)
+    if name not in _UFUNCS or getattr(np, name) is not ufunc:
+        raise NotExpressible(f"the ufunc {name} ({type(ufunc).__module__}) has no expression")
+    return _node(name, tuple(_leaf(v) for v in inputs))
+
+
+def where(cond, a, b):
+    """The node of ``np.where(cond, a, b)``."""
+    args = (_leaf(cond), _leaf(a), _leaf(b))
+    dt = np.result_type(*(v.value if v.dtype is None else v.dtype for v in args[1:]))
+    return _intern(("where",) + tuple(id(v) for v in args), "where", args, None, dt,
+                   (np.dtype(bool), dt, dt))
+
+
+def variables(expr):
+    """The names of the variables ``expr`` reads."""
+    return frozenset(e.value for _, e in _plan(expr)[1])
+
+
+# -- the partials of a derived spec -----------------------------------------------------
+def build(spec, dtype=np.float64):
+    """The partials of a unary or binary derived spec (``rule.spec``: its
+    fields ``d, d2, ratio`` or ``dx, dy, dxx, dxy, dyy``) as ``{field: Expr
+    or None}`` (None: the spec has no such partial), over the variables
+    ``x, y`` (input, output) or ``x, y, z`` (inputs, output). ``dtype``: of
+    every variable, or a dict role -> dtype. NotExpressible names the
+    partial that could not be recorded and why."""
+    binary = hasattr(spec, "dx")
+    fields, roles = (BINARY_FIELDS, "xyz") if binary else (UNARY_FIELDS, "xy")
+    if not binary and not hasattr(spec, "d"):
+        raise NotExpressible(f"{type(spec).__name__} is not a unary or binary derived spec")
+    if isinstance(dtype, dict) and set(dtype) != set(roles):
+        raise TypeError(f"dtype= names the roles {sorted(dtype)}; the spec's are {roles}")
+    args = [placeholder(r, dtype[r] if isinstance(dtype, dict) else dtype) for r in roles]
+    out = {}
+    for f in fields:
+        d = getattr(spec, f, None)
+        try:
+            with np.errstate(all="ignore"):
+                out[f] = None if d is None else _leaf(d(*args) if callable(d) else d)
+        except Exception as exc:  # any failure on a placeholder: not recordable
+            why = exc if isinstance(exc, NotExpressible) else f"{type(exc).__name__}: {exc}"
+            raise NotExpressible(f"{getattr(spec, 'name', spec)}: partial {f}: {why}") from None
+    return out
+
+
+_cache, _plans, _ne_cache = {}, {}, {}
+
+
+def _memo(table, obj, key, make):
+    """``make()``, remembered in ``table`` under ``key`` with ``obj`` (kept
+    alive there, so that the id in ``key`` is not reused)."""
+    hit = table.get(key)
+    if hit is None or hit[0] is not obj:
+        if len(table) > 4096:
+            table.clear()
+        hit = table[key] = (obj, make())
+    return hit[1]
+
+
+def _attempt(spec, dtype):
+    """``(build(spec, dtype), None)`` or ``(None, why not)``, cached."""
+    def make():
+        try:
+            return build(spec, dtype), None
+        except NotExpressible as exc:
+            return None, str(exc)
+
+    key = (id(spec), tuple(sorted((k, np.dtype(v).str) for k, v in dtype.items()))
+           if isinstance(dtype, dict) else np.dtype(dtype).str)
+    return _memo(_cache, spec, key, make)
+
+
+def expressions(spec, dtype=np.float64):
+    """``build(spec, dtype)``, or None when a partial is not expressible."""
+    return _attempt(spec, dtype)[0]
+
+
+def explain(spec, dtype=np.float64):
+    """Why the partials of ``spec`` are not expressible; None when they are."""
+    return _attempt(spec, dtype)[1]
+
+
+# -- evaluation with NumPy -------------------------------------------------------------
+def _plan(expr):
+    """The nodes of ``expr`` (arguments first), its variables (slot, node), its
+    steps (slot, node, function, argument slots, slots last used there)."""
+    return _memo(_plans, expr, id(expr), lambda: _make_plan(expr))
+
+
+def _make_plan(expr):
+    order, slot, stack = [], {}, [(expr, False)]
+    while stack:
+        e, done = stack.pop()
+        if done:
+            slot[id(e)] = len(order)
+            order.append(e)
+        elif id(e) not in slot:
+            slot[id(e)] = None
+            stack.append((e, True))
+            stack.extend((a, False) for a in reversed(e.args) if id(a) not in slot)
+    last = {slot[id(a)]: k for k, e in enumerate(order) for a in e.args}
+    steps = []
+    for k, e in enumerate(order):
+        if e.op in ("var", "const"):
+            continue
+        fn = (operator.pow if e.op == "**" and e.args[1].op == "const" else
+              np.power if e.op == "**" else None if e.op == "where" else getattr(np, e.op))
+        args = tuple(slot[id(a)] for a in e.args)
+        steps.append((k, e, fn, args, tuple(sorted({i for i in args if last[i] == k}))))
+    return order, [(k, e) for k, e in enumerate(order) if e.op == "var"], steps
+
+
+def _check_env(variables_, env):
+    for _, e in variables_:
+        dt = getattr(env[e.value], "dtype", None) if e.value in env else None
+        if dt is None or dt != e.dtype:
+            raise ExprInputError(f"the expression was built for {e.value!r} of {e.dtype}, "
+                                 f"given {dt}: build it for these (expressions(spec, dtype))")
+
+
+def _compute(e, fn, vals, buf):
+    """``e`` on the values of its arguments, into ``buf`` when one is given."""
+    if fn is None:  # where
+        c, a, b = vals
+        if buf is None:
+            return np.where(c, a, b)
+        if buf is not b:
+            np.copyto(buf, b)
+        np.copyto(buf, a, where=c)
+        return buf
+    if buf is None or fn is operator.pow:  # (ndarray ** scalar: as the partial did)
+        return fn(*vals)
+    return fn(*vals, out=buf)
+
+
+def _shape(vals):
+    """The broadcast shape of ``vals`` (without a call when they agree)."""
+    shape = None
+    for v in vals:
+        if type(v) is np.ndarray:
+            if shape is None or v.shape == shape:
+                shape = v.shape
+                continue
+        elif type(v) in (int, float, complex, bool) or isinstance(v, np.generic):
+            continue
+        return np.broadcast_shapes(*(np.shape(v) for v in vals))
+    return () if shape is None else shape
+
+
+def evaluate(expr, env, out=None):
+    """``expr`` computed with NumPy on ``env`` (name -> array of the dtype the
+    expression was built for): the partial's own calls, so its result bit for
+    bit. A dead intermediate, and ``out`` until the result is written there,
+    lend their memory to the next node of their shape and dtype (``out=``).
+    A constant expression returns the constant (or fills ``out``)."""
+    order, variables_, steps = _plan(expr)
+    _check_env(variables_, env)
+    vals = [e.value for e in order]  # constants in place; variables next
+    for k, e in variables_:
+        vals[k] = env[e.value]
+    owned, pool, root, inputs = set(), [], len(order) - 1, {id(v) for v in env.values()}
+    if out is not None and not any(np.may_share_memory(out, v) for v in env.values()):
+        pool.append(out)  # out holds intermediates too, until the result
+    for k, e, fn, args, dying in steps:
+        argv = [vals[i] for i in args]
+        for i in dying:
+            if i in owned:  # an intermediate of ours, dead: its memory is free
+                pool.append(vals[i])
+        shape, buf = _shape(argv), None
+        if k == root and out is not None:
+            if out.shape != shape or out.dtype != e.dtype:
+                raise ExprInputError(f"evaluate: out is {out.dtype} {out.shape}, the "
+                                     f"result {e.dtype} {shape}")
+            # (a where into out holding one of its branches: computed apart)
+            buf = None if fn is None and (out is argv[0] or out is argv[1]) else out
+        elif shape and fn is not operator.pow:
+            for j, p in enumerate(pool):
+                # (a where writes its else branch first: not into another branch)
+                if p.shape == shape and p.dtype == e.dtype and (
+                        fn is not None or not (p is argv[0] or p is argv[1])):
+                    buf = pool.pop(j)
+                    break
+        r = vals[k] = _compute(e, fn, argv, buf)
+        if type(r) is np.ndarray and r.shape and id(r) not in inputs:
+            owned.add(k)  # an array of this call's making
+    r = vals[root]
+    if out is not None and r is not out:
+        np.copyto(out, r)
+        return out
+    return r
+
+
+# -- numexpr ----------------------------------------------------------------------------
+#: ufuncs numexpr 2.x has under their NumPy name (its older releases too)
+_NE_FUNCS = frozenset("""sqrt exp expm1 log log10 log1p sin cos tan arcsin arccos arctan
+    arctan2 sinh cosh tanh arcsinh arccosh arctanh""".split())
+_NE_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "**": "**",
+             "power": "**", "float_power": "**", "greater": ">", "greater_equal": ">=",
+             "less": "<", "less_equal": "<=", "equal": "==", "not_equal": "!=",
+             "logical_and": "&", "bitwise_and": "&", "logical_or": "|", "bitwise_or": "|"}
+#: exact rewrites, NaN and signed zeros included (NumPy's maximum(a, b) is a
+#: where a > b or a is NaN, else b: maximum(0.0, -0.0) is -0.0; sign(-0.0) is
+#: 0.0). The zero fmax and fmin return on a tie of 0.0 and -0.0 varies
+#: within NumPy itself (by array length); the rewrites return b.
+_NE_REWRITES = {
+    "negative": "(-{0})", "positive": "{0}", "conjugate": "{0}", "absolute": "abs({0})",
+    "fabs": "abs({0})", "square": "({0} * {0})", "reciprocal": "(1 / {0})",
+    "logical_not": "(~{0})", "invert": "(~{0})", "isnan": "({0} != {0})",
+    "isfinite": "(({0} - {0}) == 0)", "isinf": "(({0} == {0}) & (({0} - {0}) != 0))",
+    "sign": "where({0} > 0, 1, where({0} < 0, -1, where({0} == 0, 0, {0})))",
+    "maximum": "where(({0} > {1}) | ({0} != {0}), {0}, {1})",
+    "minimum": "where(({0} < {1}) | ({0} != {0}), {0}, {1})",
+    "fmax": "where(({0} > {1}) | ({1} != {1}), {0}, {1})",
+    "fmin": "where(({0} < {1}) | ({1} != {1}), {0}, {1})",
+    # not exact: pow(2, a) and exp2(a) are each within an ulp (equal at integers)
+    "exp2": "(2 ** {0})",
+}
+# Not written: log2 (log(a) / log(2) is off at powers of two), cbrt (a ** (1/3)
+# is NaN for a < 0), hypot (sqrt(a*a + b*b) overflows past 1e154 and rounds
+# twice), copysign, floor, ceil, trunc, rint (not in older numexpr 2.x).
+
+
+def _const_text(v, target, siblings, constants, literal=True):
+    """A constant, of dtype ``target`` in NumPy, as numexpr text and the dtype
+    numexpr gives it (None: its sibling's). numexpr reads a float literal as
+    double: literals only for doubles and for integers beside a non-constant
+    sibling; other constants go in ``constants``, NumPy scalars named k<i>."""
+    if target.kind == "b":
+        return ("True" if v else "False"), target
+    if literal and target.kind == "f" and np.isfinite(v) and float(v) == v:
+        if float(v).is_integer() and abs(v) < 2 ** 31 and target in siblings:
+            return f"({int(v)})", None
+        if target == np.float64:
+            return f"({float(v)!r})", target
+    if constants is None:
+        raise NotExpressible(f"the constant {v!r} is {target} here and numexpr reads a "
+                             "literal as double: pass constants={} to name it")
+    cv = target.type(v)
+    for name, w in constants.items():
+        if type(w) is type(cv) and w.tobytes() == cv.tobytes():
+            return name, target
+    constants[f"k{len(constants)}"] = cv
+    return f"k{len(constants) - 1}", target
+
+
+def _ne_args(e, constants, memo, kinds):
+    """The texts of ``e``'s arguments; their numexpr dtypes go to ``kinds``."""
+    out = []
+    for i, a in enumerate(e.args):
+        if a.op != "const":
+            out.append(_ne(a, constants, memo))
+            kinds.append(a.dtype)
+            continue
+        half = False
+        if e.op in ("**", "power", "float_power") and i == 1 and e.loop[1].kind == "f":
+            p = float(a.value)
+            if p == 0.5 or (p.is_integer() and abs(p) <= 50):
+                # numexpr multiplies it out (or takes sqrt, as NumPy) in the base's dtype
+                out.append(None if p == 0.5 else f"({int(p)})")
+                continue
+            # a literal p + 1/2 would become products and a sqrt: NaN at -inf
+            half = (2 * p).is_integer()
+        sib = [b.dtype for j, b in enumerate(e.args)
+               if j != i and b.op != "const" and not (e.op == "where" and j == 0)]
+        text, kind = _const_text(a.value, e.loop[i], sib, constants, not half)
+        out.append(text)
+        kinds.append(kind)
+    return out
+
+
+def _ne(e, constants, memo):
+    if id(e) in memo:
+        return memo[id(e)]
+    if e.dtype is not None and e.dtype.kind not in "bf":
+        raise NotExpressible(f"{e.dtype} values are not written for numexpr")
+    kinds = []
+    if e.op == "var":
+        if not e.value.isidentifier() or e.value.startswith("k"):
+            raise NotExpressible(f"the variable name {e.value!r}")
+        text = e.value
+    elif e.op == "const":
+        text = _const_text(e.value, e.dtype or np.result_type(e.value), (), constants)[0]
+    else:
+        args = _ne_args(e, constants, memo, kinds)
+        if args[-1] is None:
+            text = f"sqrt({args[0]})"
+        elif e.op == "where":
+            c = args[0] if e.args[0].dtype == np.bool_ else f"({args[0]} != 0)"
+            text = f"where({c}, {args[1]}, {args[2]})"
+        elif e.op in _NE_INFIX:  # (& and | of integers stopped above, by their dtype)
+            text = f"({args[0]} {_NE_INFIX[e.op]} {args[1]})"
+        elif e.op in _NE_FUNCS:
+            text = f"{e.op}({', '.join(args)})"
+        elif e.op in _NE_REWRITES:
+            text = _NE_REWRITES[e.op].format(*args)
+        else:
+            raise NotExpressible(f"numexpr has no exact form of {e.op}")
+        # numexpr computes in the widest of its arguments' dtypes, NumPy's
+        # loop may be wider (float_power of float32): not written then
+        kinds = [k for k in kinds if k is not None]
+        if e.dtype.kind == "f" and kinds and np.result_type(*kinds) != e.dtype:
+            raise NotExpressible(f"numexpr would compute {e.op} in "
+                                 f"{np.result_type(*kinds)}, NumPy in {e.dtype}")
+    memo[id(e)] = text
+    return text
+
+
+def to_numexpr(expr, constants=None):
+    """``expr`` in numexpr 2.x syntax (default optimization) for inputs of the
+    dtypes it was built for, bool and real floating only. ``constants``: a
+    dict receiving, as NumPy scalars for numexpr's ``local_dict``, the
+    constants no literal types as NumPy does (a float among float32 values);
+    without it they raise NotExpressible, as do operations with no exact
+    numexpr form (log2, cbrt, hypot, copysign, floor...). ``exp2(a)`` is
+    written ``2 ** a`` (within an ulp)."""
+    return _ne(expr, constants, {})
+
+
+def evaluate_numexpr(expr, env, out=None):
+    """``expr`` computed by ``numexpr.evaluate`` on ``env`` (numexpr is
+    imported here); NotExpressible where ``to_numexpr`` cannot write it."""
+    import numexpr
+
+    if expr.op in ("const", "var"):
+        return evaluate(expr, env, out)  # nothing to compute
+    _check_env(_plan(expr)[1], env)
+    consts = {}
+    text, consts = _memo(_ne_cache, expr, id(expr),
+                         lambda: (to_numexpr(expr, consts), consts))
+    local = {k: env[k] for k in variables(expr)}
+    local.update(consts)
+    return numexpr.evaluate(text, local_dict=local, global_dict={}, out=out)
