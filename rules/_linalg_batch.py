@@ -27,10 +27,10 @@ import numpy as np
 from chainrules.arguments import check_tangent, trace_args
 from chainrules.graph import Tape
 from chainrules.sweep_batch import slice_of
-from chainrules.tangents import ZERO
+from chainrules.tangents import ZERO, is_zero
 from chainrules.tracing import Traced
 
-from ._linalg_util import _all_zero, _inexact, _is_zero, _pairs, _project, _zeros
+from ._linalg_base import all_zero, cotangent_pairs, is_inexact, project_cotangent, zeros_of
 
 __all__ = ["any_traced", "batch_count", "broadcasting_pb", "broadcasting_pf", "fold_columns",
            "jvp_batched", "lift", "pullback_batched", "pullback_with_tangents_batched",
@@ -53,7 +53,7 @@ def any_traced(*vals):
 def batch_count(*vals):
     """The number of directions of the batched values among ``vals``."""
     for v in _leaves(vals):
-        if v is not None and not _is_zero(v) and hasattr(v, "shape"):
+        if v is not None and not is_zero(v) and hasattr(v, "shape"):
             return v.shape[0]
     return None
 
@@ -61,13 +61,13 @@ def batch_count(*vals):
 def stack(cols):
     """One batched value from per-direction values (``ZERO``/None where
     structurally zero, filled with zeros): ZERO when every one is."""
-    ref = next((c for c in cols if c is not None and not _is_zero(c)), None)
+    ref = next((c for c in cols if c is not None and not is_zero(c)), None)
     if ref is None:
         return ZERO
     zero = None
     out = []
     for c in cols:
-        if c is None or _is_zero(c):
+        if c is None or is_zero(c):
             if zero is None:
                 zero = np.zeros(np.shape(ref), np.asarray(ref).dtype)
             c = zero
@@ -130,7 +130,7 @@ def solve_rhs(bd, td_x, vec, rank):
     a vector b's as columns), ``td_x`` the batch of ``op(Ad_j) @ x`` (or
     None), both lifted to ``rank`` axes."""
     rhs = None
-    if not _is_zero(bd):
+    if not is_zero(bd):
         rhs = lift(np.reshape(bd, bd.shape + (1,)) if vec else bd, rank)
     if td_x is not None:
         rhs = -td_x if rhs is None else rhs - td_x
@@ -141,7 +141,7 @@ def solve_rhs(bd, td_x, vec, rank):
 def pushforward_batched(r, xds):
     """The output's tangents along a batch of input tangents ``xds`` (one
     per positional argument, ZERO where not traced)."""
-    if all(_is_zero(t) for t in xds):
+    if all(is_zero(t) for t in xds):
         return ZERO
     k = batch_count(xds)
     if r.d.pfb is not None and not any_traced(r.xs, r.y, xds):
@@ -164,25 +164,25 @@ def _cotangent_batches(r, G, k):
 
 def pullback_batched(r, G):
     """``(NodeId, batched cotangent)`` pairs for a batch ``G`` of cotangents."""
-    if _all_zero(G):
+    if all_zero(G):
         return []
     cots = _cotangent_batches(r, G, batch_count(G))
-    return [(i, _project(c, x)) for i, c, x in zip(r.ids, cots, r.xs)
-            if i is not None and c is not None and not _is_zero(c)]
+    return [(i, project_cotangent(c, x)) for i, c, x in zip(r.ids, cots, r.xs)
+            if i is not None and c is not None and not is_zero(c)]
 
 
 def _transpose_batched(r, G, k):
     """The transposed pushforward on a batch: ``pf`` recorded once on a
     local tape (traced tangents at zero) and swept back from its outputs
-    seeded with ``G`` (the pairing ``Re(sum(g * t))`` of ``_transpose``)."""
+    seeded with ``G`` (the pairing ``Re(sum(g * t))`` of ``transpose_pushforward``)."""
     local = Tape()
     xds, leaves = [], []
     for i, x in zip(r.ids, r.xs):
         if i is None:
-            xds.append(_zeros(x) if _inexact(x) else None)
+            xds.append(zeros_of(x) if is_inexact(x) else None)
             leaves.append(None)
         else:
-            z = _zeros(x)
+            z = zeros_of(x)
             nid = local.leaf(z)
             xds.append(Traced(z, nid, local))
             leaves.append(nid)
@@ -191,8 +191,8 @@ def _transpose_batched(r, G, k):
     finally:
         local.active = False
     outs, seeds = [], []
-    for gk, tk in _pairs(G, t):
-        if not _is_zero(gk) and type(tk) is Traced and tk.tape is local:
+    for gk, tk in cotangent_pairs(G, t):
+        if not is_zero(gk) and type(tk) is Traced and tk.tape is local:
             outs.append(tk.node)
             seeds.append(gk)
     if not outs:
@@ -207,7 +207,7 @@ def pullback_with_tangents_batched(r, g, GD, tangents, out_tangent=None):
     """``(NodeId, cotangent, batched tangent of it)`` triples: ``g`` shared,
     ``GD`` and the inputs' ``tangents`` batches of directions."""
     xds = r._expand(tangents)
-    if _all_zero(g) or all(_is_zero(t) for t in xds):
+    if all_zero(g) or all(is_zero(t) for t in xds):
         c, cd = dict(r.pullback(g)), dict(pullback_batched(r, GD))
         return [(i, c.get(i, ZERO), cd.get(i, ZERO)) for i in r.inputs()]
     k = batch_count(xds)
@@ -228,20 +228,18 @@ def _per_direction(r, g, GD, tangents, out_tangent, k):
 
 
 def _pullback_jvp_batched(r, g, GD, xds, k):
-    """``_pullback_jvp`` along k directions: the pullback traced once at
+    """``pullback_jvp`` along k directions: the pullback traced once at
     ``(inputs, output, g)`` and swept forward with the batches of the inputs'
     tangents, the output's tangents (from ``pf``) and ``GD``."""
-    from ._linalg_util import LinalgRule
-
     pos = [m for m, i in enumerate(r.ids) if i is not None]
     yd = pushforward_batched(r, xds)
     multi = isinstance(r.y, tuple)
     if multi:
-        if _is_zero(GD):
+        if is_zero(GD):
             GD = (ZERO,) * len(g)
-        g = tuple(_zeros(y) if _is_zero(gk) and not _is_zero(gdk) else gk
+        g = tuple(zeros_of(y) if is_zero(gk) and not is_zero(gdk) else gk
                   for y, gk, gdk in zip(r.y, g, GD))
-        yd = tuple(ZERO if not _inexact(y) else t for y, t in zip(r.y, yd))
+        yd = tuple(ZERO if not is_inexact(y) else t for y, t in zip(r.y, yd))
     x_p = tuple(r.xs[m] for m in pos)
     x_t = tuple(xds[m] for m in pos)
 
@@ -252,15 +250,15 @@ def _pullback_jvp_batched(r, g, GD, xds, k):
         aux = r.aux
         if aux is not None:  # saved factors depend on x: recompute them traced
             y, aux = r.d.prepare(tuple(xs), r.kw)
-        r2 = LinalgRule(r.d, r.ids, tuple(xs), tuple(y) if multi else y, r.kw, aux)
+        r2 = type(r)(r.d, r.ids, tuple(xs), tuple(y) if multi else y, r.kw, aux)
         cots = r2.cotangents(tuple(gg) if multi else gg)
         return tuple(cots[m] for m in pos)
 
     out = []
     for m, (c, cd) in zip(pos, jvp_batched(pullback_of, (x_p, r.y, g), (x_t, yd, GD), k,
                                            r.d.name)):
-        c = ZERO if not _inexact(c) else _project(c, r.xs[m])
-        cd = ZERO if not _inexact(cd) else _project(cd, r.xs[m])
+        c = ZERO if not is_inexact(c) else project_cotangent(c, r.xs[m])
+        cd = ZERO if not is_inexact(cd) else project_cotangent(cd, r.xs[m])
         out.append((r.ids[m], c, cd))
     return out
 
@@ -280,7 +278,7 @@ def jvp_batched(fn, primals, tangents, k, name):
     for spec, p, t in zip(specs, primals, tangents):
         leaves, _ = check_tangent(t, p, name, entry="pullback_with_tangents", batch=True)
         for nid, tv in zip(spec.ids, leaves):
-            if nid is not None and not _is_zero(tv):
+            if nid is not None and not is_zero(tv):
                 seeds[nid] = tv
     tans = tape.forward(seeds, batch=k)
     res = []

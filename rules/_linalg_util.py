@@ -43,25 +43,17 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO
 from chainrules.tracing import Traced, untraced
 
+from ._linalg_base import (all_zero, cotangent_pairs, is_inexact,  # noqa: F401  (re-exported)
+                           project_cotangent, zeros_of)
+from ._linalg_batch import pullback_batched, pullback_with_tangents_batched, pushforward_batched
 from ._util import array_value, conj  # noqa: F401  (conj re-exported)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
 
 # -- helpers written with registered np.* calls only ---------------------------
-_is_zero = is_zero
-
-
-def _all_zero(g):
-    if isinstance(g, tuple):
-        return all(_is_zero(t) for t in g)
-    return _is_zero(g)
-
-
-_rdt = real_dtype  # the real dtype of the same precision
-
-
-def _cplx(x):
+def is_complex(x):
+    """Whether the array ``x`` has a complex dtype."""
     return x.dtype.kind == "c"
 
 
@@ -89,46 +81,41 @@ def _const(kind, n, dtype, lower=True, k=0):
     return m
 
 
-def _eye(n, dtype):
-    return _const("eye", n, _rdt(dtype))
+def cached_eye(n, dtype):
+    """The cached read-only ``n x n`` identity in the real dtype of ``dtype``."""
+    return _const("eye", n, real_dtype(dtype))
 
 
 def diag_part(x):
     """(..., n, n) -> (..., n)."""
-    return np.sum(x * _eye(x.shape[-1], x.dtype), axis=-1)
+    return np.sum(x * cached_eye(x.shape[-1], x.dtype), axis=-1)
 
 
 def diag_embed(v):
     """(..., n) -> (..., n, n) with v on the diagonal."""
     n = v.shape[-1]
-    return np.reshape(v, v.shape + (1,)) * _eye(n, v.dtype)
+    return np.reshape(v, v.shape + (1,)) * cached_eye(n, v.dtype)
 
 
-def _col(v):
+def as_column(v):
+    """``v`` with a trailing size-1 axis: (..., n) -> (..., n, 1)."""
     return np.reshape(v, v.shape + (1,))
 
 
-def _row(v):
+def as_row(v):
+    """``v`` with a size-1 axis before its last: (..., n) -> (..., 1, n)."""
     return np.reshape(v, v.shape[:-1] + (1, v.shape[-1]))
 
 
-def _tri_mask(n, dtype, lower, k):
-    return _const("tri", n, _rdt(dtype), bool(lower), k)
+def tri_mask(n, dtype, lower, k):
+    """Cached 0/1 mask of the lower (or upper) triangle from diagonal ``k`` on."""
+    return _const("tri", n, real_dtype(dtype), bool(lower), k)
 
 
-def _imag_diag(c):
+def imag_diag(c):
     """``i * Im(diag(c))`` as a diagonal matrix (complex ``c``)."""
     d = diag_part(c)
     return diag_embed((d - np.conjugate(d)) * 0.5)
-
-
-@functools.cache
-def _scipy_solve_triangular():
-    try:
-        from .scipy_linalg import solve_triangular
-    except ImportError:  # pragma: no cover - SciPy is an optional extra
-        return None
-    return solve_triangular
 
 
 @functools.cache
@@ -144,23 +131,6 @@ def scipy_takes_batches():
     except Exception:
         return False
     return True
-
-
-def tri_solve(low, b, trans=0):
-    """``op(low)^-1 b`` for a lower-triangular ``low`` (``trans``: 0 for
-    ``low``, 1 for its transpose), by a triangular solve (BLAS trsm, a third
-    of the work of an inverse and a product, and more accurate).
-
-    Traceable: on NumPy data with SciPy installed it is the differentiable
-    ``scipy.linalg.solve_triangular``; otherwise ``np.linalg.solve`` (which
-    dask and other NEP-18 arrays implement lazily, where SciPy would convert
-    them to NumPy)."""
-    solve = _scipy_solve_triangular()
-    lv, bv = untraced(low), untraced(b)
-    if (solve is not None and type(lv) is np.ndarray and type(bv) is np.ndarray
-            and ((lv.ndim == 2 and bv.ndim <= 2) or scipy_takes_batches())):
-        return solve(low, b, trans=trans, lower=True, check_finite=False)
-    return np.linalg.solve(mT(low) if trans else low, b)
 
 
 @functools.cache
@@ -330,16 +300,16 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
 def herm_tangent(xd, lower=True):
     """The tangent of the Hermitian matrix LAPACK reads from one triangle."""
     n = xd.shape[-1]
-    s = xd * _tri_mask(n, xd.dtype, lower, -1)
-    d = (np.real(xd) if _cplx(xd) else xd) * _eye(n, xd.dtype)
+    s = xd * tri_mask(n, xd.dtype, lower, -1)
+    d = (np.real(xd) if is_complex(xd) else xd) * cached_eye(n, xd.dtype)
     return s + mH(s) + d
 
 
 def herm_cotangent(c, lower=True):
     """Transpose of ``herm_tangent``: a cotangent on the triangle read."""
     n = c.shape[-1]
-    s = (c + mH(c)) * _tri_mask(n, c.dtype, lower, -1)
-    return s + (np.real(c) if _cplx(c) else c) * _eye(n, c.dtype)
+    s = (c + mH(c)) * tri_mask(n, c.dtype, lower, -1)
+    return s + (np.real(c) if is_complex(c) else c) * cached_eye(n, c.dtype)
 
 
 def inv_gaps(w, keep_diag=False):
@@ -350,22 +320,16 @@ def inv_gaps(w, keep_diag=False):
     n = wv.shape[-1]
     gap = wv[..., None, :] - wv[..., :, None]
     scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)
-    eps = np.finfo(_rdt(wv.dtype)).eps
-    keep = (np.abs(gap) > 100 * n * eps * scale).astype(_rdt(wv.dtype))
-    d = _row(w) - _col(w)
+    eps = np.finfo(real_dtype(wv.dtype)).eps
+    keep = (np.abs(gap) > 100 * n * eps * scale).astype(real_dtype(wv.dtype))
+    d = as_row(w) - as_column(w)
     return keep / (d + (1 - keep))
 
 
-def _zeros(x):
-    return np.zeros(x.shape, x.dtype)
-
-
-def _inexact(x):
-    return hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.kind in "fc"
-
-
 # -- the generic rule ----------------------------------------------------------
-class _Def:
+class LinalgDef:
+    """The definition of one linear-algebra rule: ``pf`` and its optional parts."""
+
     __slots__ = ("name", "pf", "pb", "prepare", "pbt", "pfb", "pbb")
 
     def __init__(self, name, pf, pb=None, prepare=None, pbt=None, pfb=None, pbb=None):
@@ -415,12 +379,12 @@ class LinalgRule(ReverseRule):
         return [next(it) if i is not None else ZERO for i in self.ids]
 
     def _materialize(self, xds):
-        return [(_zeros(x) if _is_zero(t) else t) if _inexact(x) else None
+        return [(zeros_of(x) if is_zero(t) else t) if is_inexact(x) else None
                 for x, t in zip(self.xs, xds)]
 
     def pushforward(self, tangents):
         xds = self._expand(tangents)
-        if all(_is_zero(t) for t in xds):
+        if all(is_zero(t) for t in xds):
             return ZERO
         return self.d.pf(self, self._materialize(xds))
 
@@ -428,14 +392,14 @@ class LinalgRule(ReverseRule):
         """One cotangent per positional argument (None where not traced)."""
         if self.d.pb is not None:
             return self.d.pb(self, g)
-        return _transpose(self, g)
+        return transpose_pushforward(self, g)
 
     def pullback(self, g):
-        if _all_zero(g):
+        if all_zero(g):
             return []
         cots = self.cotangents(g)
-        return [(i, _project(c, x)) for i, c, x in zip(self.ids, cots, self.xs)
-                if i is not None and not _is_zero(c)]
+        return [(i, project_cotangent(c, x)) for i, c, x in zip(self.ids, cots, self.xs)
+                if i is not None and not is_zero(c)]
 
     #: the engine passes the output's tangent from the forward sweep
     #: (``out_tangent``) to ``pullback_with_tangents``: a hand-written second
@@ -444,7 +408,7 @@ class LinalgRule(ReverseRule):
 
     def pullback_with_tangents(self, g, gd, tangents, out_tangent=None):
         xds = self._expand(tangents)
-        if _all_zero(g) or all(_is_zero(t) for t in xds):
+        if all_zero(g) or all(is_zero(t) for t in xds):
             # no second-order term: two pullbacks (each [] for a zero cotangent)
             c, cd = dict(self.pullback(g)), dict(self.pullback(gd))
             return [(i, c.get(i, ZERO), cd.get(i, ZERO)) for i in self.inputs()]
@@ -452,65 +416,43 @@ class LinalgRule(ReverseRule):
             out = self.d.pbt(self, g, gd, xds, out_tangent)
             if out is not None:
                 return out
-        return _pullback_jvp(self, g, gd, xds)
+        return pullback_jvp(self, g, gd, xds)
 
     # -- batches of directions (rules/_linalg_batch.py) ---------------------------
     batched = True
 
     def pushforward_batched(self, tangents):
-        from ._linalg_batch import pushforward_batched
-
         return pushforward_batched(self, self._expand(tangents))
 
     def pullback_batched(self, G):
-        from ._linalg_batch import pullback_batched
-
         return pullback_batched(self, G)
 
     def pullback_with_tangents_batched(self, g, GD, tangents, out_tangent=None):
-        from ._linalg_batch import pullback_with_tangents_batched
-
         return pullback_with_tangents_batched(self, g, GD, tangents, out_tangent)
 
 
-def _project(c, x):
-    """The cotangent in its primal's dtype: the real part for a real primal
-    (the pairing is Re(sum(c * t))), the primal's precision."""
-    if c.dtype == x.dtype:
-        return c
-    if c.dtype.kind == "c" and x.dtype.kind != "c":
-        c = np.real(c)
-    return c if c.dtype == x.dtype else c.astype(x.dtype)
-
-
-def _pairs(g, t):
-    if isinstance(g, tuple):
-        return zip(g, t)
-    return ((g, t),)
-
-
-def _transpose(r, g):
+def transpose_pushforward(r, g):
     """Cotangents from the pushforward: reverse mode of ``<g, pf(r, xd)>``
     with respect to the tangents ``xd``, on a small local tape."""
     local = Tape()
     xds, leaves = [], []
     for i, x in zip(r.ids, r.xs):
         if i is None:
-            xds.append(_zeros(x) if _inexact(x) else None)
+            xds.append(zeros_of(x) if is_inexact(x) else None)
             leaves.append(None)
         else:
-            z = _zeros(x)
+            z = zeros_of(x)
             nid = local.leaf(z)
             xds.append(Traced(z, nid, local))
             leaves.append(nid)
     try:
         t = r.d.pf(r, xds)
         total = None
-        for gk, tk in _pairs(g, t):
-            if _is_zero(gk) or _is_zero(tk):
+        for gk, tk in cotangent_pairs(g, t):
+            if is_zero(gk) or is_zero(tk):
                 continue
             prod = gk * tk
-            if _cplx(prod):
+            if is_complex(prod):
                 prod = np.real(prod)
             term = np.sum(prod)
             total = term if total is None else total + term
@@ -522,7 +464,7 @@ def _transpose(r, g):
     return [None if n is None else grads.get(n) for n in leaves]
 
 
-def _pullback_jvp(r, g, gd, xds):
+def pullback_jvp(r, g, gd, xds):
     """``pullback_with_tangents`` as the jvp of the pullback along the input
     tangents, the output tangents and the cotangent's tangent."""
     from chainrules.api import jvp
@@ -531,12 +473,12 @@ def _pullback_jvp(r, g, gd, xds):
     yd = r.d.pf(r, r._materialize(xds))
     multi = isinstance(r.y, tuple)
     if multi:
-        g = tuple(_zeros(y) if _is_zero(gk) and not _is_zero(gdk) else gk
+        g = tuple(zeros_of(y) if is_zero(gk) and not is_zero(gdk) else gk
                   for y, gk, gdk in zip(r.y, g, gd if isinstance(gd, tuple)
                                         else (ZERO,) * len(g)))
-        if _is_zero(gd):
+        if is_zero(gd):
             gd = (ZERO,) * len(g)
-        yd = tuple(ZERO if not _inexact(y) else t for y, t in zip(r.y, yd))
+        yd = tuple(ZERO if not is_inexact(y) else t for y, t in zip(r.y, yd))
     x_p = tuple(r.xs[k] for k in pos)
     x_t = tuple(xds[k] for k in pos)
 
@@ -554,8 +496,8 @@ def _pullback_jvp(r, g, gd, xds):
     cots, dots = jvp(pullback_of, (x_p, r.y, g), (x_t, yd, gd))
     out = []
     for k, c, cd in zip(pos, cots, dots):
-        c = ZERO if not _inexact(c) else _project(c, r.xs[k])
-        cd = ZERO if not _inexact(cd) else _project(cd, r.xs[k])
+        c = ZERO if not is_inexact(c) else project_cotangent(c, r.xs[k])
+        cd = ZERO if not is_inexact(cd) else project_cotangent(cd, r.xs[k])
         out.append((r.ids[k], c, cd))
     return out
 
@@ -572,7 +514,7 @@ def defrule(op, pf, pb=None, multi=False, prepare=None, pbt=None, pfb=None, pbb=
     and ``pbb(rule, G, k)`` are ``pf`` and ``pb`` on batches of ``k``
     directions (a leading axis; default: see ``LinalgRule.pushforward_batched``).
     """
-    d = _Def(op_name(op), pf, pb, prepare, pbt, pfb, pbb)
+    d = LinalgDef(op_name(op), pf, pb, prepare, pbt, pfb, pbb)
 
     def linalg_maker(ids, *xs, **kw):
         if prepare is None:
@@ -587,20 +529,23 @@ def defrule(op, pf, pb=None, multi=False, prepare=None, pbt=None, pfb=None, pbb=
     return op
 
 
-def _no_traced(ids, k, name, what):
+def reject_traced(ids, k, name, what):
+    """Raise ``MissingRuleError`` if any argument from position ``k`` on is traced."""
     if len(ids) > k and any(i is not None for i in ids[k:]):
         raise MissingRuleError(f"{name}: {what} cannot be differentiated; pass it as a "
                                "constant (chainrules.stop_gradient)")
 
 
-def _unbroadcast(g, shape):
+def unbroadcast_to(g, shape):
+    """``g`` summed down to ``shape`` (the transpose of a broadcast to g's shape)."""
     from chainrules.derived import unbroadcast
 
     return unbroadcast(g, tuple(shape))
 
 
-def _phi_mask(n, dtype):
-    return _const("phi", n, _rdt(dtype))
+def phi_mask(n, dtype):
+    """Cached lower-triangle mask with a halved diagonal (the ``Phi`` of Cholesky)."""
+    return _const("phi", n, real_dtype(dtype))
 
 
 # -- verification of derived problems --------------------------------------------
@@ -612,10 +557,11 @@ def plain(x):
 def check_tol(dtype):
     """Relative residual accepted from a backward-stable solve: sqrt(eps)
     of the working precision, far above rounding, far below a failed solve."""
-    return float(np.sqrt(np.finfo(_rdt(np.dtype(dtype))).eps))
+    return float(np.sqrt(np.finfo(real_dtype(np.dtype(dtype))).eps))
 
 
-def _fro(x):
+def fro_norm(x):
+    """Frobenius norm of each matrix of a stack (the last two axes)."""
     return np.sqrt(np.sum(np.abs(x) ** 2, axis=(-2, -1)))
 
 
@@ -629,7 +575,7 @@ def check_residual(op, what, resid, scale, dtype=None):
 
     r = plain(resid)
     tol = check_tol(dtype if dtype is not None else r.dtype)
-    err = _fro(r)
+    err = fro_norm(r)
     bound = tol * np.asarray(plain(scale), dtype=float)
     ok = np.isfinite(err) & (err <= bound)
     if not np.all(ok):

@@ -149,8 +149,11 @@ class PiecewiseLinearRule(ReverseRule):
         return [(nid, c, ZERO) for nid, c in cots] + [(nid, ZERO, d) for nid, d in dots]
 
 
-def _plain(v):
-    """``v`` with every level of tracing removed (cheap for plain values)."""
+def untraced_value(v):
+    """``v`` with every level of tracing removed: ``chainrules.tracing.untraced``
+    for one array or scalar, without its pytree walk (lists, tuples, dicts and
+    dataclasses are returned as they are), so a plain value costs one type
+    check on the hot path of the piecewise-linear rules."""
     while type(v) is Traced:
         v = v.value
     return v
@@ -178,8 +181,8 @@ def make_piecewise(op, ids, args, z, weight_fns):
             continue
         if callable(fn):
             if plain is None:
-                plain = [_plain(a) for a in args]
-                plain.append(_plain(z))
+                plain = [untraced_value(a) for a in args]
+                plain.append(untraced_value(z))
             fn = fn(*plain)
         rids.append(nid)
         ws.append(fn)
@@ -205,7 +208,7 @@ def piecewise_rule(op, *weight_fns):
             if kwargs or type(xi) is tuple or type(yi) is tuple:
                 return piecewise_maker(ids, x, y, **kwargs)
             z = op(x, y)
-            xv, yv, zv = _plain(x), _plain(y), _plain(z)
+            xv, yv, zv = untraced_value(x), untraced_value(y), untraced_value(z)
             if yi is None:
                 return z, PiecewiseLinearRule(op, (xi,), (wx(xv, yv, zv),), (x.shape,),
                                               shape_of(z))

@@ -30,7 +30,7 @@ from chainrules.rule import ReverseRule
 from chainrules.tangents import ZERO, Structural
 
 from ._util import shape_of
-from .arithmetic import PiecewiseLinearRule, _plain, make_piecewise
+from .arithmetic import PiecewiseLinearRule, make_piecewise, untraced_value
 
 
 def _is_complex(v):
@@ -189,7 +189,7 @@ def absolute_maker(ids, x, **kwargs):
     if _is_complex(x):
         return y, AbsComplexRule(np.absolute, ids[0], x, y)
     # real: sign(x) * x, with abs'(0) = sign(0) = 0; sign keeps x's dtype
-    return y, PiecewiseLinearRule(np.absolute, (ids[0],), (np.sign(_plain(x)),),
+    return y, PiecewiseLinearRule(np.absolute, (ids[0],), (np.sign(untraced_value(x)),),
                                   (shape_of(x),), shape_of(y))
 
 

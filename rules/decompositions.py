@@ -37,18 +37,19 @@ coincide; test gauge-invariant functions of them.
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.rule import MultiOutput
 from chainrules.registry import register
+from chainrules.tangents import is_zero
 from chainrules.tracing import untraced
 
 from ._util import array_value
 from ._linalg_batch import broadcasting_pb, broadcasting_pf
 
-from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _imag_diag, _is_zero, _rdt,
-                           _row, _tri_mask, conj, defrule, diag_embed, diag_part,
-                           check_tol, herm_cotangent, herm_tangent, inv_gaps, mH, mT,
-                           plain)
+from ._linalg_util import (LinalgDef, LinalgRule, as_column, as_row, check_tol, conj, defrule,
+                           diag_embed, diag_part, herm_cotangent, herm_tangent, imag_diag,
+                           inv_gaps, is_complex, mH, mT, plain, tri_mask)
 
 
 # -- eigh, eigvalsh ---------------------------------------------------------------
@@ -62,7 +63,7 @@ def _eigh_pf(r, xds):
     ad = herm_tangent(xds[0], lower=_lower(r))
     k = mH(v) @ ad @ v
     wd = diag_part(k)
-    wd = np.real(wd) if _cplx(wd) else wd
+    wd = np.real(wd) if is_complex(wd) else wd
     return wd, v @ (inv_gaps(w) * k)
 
 
@@ -88,7 +89,7 @@ def _check_degenerate_chain(w, v, gw, gv):
     if n < 2:
         return
     scale = np.maximum(np.max(np.abs(wv), axis=-1, keepdims=True)[..., None], 1.0)
-    eps = np.finfo(_rdt(wv.dtype)).eps
+    eps = np.finfo(real_dtype(wv.dtype)).eps
     deg = np.abs(wv[..., None, :] - wv[..., :, None]) <= 100 * n * eps * scale
     deg &= ~np.eye(n, dtype=bool)
     if not np.any(deg):
@@ -102,7 +103,7 @@ def _check_degenerate_chain(w, v, gw, gv):
     if np.any(deg & (anti > tol)):
         why = ("it depends on the basis LAPACK chose inside the eigenspace of a repeated "
                "eigenvalue, so it is not a function of the matrix there")
-    elif not _is_zero(gw):
+    elif not is_zero(gw):
         gwv = plain(gw)
         gtol = np.sqrt(eps) * (np.max(np.abs(gwv)) + np.finfo(float).tiny)
         split = np.abs(gwv[..., None, :] - gwv[..., :, None]) > gtol
@@ -121,10 +122,10 @@ def _eigh_pb(r, g):
     w, v = r.y
     gw, gv = g
     c = None
-    if not _is_zero(gv):
+    if not is_zero(gv):
         _check_degenerate_chain(w, v, gw, gv)
         c = inv_gaps(w) * (mT(v) @ gv)
-    if not _is_zero(gw):
+    if not is_zero(gw):
         c = diag_embed(gw) if c is None else c + diag_embed(gw)
     ga = conj(v) @ c @ mT(v)
     return [herm_cotangent(ga, lower=_lower(r))] + [None] * (len(r.xs) - 1)
@@ -142,12 +143,12 @@ def _eigvalsh_pf(r, xds):
     v = r.aux
     ad = herm_tangent(xds[0], lower=_lower(r))
     wd = np.sum(conj(v) * (ad @ v), axis=-2)
-    return np.real(wd) if _cplx(wd) else wd
+    return np.real(wd) if is_complex(wd) else wd
 
 
 def _eigvalsh_pb(r, g):
     v = r.aux
-    ga = (conj(v) * _row(g)) @ mT(v)
+    ga = (conj(v) * as_row(g)) @ mT(v)
     return [herm_cotangent(ga, lower=_lower(r))] + [None] * (len(r.xs) - 1)
 
 
@@ -174,7 +175,7 @@ def _inv_sums(s):
     tot = sv[..., :, None] + sv[..., None, :]
     scale = np.maximum(np.max(sv, axis=-1, keepdims=True)[..., None], 1.0)
     keep = (tot > 100 * sv.shape[-1] * np.finfo(sv.dtype).eps * scale).astype(sv.dtype)
-    return keep / (_row(s) + _col(s) + (1 - keep))
+    return keep / (as_row(s) + as_column(s) + (1 - keep))
 
 
 def _svd_core(a_d, u1, s, v1):
@@ -191,14 +192,14 @@ def _svd_core(a_d, u1, s, v1):
     m, n, k = u1.shape[-2], v1.shape[-2], s.shape[-1]
     dp = mH(u1) @ a_d @ v1
     sd = diag_part(dp)
-    if _cplx(sd):
+    if is_complex(sd):
         sd = np.real(sd)
     dph = mH(dp)
     sym = inv_gaps(s) * ((dp + dph) * 0.5)
     asym = _inv_sums(s) * ((dp - dph) * 0.5)
     ud = u1 @ (sym + asym)
     vd = v1 @ (sym - asym)
-    sr = _row(s)
+    sr = as_row(s)
     if m > k:
         ud = ud + (a_d @ v1 - u1 @ dp) / sr
     if n > k:
@@ -214,7 +215,7 @@ def _complete(qd1, q, k):
         return qd1
     q1, q2 = q[..., :, :k], q[..., :, k:]
     qd2 = -(q1 @ (mH(qd1) @ q2))
-    e = np.eye(m, dtype=_rdt(q.dtype))
+    e = np.eye(m, dtype=real_dtype(q.dtype))
     return qd1 @ e[:k] + qd2 @ e[k:]
 
 
@@ -237,7 +238,7 @@ def _svd_pf(r, xds):
         s = r.y
         dp = mH(u) @ ad @ mH(vh)
         sd = diag_part(dp)
-        return np.real(sd) if _cplx(sd) else sd
+        return np.real(sd) if is_complex(sd) else sd
     u, s, vh = r.y
     k = s.shape[-1]
     full = fl["full_matrices"]
@@ -255,14 +256,14 @@ def _svd_pb(r, g):
     """The pullback by transposing the pushforward, refused where it would
     divide by a zero singular value: the singular vectors of a rank-deficient
     non-square matrix (their part outside the range) have no derivative."""
-    from ._linalg_util import _transpose
+    from ._linalg_util import transpose_pushforward
 
     fl = _svd_flags(r)
     if fl["compute_uv"] and isinstance(g, tuple):
         u, s, vh = r.y
         m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
         gu, gvh = g[0], g[2]
-        if (m > k and not _is_zero(gu)) or (n > k and not _is_zero(gvh)):
+        if (m > k and not is_zero(gu)) or (n > k and not is_zero(gvh)):
             sv = plain(s)
             scale = np.max(sv, axis=-1, keepdims=True) if k else sv
             if k and np.any(sv <= 100 * k * np.finfo(sv.dtype).eps * scale):
@@ -272,7 +273,7 @@ def _svd_pb(r, g):
                     "range divides by a zero singular value); differentiate a function of "
                     "the singular values, or of U diag(s) V^H, instead")
         _check_degenerate_svd(g, u, s, vh, k)
-    return _transpose(r, g)
+    return transpose_pushforward(r, g)
 
 
 def _check_degenerate_svd(g, u, s, vh, k):
@@ -282,10 +283,10 @@ def _check_degenerate_svd(g, u, s, vh, k):
     (``c`` below symmetric on the pair) and, where it uses those vectors,
     treat the repeated values alike (real inputs)."""
     gu, gs, gvh = g
-    if (_is_zero(gu) and _is_zero(gvh)) or k < 2 or plain(u).dtype.kind == "c":
+    if (is_zero(gu) and is_zero(gvh)) or k < 2 or plain(u).dtype.kind == "c":
         return
     sv = plain(s)
-    eps = np.finfo(_rdt(sv.dtype)).eps
+    eps = np.finfo(real_dtype(sv.dtype)).eps
     scale = np.maximum(np.max(sv, axis=-1, keepdims=True)[..., None], 1.0)
     deg = np.abs(sv[..., None, :] - sv[..., :, None]) <= 100 * k * eps * scale
     deg &= ~np.eye(k, dtype=bool)
@@ -295,10 +296,10 @@ def _check_degenerate_svd(g, u, s, vh, k):
     # antisymmetric part with the gauge (X skew, U and V turning together),
     # its symmetric part with the 1/(s_j - s_i) terms the pullback drops
     c, size = 0, np.finfo(float).tiny
-    if not _is_zero(gu):
+    if not is_zero(gu):
         c = c + plain(mT(u[..., :, :k]) @ gu[..., :, :k])
         size += np.max(np.abs(plain(gu)))
-    if not _is_zero(gvh):
+    if not is_zero(gvh):
         c = c + plain(vh[..., :k, :] @ mT(gvh[..., :k, :]))
         size += np.max(np.abs(plain(gvh)))
     tol = np.sqrt(eps) * max(u.shape[-2], vh.shape[-1]) * size
@@ -306,7 +307,7 @@ def _check_degenerate_svd(g, u, s, vh, k):
     if np.any(deg & (np.abs(c - np.swapaxes(c, -1, -2)) > tol)):
         why = ("it depends on the basis LAPACK chose for the singular vectors of a "
                "repeated singular value")
-    elif not _is_zero(gs):
+    elif not is_zero(gs):
         gsv = plain(gs)
         gtol = np.sqrt(eps) * (np.max(np.abs(gsv)) + np.finfo(float).tiny)
         split = np.abs(gsv[..., None, :] - gsv[..., :, None]) > gtol
@@ -320,7 +321,7 @@ def _check_degenerate_svd(g, u, s, vh, k):
 
 
 def _svd_register():
-    d_multi = _Def("numpy.linalg.svd", _svd_pf, _svd_pb, _svd_prepare)
+    d_multi = LinalgDef("numpy.linalg.svd", _svd_pf, _svd_pb, _svd_prepare)
 
     def svd_maker(ids, *xs, **kw):
         y, aux = _svd_prepare(xs, kw)
@@ -343,7 +344,7 @@ if hasattr(np.linalg, "svdvals"):
     def _svdvals_pf(r, xds):
         u, vh = r.aux
         sd = diag_part(mH(u) @ xds[0] @ mH(vh))
-        return np.real(sd) if _cplx(sd) else sd
+        return np.real(sd) if is_complex(sd) else sd
 
     defrule(np.linalg.svdvals, _svdvals_pf, prepare=_svdvals_prepare)
 
@@ -383,10 +384,10 @@ def _qr_pf(r, xds):
     ad1 = ad[..., :, :k] if n > k else ad
     qa = mH(q1) @ ad1
     c = qa @ ri
-    low = c * _tri_mask(k, c.dtype, True, -1)
+    low = c * tri_mask(k, c.dtype, True, -1)
     om = low - mH(low)
-    if _cplx(c):
-        om = om + _imag_diag(c)
+    if is_complex(c):
+        om = om + imag_diag(c)
     qd1 = q1 @ om
     if m > k:
         qd1 = qd1 + (ad1 - q1 @ qa) @ ri
@@ -419,12 +420,12 @@ def _check_full_rank(op, r1):
 
 def _pad_rows(x, m):
     k = x.shape[-2]
-    e = np.eye(m, dtype=_rdt(x.dtype))[:, :k]
+    e = np.eye(m, dtype=real_dtype(x.dtype))[:, :k]
     return e @ x
 
 
 def _qr_register():
-    d = _Def("numpy.linalg.qr", _qr_pf, None, _qr_prepare)
+    d = LinalgDef("numpy.linalg.qr", _qr_pf, None, _qr_prepare)
 
     def qr_maker(ids, *xs, **kw):
         y, aux = _qr_prepare(xs, kw)
@@ -466,9 +467,9 @@ def _eig_core(a_d, w, v, op="numpy.linalg.eig"):
     vd = v @ (inv_gaps(w) * k)
     # keep the columns at unit norm (NumPy normalizes them)
     nrm = np.sum(conj(v) * vd, axis=-2)
-    if _cplx(nrm):
+    if is_complex(nrm):
         nrm = np.real(nrm)
-    vd = vd - v * _row(nrm)
+    vd = vd - v * as_row(nrm)
     return wd, vd
 
 

@@ -24,20 +24,22 @@ complex diagonal is ignored) and their cotangents live on that triangle.
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
 from chainrules.broadcast import unbroadcast_batched
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.registry import accepts_sequences, non_differentiable, register
-from chainrules.tangents import ZERO
+from chainrules.tangents import ZERO, is_zero
 from chainrules.tracing import untraced
 
 from ._util import array_value
 from ._linalg_batch import broadcasting_pb, broadcasting_pf, fold_columns, lift, solve_rhs
+from ._triangular import tri_solve
 
-from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _eye, _is_zero, _no_traced,
-                           _phi_mask, _rdt, _row, _unbroadcast, _zeros, conj, defrule,
+from ._linalg_util import (LinalgDef, LinalgRule, as_column, as_row, cached_eye,
                            chol_pullback_plain, chol_pullback_with_tangents_plain,
-                           chol_tangent_plain, diag_part, herm_cotangent, herm_tangent, mH, mT,
-                           tri_solve)
+                           chol_tangent_plain, conj, defrule, diag_part, herm_cotangent,
+                           herm_tangent, is_complex, mH, mT, phi_mask, reject_traced,
+                           unbroadcast_to, zeros_of)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
 
@@ -81,7 +83,7 @@ def _det_pf(r, xds):
 
 def _det_pb(r, g):
     a = r.xs[0]
-    return [_col(_col(g * r.y)) * mT(_singular("numpy.linalg.det", np.linalg.inv, a))]
+    return [as_column(as_column(g * r.y)) * mT(_singular("numpy.linalg.det", np.linalg.inv, a))]
 
 
 def _trace_inv_batched(a, ad, op):
@@ -102,27 +104,27 @@ def _slogdet_pf(r, xds):
     a = r.xs[0]
     sign, logabs = r.y
     tau = _trace_solve(a, xds[0], "numpy.linalg.slogdet")
-    if _cplx(tau):
+    if is_complex(tau):
         itau = (tau - np.conjugate(tau)) * 0.5
         return sign * itau, np.real(tau)
-    return _zeros(sign), tau
+    return zeros_of(sign), tau
 
 
 def _slogdet_pb(r, g):
     a = r.xs[0]
     sign, logabs = r.y
     gs, gl = g
-    c = _zeros(logabs) if _is_zero(gl) else gl
-    if _cplx(sign) and not _is_zero(gs):
+    c = zeros_of(logabs) if is_zero(gl) else gl
+    if is_complex(sign) and not is_zero(gs):
         z = gs * sign
         c = c + (z - np.conjugate(z)) * 0.5
-    return [_col(_col(c)) * mT(_singular("numpy.linalg.slogdet", np.linalg.inv, a))]
+    return [as_column(as_column(c)) * mT(_singular("numpy.linalg.slogdet", np.linalg.inv, a))]
 
 
 def _slogdet_pfb(r, xds, k):
     sign, logabs = r.y
     tau = _trace_inv_batched(r.xs[0], xds[0], "numpy.linalg.slogdet")
-    if _cplx(tau):
+    if is_complex(tau):
         return sign * ((tau - np.conjugate(tau)) * 0.5), np.real(tau)
     return np.zeros((k,) + sign.shape, sign.dtype), tau
 
@@ -130,11 +132,12 @@ def _slogdet_pfb(r, xds, k):
 def _slogdet_pbb(r, G, k):
     sign, logabs = r.y
     gs, gl = G
-    c = np.zeros((k,) + logabs.shape, logabs.dtype) if _is_zero(gl) else gl
-    if _cplx(sign) and not _is_zero(gs):
+    c = np.zeros((k,) + logabs.shape, logabs.dtype) if is_zero(gl) else gl
+    if is_complex(sign) and not is_zero(gs):
         z = gs * sign
         c = c + (z - np.conjugate(z)) * 0.5
-    return [_col(_col(c)) * mT(_singular("numpy.linalg.slogdet", np.linalg.inv, r.xs[0]))]
+    inv = _singular("numpy.linalg.slogdet", np.linalg.inv, r.xs[0])
+    return [as_column(as_column(c)) * mT(inv)]
 
 
 defrule(np.linalg.slogdet, _slogdet_pf, _slogdet_pb, multi=True, pfb=_slogdet_pfb,
@@ -151,7 +154,7 @@ def _solve_pf(r, xds):
     ad, bd = xds
     x = r.y
     if _vec(b):
-        rhs = _col(bd) - ad @ _col(x)
+        rhs = as_column(bd) - ad @ as_column(x)
         return np.reshape(np.linalg.solve(a, rhs), x.shape)
     return np.linalg.solve(a, bd - ad @ x)
 
@@ -160,22 +163,22 @@ def _solve_pb(r, g):
     a, b = r.xs
     x = r.y
     if _vec(b):
-        gb = np.reshape(np.linalg.solve(mT(a), _col(g)), x.shape)
-        ga = -(_col(gb) * _row(x))
+        gb = np.reshape(np.linalg.solve(mT(a), as_column(g)), x.shape)
+        ga = -(as_column(gb) * as_row(x))
     else:
         gb = np.linalg.solve(mT(a), g)
         ga = -(gb @ mT(x))
-    return [_unbroadcast(ga, a.shape) if r.ids[0] is not None else None,
-            _unbroadcast(gb, b.shape) if r.ids[1] is not None else None]
+    return [unbroadcast_to(ga, a.shape) if r.ids[0] is not None else None,
+            unbroadcast_to(gb, b.shape) if r.ids[1] is not None else None]
 
 
 def _solve_pfb(r, xds, k):
     a, b = r.xs
     ad, bd = xds
     x = r.y
-    xm = _col(x) if _vec(b) else x                 # (..., n, m)
+    xm = as_column(x) if _vec(b) else x                 # (..., n, m)
     rank = xm.ndim + 1
-    rhs = solve_rhs(bd, None if _is_zero(ad) else lift(ad, rank) @ xm, _vec(b), rank)
+    rhs = solve_rhs(bd, None if is_zero(ad) else lift(ad, rank) @ xm, _vec(b), rank)
     xd = fold_columns(lambda m: np.linalg.solve(a, m), rhs, xm.shape)
     return np.reshape(xd, (k,) + x.shape)
 
@@ -184,7 +187,7 @@ def _solve_pbb(r, G, k):
     a, b = r.xs
     x = r.y
     vec = _vec(b)
-    xm = _col(x) if vec else x
+    xm = as_column(x) if vec else x
     at = mT(a)
     gb = fold_columns(lambda m: np.linalg.solve(at, m), np.reshape(G, G.shape + (1,)) if vec
                       else G, xm.shape)
@@ -213,7 +216,7 @@ def _cholesky_pf(r, xds):
     ad = herm_tangent(xds[0], lower=not upper)
     # s = L^-1 dA L^-H, by two triangular solves
     s = mH(tri_solve(low, mH(tri_solve(low, ad))))
-    ld = low @ (s * _phi_mask(low.shape[-1], low.dtype))
+    ld = low @ (s * phi_mask(low.shape[-1], low.dtype))
     return mH(ld) if upper else ld
 
 
@@ -223,7 +226,7 @@ def _cholesky_pb(r, g):
     plain = chol_pullback_plain(low, gl, lower=not upper)
     if plain is not None:
         return [plain]
-    c = (mT(low) @ gl) * _phi_mask(low.shape[-1], low.dtype)
+    c = (mT(low) @ gl) * phi_mask(low.shape[-1], low.dtype)
     # ga = L^-T c conj(L)^-1, by two triangular solves
     ga = mT(tri_solve(conj(low), mT(tri_solve(low, c, 1)), 1))
     return [herm_cotangent(ga, lower=not upper)]
@@ -234,12 +237,12 @@ def _cholesky_pbt(r, g, gd, xds, yd=None):
     # (LinalgRule.pullback_with_tangents takes the other cases)
     upper, low = _chol_parts(r)
     flip = mH if upper else (lambda m: m)
-    gd = _zeros(r.y) if _is_zero(gd) else gd
-    ad = _zeros(r.xs[0]) if _is_zero(xds[0]) else xds[0]
+    gd = zeros_of(r.y) if is_zero(gd) else gd
+    ad = zeros_of(r.xs[0]) if is_zero(xds[0]) else xds[0]
     if r.memo is None:
         r.memo = {}
     # the factor's tangent, when the forward sweep passed it on
-    ld = None if yd is None or _is_zero(yd) else flip(yd)
+    ld = None if yd is None or is_zero(yd) else flip(yd)
     res = chol_pullback_with_tangents_plain(low, flip(g), flip(gd), ad, lower=not upper,
                                             memo=r.memo, ld=ld)
     if res is None:
@@ -255,8 +258,8 @@ def _pinv_d(a, p, ad):
     m, n = a.shape[-2], a.shape[-1]
     adh = mH(ad)
     out = -(p @ ad @ p)
-    out = out + (p @ mH(p)) @ adh @ (_eye(m, a.dtype) - a @ p)
-    out = out + (_eye(n, a.dtype) - p @ a) @ adh @ (mH(p) @ p)
+    out = out + (p @ mH(p)) @ adh @ (cached_eye(m, a.dtype) - a @ p)
+    out = out + (cached_eye(n, a.dtype) - p @ a) @ adh @ (mH(p) @ p)
     return out
 
 
@@ -287,22 +290,22 @@ def _lstsq_pf(r, xds):
     x, res, rank, s = r.y
     p, u, vh = r.aux
     vec = b.ndim == 1
-    x2 = _col(x) if vec else x
-    b2 = _col(b) if vec else b
-    bd2 = _col(bd) if vec else bd
+    x2 = as_column(x) if vec else x
+    b2 = as_column(b) if vec else b
+    bd2 = as_column(bd) if vec else bd
     resid = b2 - a @ x2
     xd = p @ (bd2 - ad @ x2) + (p @ mH(p)) @ (mH(ad) @ resid)
     n = a.shape[-1]
-    xd = xd + (_eye(n, a.dtype) - p @ a) @ (mH(ad) @ (mH(p) @ x2))
+    xd = xd + (cached_eye(n, a.dtype) - p @ a) @ (mH(ad) @ (mH(p) @ x2))
     if res.shape[0]:
         rd = bd2 - ad @ x2 - a @ xd
         resd = 2 * np.sum(conj(resid) * rd, axis=0)
-        resd = np.real(resd) if _cplx(resd) else resd
+        resd = np.real(resd) if is_complex(resd) else resd
         resd = np.reshape(resd, res.shape)
     else:
-        resd = _zeros(res)
+        resd = zeros_of(res)
     sd = diag_part(mH(u) @ ad @ mH(vh))
-    sd = np.real(sd) if _cplx(sd) else sd
+    sd = np.real(sd) if is_complex(sd) else sd
     xd = np.reshape(xd, x.shape) if vec else xd
     return xd, resd, ZERO, sd
 
@@ -357,10 +360,10 @@ def _multi_dot_pf(r, xds):
 
 
 def _multi_dot_register():
-    d = _Def("numpy.linalg.multi_dot", _multi_dot_pf)
+    d = LinalgDef("numpy.linalg.multi_dot", _multi_dot_pf)
 
     def multi_dot_maker(ids, arrays, *rest, **kw):
-        _no_traced(ids, 1, d.name, "the out argument")
+        reject_traced(ids, 1, d.name, "the out argument")
         if type(ids[0]) is not tuple:
             raise MissingRuleError(
                 f"{d.name} takes a list of arrays; pass a list (not one stacked array)")
@@ -427,10 +430,10 @@ def _norm_args(r):
 
 def _abs_sign(x):
     """(|x|, x/|x|) with sign 0 at 0, written with registered calls."""
-    if _cplx(x):
+    if is_complex(x):
         sq = np.real(x * np.conjugate(x))
         xv = array_value(x)
-        nz = (xv != 0).astype(_rdt(x.dtype))
+        nz = (xv != 0).astype(real_dtype(x.dtype))
         ab = np.sqrt(sq + (1 - nz)) * nz
         return ab, x * nz / (ab + (1 - nz))
     sg = np.sign(untraced(x))
@@ -441,7 +444,7 @@ def _extreme_mask(v, axis, want_max):
     vv = array_value(v)
     ext = np.max(vv, axis=axis, keepdims=True) if want_max else np.min(
         vv, axis=axis, keepdims=True)
-    m = (vv == ext).astype(_rdt(vv.dtype))
+    m = (vv == ext).astype(real_dtype(vv.dtype))
     return m / np.sum(m, axis=axis, keepdims=True)
 
 
@@ -473,7 +476,7 @@ def _kept_shape(shape, axes):
 
 def _safe_div(a, n):
     nv = array_value(n)
-    nz = (nv != 0).astype(_rdt(nv.dtype))
+    nz = (nv != 0).astype(real_dtype(nv.dtype))
     return a * nz / (n + (1 - nz))
 
 
@@ -521,7 +524,7 @@ def _w_matrix(x, y, axes, ord_, keepdims):
             wm = u @ vh
         else:
             sel = _extreme_mask(s, -1, ord_ > 0)
-            wm = (u * _row(sel)) @ vh
+            wm = (u * as_row(sel)) @ vh
         wm = conj(wm)
         return np.transpose(wm, np.argsort(perm))
     raise MissingRuleError(f"numpy.linalg.norm: no derivative for ord={ord_!r}")
@@ -531,7 +534,7 @@ def _norm_pf(r, xds):
     w, axes = _norm_weights(r)
     _, _, keepdims = _norm_args(r)
     t = np.sum(w * xds[0], axis=axes, keepdims=keepdims)
-    return np.real(t) if _cplx(t) else t
+    return np.real(t) if is_complex(t) else t
 
 
 def _norm_pb(r, g):
@@ -542,10 +545,10 @@ def _norm_pb(r, g):
 
 
 def _norm_register():
-    d = _Def("numpy.linalg.norm", _norm_pf, _norm_pb)
+    d = LinalgDef("numpy.linalg.norm", _norm_pf, _norm_pb)
 
     def norm_maker(ids, *xs, **kw):
-        _no_traced(ids, 1, d.name, "ord/axis")
+        reject_traced(ids, 1, d.name, "ord/axis")
         y = np.linalg.norm(*xs, **kw)
         rule = LinalgRule(d, tuple(ids), xs, y, kw)
         if _norm_args(rule)[0] == 0:

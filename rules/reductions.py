@@ -1,6 +1,7 @@
 """Reductions: sum, mean, max/min, ptp, cumsum, diff, trace, nansum, nanmean,
 nanmax, nanmin (the linear and piecewise-linear ones; prod, cumprod, var, std
-and average are in rules/statistics.py, which shares the helpers here).
+and average are in rules/statistics.py; the helpers both use are in
+rules/_reduce.py).
 
 Every ``axis`` form NumPy accepts works (None, an int, a tuple, negative
 axes), with ``keepdims``; the ndarray methods (``x.sum()``, ``x.max(0)``)
@@ -30,117 +31,31 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import is_array, ndim_of, real_dtype, uniform_array
+from chainrules.arrays import is_array, real_dtype
 from chainrules.tangents import ZERO, is_zero
 
 from chainrules.derived import LinearRule
-from chainrules.errors import MissingRuleError, UntraceableError
-from chainrules.registry import op_name, register
+from chainrules.registry import register
 from chainrules.rule import ReverseRule
 
+from ._reduce import (NO_VALUE, check_static, cum_params, dtype_of, expand_cotangent,
+                      flip_axis, is_given, keepdims_flag, keepdims_shape, reduced_size,
+                      reject_kwargs, sum_params, with_reduced_axes)
 from ._util import array_value, conj, normalize_axis, shape_of
-
-_NoValue = getattr(np, "_NoValue", None)
-
-
-# -- helpers ---------------------------------------------------------------------
-def _given(v):
-    return v is not None and v is not _NoValue
-
-
-def _kd(v):
-    return bool(v) if v is not _NoValue else False
-
-
-def _reject(op, p, names, hint):
-    """Raise for keyword arguments the rule cannot differentiate."""
-    for name in names:
-        if _given(p.get(name)):
-            if name == "out":
-                raise UntraceableError(
-                    f"{op_name(op)}(..., out=...) on a traced value would drop its "
-                    "derivative; assign the result to a new name instead")
-            raise MissingRuleError(
-                f"{op_name(op)} with {name}= is not differentiable by chainrules "
-                f"(argument types: {type(p['a']).__name__}); {hint}")
-
-
-def _check_static(op, ids, names):
-    for i, name in zip(ids[1:], names):
-        if i is not None:
-            raise MissingRuleError(
-                f"{op_name(op)} is differentiated in its array argument only; its "
-                f"argument {name!r} must not be traced (use it as a constant, or "
-                "build the computation from differentiable pieces)")
-
-
-_is_zero = is_zero  # structural zeros (and None)
-
-
-def _count(shape, axes):
-    n = 1
-    for a in axes:
-        n *= shape[a]
-    return n
-
-
-def _kd_shape(shape, axes):
-    return tuple(1 if i in axes else s for i, s in enumerate(shape))
-
-
-_SCALAR_TYPES = (float, complex, np.float64, np.float32, np.complex128, np.complex64)
-
-
-def _expand(g, shape, axes, keepdims, like=None):
-    """The cotangent of a reduction over ``axes`` broadcast back to ``shape``.
-
-    ``like``: the reduced input when it is a lazy (dask) array: the
-    cotangent is then built as zeros of its type and chunks plus ``g``, so
-    each chunk is made where it is used (a broadcast would be one chunk of
-    the full size, which defeats out-of-core evaluation); for a full
-    reduction it also carries the scalar ``g`` (``lazy_uniform``)."""
-    if type(g) is np.ndarray and g.ndim == 0 or type(g) in _SCALAR_TYPES or (
-            like is not None and ndim_of(g) == 0):
-        return uniform_array(g, shape, like)  # a full reduction: no memory
-    if not keepdims:
-        g = np.reshape(g, _kd_shape(shape, axes))
-    if like is not None:
-        return np.zeros_like(like, dtype=np.result_type(g)) + g
-    return np.broadcast_to(g, shape)
-
-
-def _expand_kd(g, shape, axes, keepdims):
-    """``g`` with the reduced axes as size-1 axes (no broadcast)."""
-    if keepdims:
-        return g
-    return np.reshape(g, _kd_shape(shape, axes))
-
-
-_real_dtype = real_dtype
-
-
-def _flip(g, axis):
-    idx = tuple(slice(None, None, -1) if i == axis else slice(None) for i in range(g.ndim))
-    return g[idx]
 
 
 # -- linear reductions ---------------------------------------------------------------
-def _sum_params(a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-                where=None):
-    return locals()
-
-
 def _mean_params(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return locals()
 
 
 def _sum_transpose(g, shape, axis=None, dtype=None, keepdims=False, like=None):
-    return _expand(g, shape, normalize_axis(axis, len(shape)), keepdims, like)
+    return expand_cotangent(g, shape, normalize_axis(axis, len(shape)), keepdims, like)
 
 
 def _mean_transpose(g, shape, axis=None, dtype=None, keepdims=False, like=None):
     axes = normalize_axis(axis, len(shape))
-    return _expand(g / _count(shape, axes), shape, axes, keepdims, like)
+    return expand_cotangent(g / reduced_size(shape, axes), shape, axes, keepdims, like)
 
 
 def _cast_transpose(transpose, in_dtype, g, shape, **kw):
@@ -150,14 +65,10 @@ def _cast_transpose(transpose, in_dtype, g, shape, **kw):
     return c.astype(in_dtype)
 
 
-def _dtype_of(x):
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
-
-
 def _cast_for(transpose, x, dtype):
     """``transpose``, or, when ``dtype=`` computes in another dtype than x's,
     ``transpose`` followed by the cast of the cotangent back to x's dtype."""
-    xd = _dtype_of(x)
+    xd = dtype_of(x)
     if dtype is None or np.dtype(dtype) == xd:
         return transpose
     return functools.partial(_cast_transpose, transpose, xd)
@@ -180,9 +91,9 @@ def _batched_forms(op, transpose_one):
     def transpose_b(g, shape, axis=None, keepdims=False, dtype=None):
         axes = normalize_axis(axis, len(shape))
         if scale:
-            g = g / _count(shape, axes)
+            g = g / reduced_size(shape, axes)
         if not keepdims:
-            g = np.reshape(g, g.shape[:1] + _kd_shape(shape, axes))
+            g = np.reshape(g, g.shape[:1] + keepdims_shape(shape, axes))
         return np.broadcast_to(g, g.shape[:1] + tuple(shape))
 
     return op_b, transpose_b
@@ -192,13 +103,13 @@ def _reduction_maker(op, params, transpose):
     forms = _batched_forms(op, transpose)
 
     def reduction_maker(ids, *args, **kwargs):
-        _check_static(op, ids, ("axis", "dtype"))
+        check_static(op, ids, ("axis", "dtype"))
         p = params(*args, **kwargs)
-        _reject(op, p, ("out", "where"),
+        reject_kwargs(op, p, ("out", "where"),
                 "mask first: np.sum(np.where(mask, x, 0)) (or divide by the count "
                 "for a mean)")
         x = p["a"]
-        kw = {"axis": p["axis"], "keepdims": _kd(p["keepdims"])}
+        kw = {"axis": p["axis"], "keepdims": keepdims_flag(p["keepdims"])}
         if p["dtype"] is not None:
             kw["dtype"] = p["dtype"]
         y = op(*args, **kwargs)  # the primal exactly as called (initial= included)
@@ -215,26 +126,22 @@ def _reduction_maker(op, params, transpose):
     return reduction_maker
 
 
-register(np.sum)(_reduction_maker(np.sum, _sum_params, _sum_transpose))
+register(np.sum)(_reduction_maker(np.sum, sum_params, _sum_transpose))
 register(np.mean)(_reduction_maker(np.mean, _mean_params, _mean_transpose))
-
-
-def _cum_params(a, axis=None, dtype=None, out=None):
-    return locals()
 
 
 def _cumsum_transpose(g, shape, axis=None, dtype=None):
     if axis is None or not shape:  # flattened (a 0-d input's axis 0 too): shape (n,)
-        return np.reshape(_flip(np.cumsum(_flip(g, 0), axis=0), 0), shape)
+        return np.reshape(flip_axis(np.cumsum(flip_axis(g, 0), axis=0), 0), shape)
     ax = axis % len(shape)
-    return _flip(np.cumsum(_flip(g, ax), axis=ax), ax)
+    return flip_axis(np.cumsum(flip_axis(g, ax), axis=ax), ax)
 
 
 @register(np.cumsum)
 def _cumsum_maker(ids, *args, **kwargs):
-    _check_static(np.cumsum, ids, ("axis", "dtype"))
-    p = _cum_params(*args, **kwargs)
-    _reject(np.cumsum, p, ("out",), "")
+    check_static(np.cumsum, ids, ("axis", "dtype"))
+    p = cum_params(*args, **kwargs)
+    reject_kwargs(np.cumsum, p, ("out",), "")
     kw = {"axis": p["axis"]}
     if p["dtype"] is not None:
         kw["dtype"] = p["dtype"]
@@ -243,19 +150,19 @@ def _cumsum_maker(ids, *args, **kwargs):
     return y, LinearRule(ids[0], np.cumsum, tr, shape_of(p["a"]), (), kw)
 
 
-def _diff_params(a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
+def _diff_params(a, n=1, axis=-1, prepend=NO_VALUE, append=NO_VALUE):
     return locals()
 
 
 def _extra_len(v, ndim, axis):
-    if not _given(v):
+    if not is_given(v):
         return 0
     if np.ndim(v) == 0:
         return 1
     return np.shape(v)[axis]
 
 
-def _diff_transpose(g, shape, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
+def _diff_transpose(g, shape, n=1, axis=-1, prepend=NO_VALUE, append=NO_VALUE):
     ax = axis % len(shape)
     c = g
     for _ in range(n):
@@ -271,12 +178,12 @@ def _diff_transpose(g, shape, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
 
 @register(np.diff)
 def _diff_maker(ids, *args, **kwargs):
-    _check_static(np.diff, ids, ("n", "axis", "prepend", "append"))
+    check_static(np.diff, ids, ("n", "axis", "prepend", "append"))
     p = _diff_params(*args, **kwargs)
     kw = {"n": p["n"], "axis": p["axis"]}
     y = np.diff(*args, **kwargs)
     for k in ("prepend", "append"):
-        if _given(p[k]):  # constants: their tangent is zero
+        if is_given(p[k]):  # constants: their tangent is zero
             kw[k] = np.zeros(np.shape(p[k]), array_value(p[k]).dtype)
     tr = _diff_transpose
     xd = p["a"].dtype if hasattr(p["a"], "dtype") else np.result_type(p["a"])
@@ -302,9 +209,9 @@ def _trace_transpose(g, shape, offset=0, axis1=0, axis2=1, dtype=None):
 
 @register(np.trace)
 def _trace_maker(ids, *args, **kwargs):
-    _check_static(np.trace, ids, ("offset", "axis1", "axis2", "dtype"))
+    check_static(np.trace, ids, ("offset", "axis1", "axis2", "dtype"))
     p = _trace_params(*args, **kwargs)
-    _reject(np.trace, p, ("out",), "")
+    reject_kwargs(np.trace, p, ("out",), "")
     kw = {"offset": p["offset"], "axis1": p["axis1"], "axis2": p["axis2"]}
     if p["dtype"] is not None:
         kw["dtype"] = p["dtype"]
@@ -352,9 +259,9 @@ class WeightedReduceRule(ReverseRule):
         return (self.x_id,)
 
     def pullback(self, g):
-        if _is_zero(g):
+        if is_zero(g):
             return []
-        c = _expand_kd(g, self.shape, self.axes, self.keepdims) * self._weights()
+        c = with_reduced_axes(g, self.shape, self.axes, self.keepdims) * self._weights()
         if self.dtypes is not None:
             xd = self.dtypes[0]
             c = (np.real(c) if c.dtype.kind == "c" and xd.kind != "c" else c).astype(xd)
@@ -372,9 +279,10 @@ class WeightedReduceRule(ReverseRule):
     batched = True
 
     def pullback_batched(self, G):
-        if _is_zero(G):
+        if is_zero(G):
             return []
-        g = G if self.keepdims else np.reshape(G, G.shape[:1] + _kd_shape(self.shape, self.axes))
+        g = G if self.keepdims else np.reshape(
+            G, G.shape[:1] + keepdims_shape(self.shape, self.axes))
         c = g * self._weights()
         if self.dtypes is not None:
             xd = self.dtypes[0]
@@ -402,23 +310,23 @@ def _ptp_params(a, axis=None, out=None, keepdims=False):
 
 def _select_weights(xv, yv, axes):
     """Equal split among the elements equal to the reduced value ``yv``."""
-    yk = np.reshape(yv, _kd_shape(xv.shape, axes))
+    yk = np.reshape(yv, keepdims_shape(xv.shape, axes))
     mask = (xv == yk)
     cnt = np.sum(mask, axis=axes, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         w = mask / cnt  # a NaN result (count 0) gives a NaN cotangent, honestly
-    return w.astype(_real_dtype(xv.dtype))
+    return w.astype(real_dtype(xv.dtype))
 
 
 def _select_maker(op):
     def select_maker(ids, *args, **kwargs):
-        _check_static(op, ids, ("axis",))
+        check_static(op, ids, ("axis",))
         p = _max_params(*args, **kwargs)
-        _reject(op, p, ("out", "where", "initial"),
+        reject_kwargs(op, p, ("out", "where", "initial"),
                 "reduce first and combine: np.maximum(np.max(x), initial), or "
                 "np.max(np.where(mask, x, -np.inf))")
         x = p["a"]
-        keepdims = _kd(p["keepdims"])
+        keepdims = keepdims_flag(p["keepdims"])
         y = op(x, axis=p["axis"], keepdims=keepdims)
         xv = array_value(x)
         axes = normalize_axis(p["axis"], xv.ndim)
@@ -435,11 +343,11 @@ for _op in (np.max, np.amax, np.min, np.amin, np.nanmax, np.nanmin):
 
 @register(np.ptp)
 def _ptp_maker(ids, *args, **kwargs):
-    _check_static(np.ptp, ids, ("axis",))
+    check_static(np.ptp, ids, ("axis",))
     p = _ptp_params(*args, **kwargs)
-    _reject(np.ptp, p, ("out",), "")
+    reject_kwargs(np.ptp, p, ("out",), "")
     x = p["a"]
-    keepdims = _kd(p["keepdims"])
+    keepdims = keepdims_flag(p["keepdims"])
     y = np.ptp(x, axis=p["axis"], keepdims=keepdims)
     xv = array_value(x)
     axes = normalize_axis(p["axis"], xv.ndim)
@@ -450,22 +358,22 @@ def _ptp_maker(ids, *args, **kwargs):
 
 def _nan_maker(op, mean):
     def nan_maker(ids, *args, **kwargs):
-        _check_static(op, ids, ("axis", "dtype"))
-        p = (_mean_params if mean else _sum_params)(*args, **kwargs)
-        _reject(op, p, ("out", "where"), "mask first with np.where")
+        check_static(op, ids, ("axis", "dtype"))
+        p = (_mean_params if mean else sum_params)(*args, **kwargs)
+        reject_kwargs(op, p, ("out", "where"), "mask first with np.where")
         x = p["a"]
-        keepdims = _kd(p["keepdims"])
+        keepdims = keepdims_flag(p["keepdims"])
         kw = {"axis": p["axis"], "keepdims": keepdims}
         if p["dtype"] is not None:
             kw["dtype"] = p["dtype"]
         y = op(*args, **kwargs)
         xv = array_value(x)
         axes = normalize_axis(p["axis"], xv.ndim)
-        w = (~np.isnan(xv)).astype(_real_dtype(xv.dtype))
+        w = (~np.isnan(xv)).astype(real_dtype(xv.dtype))
         if mean:
             with np.errstate(invalid="ignore", divide="ignore"):
                 w = (w / np.sum(w, axis=axes, keepdims=True)).astype(w.dtype)
-        yd = _dtype_of(y)
+        yd = dtype_of(y)
         dtypes = None if yd == xv.dtype else (xv.dtype, yd)  # dtype= computes in another
         return y, WeightedReduceRule(ids[0], w, axes, keepdims, xv.shape, op, dtypes=dtypes)
 

@@ -38,17 +38,19 @@ import functools
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
 from chainrules.broadcast import unbroadcast_batched
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.rule import MultiOutput
 from chainrules.registry import accepts_sequences, register
+from chainrules.tangents import is_zero
 
-from ._linalg_util import (LinalgRule, _Def, _col, _cplx, _fro, _is_zero, _phi_mask, _rdt,
-                           _tri_mask, _unbroadcast, check_residual, check_tol, conj, defrule,
-                           herm_tangent, mH, mT, plain, scipy_takes_batches)
+from ._linalg_util import (LinalgDef, LinalgRule, as_column, check_residual, check_tol, conj,
+                           defrule, fro_norm, herm_tangent, is_complex, mH, mT, phi_mask, plain,
+                           scipy_takes_batches, tri_mask, unbroadcast_to)
 from ._linalg_batch import fold_columns, lift, solve_rhs
-from .scipy_linalg_factors import (_cho_solve_pbb, _cho_solve_pfb, _lu_parts, _lu_solve_pbb,
-                                   _lu_solve_pfb, _lu_trans, _op, _perm_matrix)
+from .scipy_linalg_factors import (cho_solve_pbb, cho_solve_pfb, lu_parts, lu_solve_pbb,
+                                   lu_solve_pfb, lu_trans, perm_matrix, trans_op)
 from .scipy_linalg_solvers import checked_sylvester
 
 from ._util import on_demand_family
@@ -80,10 +82,10 @@ if sl is not None:
     lu_solve = primitive(sl.lu_solve)
 
 
-def _block(a, e):
+def frechet_block(a, e):
     """[[a, e], [0, a]] from matmuls with constant selectors."""
     n = a.shape[-1]
-    eye = np.eye(2 * n, dtype=_rdt(a.dtype))
+    eye = np.eye(2 * n, dtype=real_dtype(a.dtype))
     p1, p2 = eye[:, :n], eye[:, n:]
     return p1 @ a @ p1.T + p1 @ e @ p2.T + p2 @ a @ p2.T
 
@@ -99,16 +101,16 @@ def _frechet(f, a, e, fa, op):
     equal ``fa = f(A)``, and the block must commute with the block matrix (as
     every primary function does)."""
     n = a.shape[-1]
-    blk = _block(a, e)
+    blk = frechet_block(a, e)
     m = f(blk)
     mp, bp, fp = plain(m), plain(blk), plain(fa)
     diag = np.concatenate([mp[..., :n, :n] - fp, mp[..., n:, n:] - fp], axis=-1)
     check_residual(op, f"the {op} of the block matrix [[A, E], [0, A]] (its diagonal "
-                   f"blocks differ from {op}(A))", diag, 2 * _fro(fp) + 1e-300,
+                   f"blocks differ from {op}(A))", diag, 2 * fro_norm(fp) + 1e-300,
                    np.result_type(mp, fp))
     check_residual(op, f"the {op} of the block matrix [[A, E], [0, A]] (it does not "
                    "commute with the block matrix)", bp @ mp - mp @ bp,
-                   2 * _fro(bp) * _fro(mp), np.result_type(mp, bp))
+                   2 * fro_norm(bp) * fro_norm(mp), np.result_type(mp, bp))
     return m[..., :n, n:]
 
 
@@ -117,10 +119,10 @@ def _real_for_real(op, t, x, y):
     real: SciPy before 1.16 may compute the square root or logarithm it is
     made of as complex (a real matrix with complex eigenvalues), with an
     imaginary part at rounding level, checked here and dropped."""
-    if np.iscomplexobj(plain(t)) and not _cplx(x) and not np.iscomplexobj(plain(y)):
+    if np.iscomplexobj(plain(t)) and not is_complex(x) and not np.iscomplexobj(plain(y)):
         tp = plain(t)
         check_residual(op, "the derivative of a real result (its imaginary part is not "
-                       "rounding noise)", tp.imag, 2 * _fro(tp) + 1e-300, tp.dtype)
+                       "rounding noise)", tp.imag, 2 * fro_norm(tp) + 1e-300, tp.dtype)
         return np.real(t)
     return t
 
@@ -149,7 +151,7 @@ def _check_root(op, a, s, complex_input):
     real."""
     ap, sp = plain(a), plain(s)
     check_residual(op, "the principal square root S of A (S @ S != A)", sp @ sp - ap,
-                   _fro(sp) ** 2 + _fro(ap), np.result_type(ap, sp))
+                   fro_norm(sp) ** 2 + fro_norm(ap), np.result_type(ap, sp))
     mu = np.linalg.eigvals(sp)
     tol = check_tol(np.result_type(ap, sp))
     size = np.max(np.abs(mu), axis=-1, keepdims=True) if mu.shape[-1] else mu.real
@@ -175,13 +177,13 @@ def _check_root(op, a, s, complex_input):
 
 def _sqrtm_pf(r, xds):
     s = r.y
-    _check_root(_SQRTM, r.xs[0], s, _cplx(r.xs[0]))
+    _check_root(_SQRTM, r.xs[0], s, is_complex(r.xs[0]))
     return _real_for_real(_SQRTM, checked_sylvester(_SQRTM, s, s, xds[0]), r.xs[0], s)
 
 
 def _sqrtm_pb(r, g):
     s = r.y
-    _check_root(_SQRTM, r.xs[0], s, _cplx(r.xs[0]))
+    _check_root(_SQRTM, r.xs[0], s, is_complex(r.xs[0]))
     st = mT(s)
     return [_real_for_real(_SQRTM, checked_sylvester(_SQRTM, st, st, g), r.xs[0], s)]
 
@@ -195,14 +197,14 @@ def _logm_pf(r, xds):
     # half plane, away from the branch cut of the logarithm: so
     # L_log(A, E) = 2 L_log(S, L_sqrt(A, E)), and the block matrix of S is safe
     s = r.aux
-    _check_root(_LOGM, r.xs[0], s, _cplx(r.xs[0]))
+    _check_root(_LOGM, r.xs[0], s, is_complex(r.xs[0]))
     ls = checked_sylvester(_LOGM, s, s, xds[0])
     return _real_for_real(_LOGM, 2 * _frechet(logm, s, ls, r.y * 0.5, _LOGM), r.xs[0], r.y)
 
 
 def _logm_pb(r, g):
     s = r.aux
-    _check_root(_LOGM, r.xs[0], s, _cplx(r.xs[0]))
+    _check_root(_LOGM, r.xs[0], s, is_complex(r.xs[0]))
     st = mT(s)
     w = 2 * _frechet(logm, st, g, mT(r.y) * 0.5, _LOGM)
     return [_real_for_real(_LOGM, checked_sylvester(_LOGM, st, st, w), r.xs[0], r.y)]
@@ -219,7 +221,7 @@ def _tri_opts(r):
 
 
 def _tri_of(a, lower, unit):
-    mask = _tri_mask(a.shape[-1], a.dtype, lower, 0)
+    mask = tri_mask(a.shape[-1], a.dtype, lower, 0)
     if unit:
         mask = mask - np.eye(a.shape[-1], dtype=mask.dtype)
     return a * mask
@@ -229,7 +231,7 @@ def _tri_of_own(m, lower, unit):
     """``_tri_of`` in place, for an array this module has just made (an
     outer product, or a view of one): returns ``m``."""
     n = m.shape[-1]
-    m *= _tri_mask(n, m.dtype, lower, 0)
+    m *= tri_mask(n, m.dtype, lower, 0)
     if unit:
         m.flat[::n + 1] = 0
     return m
@@ -241,9 +243,9 @@ def _solve_triangular_pf(r, xds):
     t, lower, unit = _tri_opts(r)
     x = r.y
     vec = b.ndim == 1
-    x2 = _col(x) if vec else x
-    td = _op(t, _tri_of(ad, lower, unit))
-    rhs = (_col(bd) if vec else bd) - td @ x2
+    x2 = as_column(x) if vec else x
+    td = trans_op(t, _tri_of(ad, lower, unit))
+    rhs = (as_column(bd) if vec else bd) - td @ x2
     out = solve_triangular(a, rhs, trans=t, lower=lower, unit_diagonal=unit,
                            check_finite=False)
     return np.reshape(out, x.shape) if vec else out
@@ -252,11 +254,11 @@ def _solve_triangular_pf(r, xds):
 def _solve_triangular_pb(r, g):
     a, b = r.xs[0], r.xs[1]
     t, lower, unit = _tri_opts(r)
-    if not _cplx(a):
+    if not is_complex(a):
         t = min(t, 1)              # real: the conjugate transpose is the transpose
     x = r.y
     vec = b.ndim == 1
-    g2, x2 = (_col(g), _col(x)) if vec else (g, x)
+    g2, x2 = (as_column(g), as_column(x)) if vec else (g, x)
     # the factor was checked (or not) by the forward call; a non-finite
     # cotangent gives non-finite results either way. gb = op(A)^-T g: for
     # op(A) = A^H that is conj(A)^-1 g = conj(A^-1 conj(g))
@@ -273,12 +275,12 @@ def _solve_triangular_pb(r, g):
     elif vec and a.ndim == 2 and type(gb) is np.ndarray and type(x) is np.ndarray:
         # an outer product: one pass by the ufunc, masked in place (no BLAS
         # call, no negated or masked copies)
-        ga = _tri_of_own(_op(t, np.multiply.outer(gb[:, 0], -x)), lower, unit)
+        ga = _tri_of_own(trans_op(t, np.multiply.outer(gb[:, 0], -x)), lower, unit)
     else:
-        ga = _tri_of(_op(t, -(gb @ mT(x2))), lower, unit)
+        ga = _tri_of(trans_op(t, -(gb @ mT(x2))), lower, unit)
     gb = np.reshape(gb, x.shape) if vec else gb
-    return [_unbroadcast(ga, a.shape) if ga is not None else None,
-            _unbroadcast(gb, b.shape) if r.ids[1] is not None else None] + \
+    return [unbroadcast_to(ga, a.shape) if ga is not None else None,
+            unbroadcast_to(gb, b.shape) if r.ids[1] is not None else None] + \
         [None] * (len(r.xs) - 2)
 
 
@@ -294,9 +296,9 @@ def _solve_triangular_pfb(r, xds, k):
     t, lower, unit = _tri_opts(r)
     x = r.y
     vec = b.ndim == 1
-    xm = _col(x) if vec else x
+    xm = as_column(x) if vec else x
     rank = xm.ndim + 1
-    td_x = None if _is_zero(ad) else lift(_op(t, _tri_of(ad, lower, unit)), rank) @ xm
+    td_x = None if is_zero(ad) else lift(trans_op(t, _tri_of(ad, lower, unit)), rank) @ xm
     out = fold_columns(_tri_solver(r, a, t), solve_rhs(bd, td_x, vec, rank), xm.shape)
     return np.reshape(out, (k,) + x.shape)
 
@@ -306,11 +308,11 @@ def _solve_triangular_pbb(r, G, k):
     direction's right-hand sides."""
     a, b = r.xs[0], r.xs[1]
     t, lower, unit = _tri_opts(r)
-    if not _cplx(a):
+    if not is_complex(a):
         t = min(t, 1)
     x = r.y
     vec = b.ndim == 1
-    xm = _col(x) if vec else x
+    xm = as_column(x) if vec else x
     gm = np.reshape(G, G.shape + (1,)) if vec else G
     if t == 2:
         gb = conj(fold_columns(_tri_solver(r, a, 0), conj(gm), xm.shape))
@@ -318,7 +320,7 @@ def _solve_triangular_pbb(r, G, k):
         gb = fold_columns(_tri_solver(r, a, 0 if t else 1), gm, xm.shape)
     ga = None
     if r.ids[0] is not None:
-        ga = unbroadcast_batched(_tri_of(_op(t, -(gb @ mT(xm))), lower, unit), a.shape)
+        ga = unbroadcast_batched(_tri_of(trans_op(t, -(gb @ mT(xm))), lower, unit), a.shape)
     gb = np.reshape(gb, gb.shape[:-1]) if vec else gb
     return [ga, unbroadcast_batched(gb, b.shape) if r.ids[1] is not None else None] + \
         [None] * (len(r.xs) - 2)
@@ -334,27 +336,27 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
     outer products, instead of differentiating the traced pullback."""
     a, b = r.xs[0], r.xs[1]
     x = r.y
-    if _is_zero(g) or not all(type(v) is np.ndarray and v.dtype.kind == "f"
+    if is_zero(g) or not all(type(v) is np.ndarray and v.dtype.kind == "f"
                               for v in (a, b, x, g)) or a.ndim != 2 or b.ndim > 2:
         return None
-    gd = np.zeros_like(x) if _is_zero(gd) else gd
-    ad = None if _is_zero(xds[0]) else xds[0]
-    bd = None if _is_zero(xds[1]) else xds[1]
+    gd = np.zeros_like(x) if is_zero(gd) else gd
+    ad = None if is_zero(xds[0]) else xds[0]
+    bd = None if is_zero(xds[1]) else xds[1]
     if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")
                for v in (gd, ad, bd, yd)):
         return None
     t, lower, unit = _tri_opts(r)
     t = min(t, 1)                  # real: the conjugate transpose is the transpose
     vec = b.ndim == 1
-    col = _col if vec else (lambda m: m)
+    col = as_column if vec else (lambda m: m)
 
     def solve(rhs, trans):
         out = sl.solve_triangular(a, col(rhs), trans=trans, lower=lower,
                                   unit_diagonal=unit, check_finite=False)
         return np.reshape(out, x.shape)
 
-    adt = None if ad is None else _op(t, _tri_of(ad, lower, unit))   # op(Ad), masked
-    if yd is None or _is_zero(yd):
+    adt = None if ad is None else trans_op(t, _tri_of(ad, lower, unit))   # op(Ad), masked
+    if yd is None or is_zero(yd):
         rhs = np.zeros_like(x) if bd is None else bd
         if adt is not None:
             rhs = rhs - np.reshape(adt @ col(x), x.shape)
@@ -373,8 +375,8 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
         else:
             ga = -(gb @ mT(x))
             gad = -(gbd @ mT(x) + gb @ mT(yd))
-        out.append((r.ids[0], _tri_of_own(_op(t, ga), lower, unit),
-                    _tri_of_own(_op(t, gad), lower, unit)))
+        out.append((r.ids[0], _tri_of_own(trans_op(t, ga), lower, unit),
+                    _tri_of_own(trans_op(t, gad), lower, unit)))
     if r.ids[1] is not None:
         out.append((r.ids[1], gb, gbd))
     return out
@@ -403,12 +405,12 @@ def _cho_factor_pf(r, xds):
     lower = _flag(lower)
     ad = xds[0]
     n = c.shape[-1]
-    tri = _tri_mask(n, c.dtype, lower, 0)
+    tri = tri_mask(n, c.dtype, lower, 0)
     f = c * tri
     low = f if lower else mH(f)
     li = np.linalg.inv(low)
     s = li @ herm_tangent(ad, lower=lower) @ mH(li)
-    ld = low @ (s * _phi_mask(n, c.dtype))
+    ld = low @ (s * phi_mask(n, c.dtype))
     fd = ld if lower else mH(ld)
     if _cho_keeps_input():
         return fd * tri + ad * (1 - tri), None
@@ -416,7 +418,7 @@ def _cho_factor_pf(r, xds):
 
 
 def _cho_register():
-    d = _Def("scipy.linalg.cho_factor", _cho_factor_pf)
+    d = LinalgDef("scipy.linalg.cho_factor", _cho_factor_pf)
 
     def cho_factor_maker(ids, *xs, **kw):
         c, lower = cho_factor(*xs, **kw)
@@ -429,12 +431,12 @@ def _cho_register():
         cd, bd = xds
         lower = r.kw["_lower"]
         n = c.shape[-1]
-        tri = _tri_mask(n, c.dtype, lower, 0)
+        tri = tri_mask(n, c.dtype, lower, 0)
         f, fd = c * tri, cd * tri
         ad = fd @ mH(f) + f @ mH(fd) if lower else mH(fd) @ f + mH(f) @ fd
         x = r.y
         vec = b.ndim == 1
-        rhs = (_col(bd) - ad @ _col(x)) if vec else bd - ad @ x
+        rhs = (as_column(bd) - ad @ as_column(x)) if vec else bd - ad @ x
         out = cho_solve((c, lower), rhs)
         return np.reshape(out, x.shape) if vec else out
 
@@ -446,19 +448,19 @@ def _cho_register():
         lower = r.kw["_lower"]
         x = r.y
         vec = b.ndim == 1
-        g2, x2 = (_col(g), _col(x)) if vec else (g, x)
+        g2, x2 = (as_column(g), as_column(x)) if vec else (g, x)
         gb = conj(cho_solve((c, lower), conj(g2)))
         ga = -(gb @ mT(x2))
         sym = ga + mH(ga)
-        tri = _tri_mask(c.shape[-1], c.dtype, lower, 0)
+        tri = tri_mask(c.shape[-1], c.dtype, lower, 0)
         f = conj(c * tri)
         gc = (sym @ f if lower else f @ sym) * tri
-        gb = _unbroadcast(np.reshape(gb, x.shape) if vec else gb, b.shape)
-        return [_unbroadcast(gc, c.shape) if r.ids[0] is not None else None,
+        gb = unbroadcast_to(np.reshape(gb, x.shape) if vec else gb, b.shape)
+        return [unbroadcast_to(gc, c.shape) if r.ids[0] is not None else None,
                 gb if r.ids[1] is not None else None]
 
-    ds = _Def("scipy.linalg.cho_solve", cho_solve_pf, cho_solve_pb, pfb=_cho_solve_pfb,
-              pbb=_cho_solve_pbb)
+    ds = LinalgDef("scipy.linalg.cho_solve", cho_solve_pf, cho_solve_pb, pfb=cho_solve_pfb,
+              pbb=cho_solve_pbb)
 
     def cho_solve_maker(ids, c_and_lower, b, *rest, **kw):
         c, lower = c_and_lower
@@ -503,14 +505,14 @@ def _lu_register():
         lu, piv = r.y
         n = lu.shape[-1]
         _check_lu(lu)
-        pt = _perm_matrix(piv, n, lu.dtype)
-        low, up = _lu_parts(lu)
+        pt = perm_matrix(piv, n, lu.dtype)
+        low, up = lu_parts(lu)
         x = np.linalg.inv(low) @ (pt @ xds[0]) @ np.linalg.inv(up)
-        strict = _tri_mask(n, lu.dtype, True, -1)
-        upper = _tri_mask(n, lu.dtype, False, 0)
+        strict = tri_mask(n, lu.dtype, True, -1)
+        upper = tri_mask(n, lu.dtype, False, 0)
         return low @ (x * strict) + (x * upper) @ up, None
 
-    d = _Def("scipy.linalg.lu_factor", lu_factor_pf)
+    d = LinalgDef("scipy.linalg.lu_factor", lu_factor_pf)
 
     def lu_factor_maker(ids, *xs, **kw):
         _one_matrix("scipy.linalg.lu_factor", xs[0])
@@ -524,16 +526,16 @@ def _lu_register():
         lud, bd = xds
         piv = r.kw["_piv"]
         n = lu.shape[-1]
-        pt = _perm_matrix(piv, n, lu.dtype)
-        low, up = _lu_parts(lu)
-        ld = lud * _tri_mask(n, lu.dtype, True, -1)
-        ud = lud * _tri_mask(n, lu.dtype, False, 0)
+        pt = perm_matrix(piv, n, lu.dtype)
+        low, up = lu_parts(lu)
+        ld = lud * tri_mask(n, lu.dtype, True, -1)
+        ud = lud * tri_mask(n, lu.dtype, False, 0)
         ad = mT(pt) @ (ld @ up + low @ ud)
-        t = _lu_trans(r)
-        ad = _op(t, ad)
+        t = lu_trans(r)
+        ad = trans_op(t, ad)
         x = r.y
         vec = b.ndim == 1
-        rhs = (_col(bd) - ad @ _col(x)) if vec else bd - ad @ x
+        rhs = (as_column(bd) - ad @ as_column(x)) if vec else bd - ad @ x
         out = lu_solve((lu, piv), rhs, trans=t)
         return np.reshape(out, x.shape) if vec else out
 
@@ -543,27 +545,27 @@ def _lu_register():
         # A by op's transpose (conjugated for A^H), then to L and U
         lu, b = r.xs
         piv = r.kw["_piv"]
-        t = _lu_trans(r)
+        t = lu_trans(r)
         x = r.y
         vec = b.ndim == 1
-        g2, x2 = (_col(g), _col(x)) if vec else (g, x)
+        g2, x2 = (as_column(g), as_column(x)) if vec else (g, x)
         if t == 2:
             gb = conj(lu_solve((lu, piv), conj(g2), trans=0))
         else:
             gb = lu_solve((lu, piv), g2, trans=1 - t)
-        ga = _op(t, -(gb @ mT(x2)))
+        ga = trans_op(t, -(gb @ mT(x2)))
         n = lu.shape[-1]
-        pt = _perm_matrix(piv, n, lu.dtype)
-        low, up = _lu_parts(lu)
+        pt = perm_matrix(piv, n, lu.dtype)
+        low, up = lu_parts(lu)
         pa = pt @ ga
-        glu = (pa @ mT(up)) * _tri_mask(n, lu.dtype, True, -1) + \
-            (mT(low) @ pa) * _tri_mask(n, lu.dtype, False, 0)
-        gb = _unbroadcast(np.reshape(gb, x.shape) if vec else gb, b.shape)
-        return [_unbroadcast(glu, lu.shape) if r.ids[0] is not None else None,
+        glu = (pa @ mT(up)) * tri_mask(n, lu.dtype, True, -1) + \
+            (mT(low) @ pa) * tri_mask(n, lu.dtype, False, 0)
+        gb = unbroadcast_to(np.reshape(gb, x.shape) if vec else gb, b.shape)
+        return [unbroadcast_to(glu, lu.shape) if r.ids[0] is not None else None,
                 gb if r.ids[1] is not None else None]
 
-    ds = _Def("scipy.linalg.lu_solve", lu_solve_pf, lu_solve_pb, pfb=_lu_solve_pfb,
-              pbb=_lu_solve_pbb)
+    ds = LinalgDef("scipy.linalg.lu_solve", lu_solve_pf, lu_solve_pb, pfb=lu_solve_pfb,
+              pbb=lu_solve_pbb)
 
     def lu_solve_maker(ids, lu_and_piv, b, *rest, **kw):
         lu, piv = lu_and_piv

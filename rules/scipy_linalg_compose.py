@@ -15,10 +15,11 @@ so the primal values equal SciPy's.
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced
 
-from ._linalg_util import _rdt, herm_tangent, mH, mT, plain, scipy_takes_batches
+from ._linalg_util import herm_tangent, mH, mT, plain, scipy_takes_batches
 
 try:
     import scipy.linalg as sl
@@ -38,9 +39,9 @@ def _sym_from(a, lower, kind):
     or Hermitian (``her``, ``pos``) completion of the triangle."""
     n = a.shape[-1]
     if kind == "sym":
-        keep = np.tril(np.ones((n, n), _rdt(a.dtype)), -1)
+        keep = np.tril(np.ones((n, n), real_dtype(a.dtype)), -1)
         s = a * (keep if lower else mT(keep))
-        return s + mT(s) + a * np.eye(n, dtype=_rdt(a.dtype))
+        return s + mT(s) + a * np.eye(n, dtype=real_dtype(a.dtype))
     return herm_tangent(a, lower=lower)
 
 
@@ -79,11 +80,11 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         else:
             a = _sym_from(a, lower, "her")
     elif kind in ("diagonal",):
-        a = a * np.eye(n, dtype=_rdt(a.dtype))
+        a = a * np.eye(n, dtype=real_dtype(a.dtype))
     elif kind in _TRI:
         low = _TRI[kind]
-        a = a * (np.tril(np.ones((n, n), _rdt(a.dtype))) if low
-                 else np.triu(np.ones((n, n), _rdt(a.dtype))))
+        a = a * (np.tril(np.ones((n, n), real_dtype(a.dtype))) if low
+                 else np.triu(np.ones((n, n), real_dtype(a.dtype))))
     elif kind != "gen":
         raise MissingRuleError(f"chainrules.scipy.linalg.solve: assume_a={assume_a!r} is "
                                "not differentiated; use 'gen', 'sym', 'her', 'pos', "
@@ -122,7 +123,7 @@ def _lstsq_batched(a, b, cond, driver):
     m, n = a.shape[-2], a.shape[-1]
     s = np.linalg.svd(a, compute_uv=False)
     sv = plain(s)
-    eps = np.finfo(_rdt(a.dtype)).eps
+    eps = np.finfo(real_dtype(a.dtype)).eps
     rc = (eps * max(m, n) if cond is None or cond < 0 else cond)
     rcond = np.full(sv.shape[:-1], rc)
     x = np.linalg.pinv(a, rcond=rcond) @ b
@@ -142,7 +143,7 @@ def pinv(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
     s = np.linalg.svd(plain(a), compute_uv=False)
     smax = np.max(s, axis=-1) if s.shape[-1] else np.zeros(s.shape[:-1])
     atol = 0.0 if atol is None else atol
-    rtol = max(a.shape[-2:]) * np.finfo(_rdt(a.dtype)).eps if rtol is None else rtol
+    rtol = max(a.shape[-2:]) * np.finfo(real_dtype(a.dtype)).eps if rtol is None else rtol
     cut = atol + rtol * smax
     rcond = np.where(smax > 0, cut / np.where(smax > 0, smax, 1), 0.0)
     p = np.linalg.pinv(a, rcond=rcond)
@@ -300,16 +301,16 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
                                "per call); differentiate one matrix at a time")
     from .scipy_linalg import lu_factor
     pm = sl.lu(plain(a), check_finite=check_finite)[0]
-    pa = mT(pm).astype(_rdt(a.dtype)) @ a  # P^T A = L U without pivoting
+    pa = mT(pm).astype(real_dtype(a.dtype)) @ a  # P^T A = L U without pivoting
     packed, piv = lu_factor(pa)
     if np.any(np.asarray(piv) != np.arange(n)):
         raise MissingRuleError("chainrules.scipy.linalg.lu: pivoting is ambiguous (ties) "
                                "at this input; perturb it")
-    eye = np.eye(n, dtype=_rdt(a.dtype))
-    low = packed * np.tril(np.ones((n, n), _rdt(a.dtype)), -1) + eye
-    up = packed * np.triu(np.ones((n, n), _rdt(a.dtype)))
+    eye = np.eye(n, dtype=real_dtype(a.dtype))
+    low = packed * np.tril(np.ones((n, n), real_dtype(a.dtype)), -1) + eye
+    up = packed * np.triu(np.ones((n, n), real_dtype(a.dtype)))
     if permute_l:
-        return pm.astype(_rdt(a.dtype)) @ low, up
+        return pm.astype(real_dtype(a.dtype)) @ low, up
     return ref[0], low, up
 
 
@@ -319,10 +320,10 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     if not _traced(A, E):
         return sl.expm_frechet(A, E, method=method, compute_expm=compute_expm,
                                check_finite=check_finite)
-    from .scipy_linalg import _block, expm
+    from .scipy_linalg import expm, frechet_block
 
     n = A.shape[-1]
-    m = expm(_block(A, E))
+    m = expm(frechet_block(A, E))
     lf = m[..., :n, n:]
     return (m[..., :n, :n], lf) if compute_expm else lf
 

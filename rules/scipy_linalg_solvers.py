@@ -22,9 +22,11 @@ made by ``checked_sylvester``.
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
 from chainrules.errors import DomainError
 
-from ._linalg_util import _fro, _rdt, _unbroadcast, check_residual, conj, defrule, mH, mT, plain
+from ._linalg_util import (check_residual, conj, defrule, fro_norm, mH, mT, plain,
+                           unbroadcast_to)
 
 from ._util import on_demand_family
 
@@ -40,7 +42,7 @@ __all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapu
 
 
 def _scale(*ms):
-    return sum(_fro(plain(m)) for m in ms)
+    return sum(fro_norm(plain(m)) for m in ms)
 
 
 def _check_separated(op, what, lam, mu, combine):
@@ -55,7 +57,7 @@ def _check_separated(op, what, lam, mu, combine):
         np.max(np.abs(mu), axis=-1)[..., None, None] if what == "discrete" else \
         np.max(np.abs(lam), axis=-1)[..., None, None] + \
         np.max(np.abs(mu), axis=-1)[..., None, None]
-    eps = np.finfo(_rdt(ev.dtype)).eps
+    eps = np.finfo(real_dtype(ev.dtype)).eps
     if np.any(np.abs(ev) <= 100 * n * eps * scale) or not np.all(np.isfinite(ev)):
         eq = "X - A X A^H = Q" if what == "discrete" else "A X + X B = Q"
         raise DomainError(
@@ -110,9 +112,9 @@ def _sylvester_pb(r, g):
     y = checked_sylvester(_SYL, mT(a), mT(b), g)
     ga = -(y @ mT(x)) if r.ids[0] is not None else None
     gb = -(mT(x) @ y) if r.ids[1] is not None else None
-    return [None if ga is None else _unbroadcast(ga, a.shape),
-            None if gb is None else _unbroadcast(gb, b.shape),
-            _unbroadcast(y, q.shape) if r.ids[2] is not None else None]
+    return [None if ga is None else unbroadcast_to(ga, a.shape),
+            None if gb is None else unbroadcast_to(gb, b.shape),
+            unbroadcast_to(y, q.shape) if r.ids[2] is not None else None]
 
 
 def _dlyap_pf(r, xds):
@@ -127,10 +129,10 @@ def _dlyap_pb(r, g):
     a, q = r.xs[0], r.xs[1]
     x = r.y
     y = checked_discrete(_DLYAP, mT(a), g)
-    out = [None, _unbroadcast(y, q.shape) if r.ids[1] is not None else None]
+    out = [None, unbroadcast_to(y, q.shape) if r.ids[1] is not None else None]
     if r.ids[0] is not None:
         ga = y @ conj(a) @ mT(x) + conj(mT(y) @ a @ x)
-        out[0] = _unbroadcast(ga, a.shape)
+        out[0] = unbroadcast_to(ga, a.shape)
     return out + [None] * (len(r.xs) - 2)
 
 
@@ -179,7 +181,7 @@ def _band_matvec(ab, x, l, u):
     j = i - r + u                       # column of A[i, j] stored at row r
     ok = (j >= 0) & (j < n)
     jc = np.where(ok, j, 0)
-    vals = ab[..., r, jc] * ok.astype(_rdt(ab.dtype))          # (..., nb, n)
+    vals = ab[..., r, jc] * ok.astype(real_dtype(ab.dtype))          # (..., nb, n)
     xs = x[..., jc, :]                                          # (..., nb, n, k)
     return np.sum(vals[..., None] * xs, axis=-3)
 
@@ -191,7 +193,8 @@ def _band_transpose(ab, l, u):
     j = np.arange(n)[None, :]
     i = rt + j - l                       # A^T[i, j] = A[j, i] = ab[u + j - i, i]
     ok = (i >= 0) & (i < n)
-    return ab[..., np.where(ok, u + j - i, 0), np.where(ok, i, 0)] * ok.astype(_rdt(ab.dtype))
+    mask = ok.astype(real_dtype(ab.dtype))
+    return ab[..., np.where(ok, u + j - i, 0), np.where(ok, i, 0)] * mask
 
 
 def _band_outer(y, x, u, nb):
@@ -199,7 +202,7 @@ def _band_outer(y, x, u, nb):
     n = x.shape[-2]
     i, ok = _band_index(nb, n, u)
     j = np.broadcast_to(np.arange(n)[None, :], i.shape)
-    return np.sum(y[..., i, :] * x[..., j, :], axis=-1) * ok.astype(_rdt(x.dtype))
+    return np.sum(y[..., i, :] * x[..., j, :], axis=-1) * ok.astype(real_dtype(x.dtype))
 
 
 def _banded_pf(r, xds):
@@ -224,8 +227,8 @@ def _banded_pb(r, g):
     y = solve_banded((u, l), abt, g2)
     gab = -_band_outer(y, x2, u, ab.shape[-2]) if r.ids[0] is not None else None
     gb = (np.reshape(y, x.shape) if vec else y) if r.ids[1] is not None else None
-    return [None if gab is None else _unbroadcast(gab, ab.shape),
-            None if gb is None else _unbroadcast(gb, b.shape)]
+    return [None if gab is None else unbroadcast_to(gab, ab.shape),
+            None if gb is None else unbroadcast_to(gb, b.shape)]
 
 
 def _hermitian_to_general(ab, lower):
@@ -250,8 +253,8 @@ def _hermitian_to_general(ab, lower):
         other = np.conjugate(other)
         diag = (d == 0)
         own = np.where(diag, np.real(own) + 0j, own)
-    w_s = (stored & ok).astype(_rdt(ab.dtype))
-    w_o = (~stored & ok).astype(_rdt(ab.dtype))
+    w_s = (stored & ok).astype(real_dtype(ab.dtype))
+    w_o = (~stored & ok).astype(real_dtype(ab.dtype))
     return own * w_s + other * w_o
 
 

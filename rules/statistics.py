@@ -1,9 +1,9 @@
 """Nonlinear reductions: prod, cumprod, var, std, average.
 
 The axis handling, argument checks and helpers are those of
-rules/reductions.py: every ``axis`` form NumPy accepts works (None, an int,
-a tuple, negative axes), with ``keepdims``; the ndarray methods
-(``x.prod()``, ``x.std(0)``) call the same functions. Each rule is a
+rules/reductions.py (shared in rules/_reduce.py): every ``axis`` form NumPy
+accepts works (None, an int, a tuple, negative axes), with ``keepdims``; the
+ndarray methods (``x.prod()``, ``x.std(0)``) call the same functions. Each rule is a
 ``ComposedRule``: a pullback written with differentiable NumPy calls (so
 second derivatives are exact) and its pushforward.
 
@@ -30,19 +30,20 @@ naming the way out: ``where=`` (use ``np.where`` first), ``out=``,
 
 import numpy as np
 
+from chainrules.arrays import real_dtype
 from chainrules.derived import unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
 from chainrules.sweep_batch import slice_of
-from chainrules.tangents import ZERO, Structural
+from chainrules.tangents import ZERO, Structural, is_zero
 from chainrules.tracing import untraced
 
 from ._linalg_batch import batch_count, jvp_batched
+from ._reduce import (check_static, cum_params, dtype_of, expand_cotangent, flip_axis,
+                      is_given, keepdims_flag, keepdims_shape, reduced_size, reject_kwargs,
+                      sum_params, with_reduced_axes)
 from ._util import array_value, conj, normalize_axis, shape_of
-from .reductions import (_check_static, _count, _cum_params, _dtype_of, _expand,
-                         _expand_kd, _flip, _given, _is_zero, _kd, _kd_shape, _real_dtype,
-                         _reject, _sum_params)
 
 
 # -- nonlinear reductions: rules from a differentiable pullback ---------------------
@@ -92,7 +93,7 @@ class ComposedRule(ReverseRule):
 
         c = ZERO if _zero_cot(g) else self._cots(g, self.vals)
         cd = None if _zero_cot(gd) else list(self._cots(gd, self.vals))
-        if not _zero_cot(g) and not all(_is_zero(t) for t in tangents):
+        if not _zero_cot(g) and not all(is_zero(t) for t in tangents):
             vals, which = self.vals, self.which
 
             def pullback_at(*q):
@@ -140,7 +141,7 @@ class ComposedRule(ReverseRule):
         k = batch_count(GD, tangents)
         c = ZERO if _zero_cot(g) else self._cots(g, self.vals)
         cd = None if _zero_cot(GD) else self._cots_batched(GD, k)
-        if not _zero_cot(g) and not all(_is_zero(t) for t in tangents):
+        if not _zero_cot(g) and not all(is_zero(t) for t in tangents):
             vals, which = self.vals, self.which
 
             def pullback_at(*q):
@@ -157,17 +158,17 @@ class ComposedRule(ReverseRule):
 
 
 def _add(a, b):
-    if _is_zero(a):
+    if is_zero(a):
         return b
-    if _is_zero(b):
+    if is_zero(b):
         return a
     return a + b
 
 
 def _zero_cot(g):
     if type(g) is tuple:
-        return all(_is_zero(t) for t in g)
-    return _is_zero(g)
+        return all(is_zero(t) for t in g)
+    return is_zero(g)
 
 
 def _cast_to(c, in_dtype):
@@ -187,7 +188,7 @@ def _to_last(x, axes):
     xt = np.transpose(x, perm) if perm != list(range(nd)) else x
     tshape = xt.shape
     lead = tshape[:len(keep)]
-    n = _count(x.shape, axes)
+    n = reduced_size(x.shape, axes)
     xf = np.reshape(xt, lead + (n,))
     inv = list(np.argsort(perm))
 
@@ -232,22 +233,22 @@ def _prod_others(x, axes):
 
 @register(np.prod)
 def _prod_maker(ids, *args, **kwargs):
-    _check_static(np.prod, ids, ("axis", "dtype"))
-    p = _sum_params(*args, **kwargs)
-    _reject(np.prod, p, ("out", "where"), "mask first: np.prod(np.where(mask, x, 1))")
+    check_static(np.prod, ids, ("axis", "dtype"))
+    p = sum_params(*args, **kwargs)
+    reject_kwargs(np.prod, p, ("out", "where"), "mask first: np.prod(np.where(mask, x, 1))")
     x = p["a"]
-    keepdims = _kd(p["keepdims"])
+    keepdims = keepdims_flag(p["keepdims"])
     y = np.prod(*args, **kwargs)
     shape = shape_of(x)
     axes = normalize_axis(p["axis"], len(shape))
     dtype = p["dtype"]
-    init = p["initial"] if _given(p["initial"]) else None
+    init = p["initial"] if is_given(p["initial"]) else None
 
     def prod_pullback(g, xv):
-        c = _expand_kd(g, shape, axes, keepdims) * _prod_others(xv, axes)
+        c = with_reduced_axes(g, shape, axes, keepdims) * _prod_others(xv, axes)
         if init is not None:
             c = c * init
-        return (c if dtype is None else _cast_to(c, _dtype_of(x)),)
+        return (c if dtype is None else _cast_to(c, dtype_of(x)),)
 
     def prod_pushforward(ts, xv):
         t = ts[0]
@@ -269,15 +270,15 @@ def _cumprod_parts(xf):
     eye = np.eye(n, dtype=xv.dtype)
     rows = np.reshape(xf, xv.shape[:-1] + (1, n)) * (1 - eye) + eye
     m = np.cumprod(rows, axis=-1)
-    upper = np.triu(np.ones((n, n), dtype=_real_dtype(xv.dtype)))
+    upper = np.triu(np.ones((n, n), dtype=real_dtype(xv.dtype)))
     return m, upper
 
 
 @register(np.cumprod)
 def _cumprod_maker(ids, *args, **kwargs):
-    _check_static(np.cumprod, ids, ("axis", "dtype"))
-    p = _cum_params(*args, **kwargs)
-    _reject(np.cumprod, p, ("out",), "")
+    check_static(np.cumprod, ids, ("axis", "dtype"))
+    p = cum_params(*args, **kwargs)
+    reject_kwargs(np.cumprod, p, ("out",), "")
     x = p["a"]
     axis = p["axis"]
     dtype = p["dtype"]
@@ -298,7 +299,7 @@ def _cumprod_maker(ids, *args, **kwargs):
         xf, back = to_last(xv)
         gf = out_to_last(g)
         c = back(cumprod_cot(gf, xf))
-        return (c if dtype is None else _cast_to(c, _dtype_of(x)),)
+        return (c if dtype is None else _cast_to(c, dtype_of(x)),)
 
     def cumprod_cot(gf, xf):  # along the last axis
         if shape_of(xf)[-1] == 1:
@@ -306,7 +307,8 @@ def _cumprod_maker(ids, *args, **kwargs):
         m, upper = _cumprod_parts(xf)
         if m is None:
             yf = np.cumprod(xf, axis=-1)
-            return _flip(np.cumsum(_flip(gf * yf, -1 % yf.ndim), axis=-1), -1 % yf.ndim) / xf
+            last = -1 % yf.ndim
+            return flip_axis(np.cumsum(flip_axis(gf * yf, last), axis=-1), last) / xf
         gk = np.reshape(gf, gf.shape[:-1] + (1, gf.shape[-1]))
         return np.sum(gk * m * upper, axis=-1)
 
@@ -337,33 +339,33 @@ def _var_params(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, wher
 
 def _var_maker(op, is_std):
     def var_maker(ids, *args, **kwargs):
-        _check_static(op, ids, ("axis", "dtype", "out", "ddof"))
+        check_static(op, ids, ("axis", "dtype", "out", "ddof"))
         p = _var_params(*args, **kwargs)
-        _reject(op, p, ("out", "where", "mean"),
+        reject_kwargs(op, p, ("out", "where", "mean"),
                 "compute it from differentiable pieces, e.g. "
                 "np.mean(np.abs(x - m) ** 2)")
         x = p["a"]
-        keepdims = _kd(p["keepdims"])
-        ddof = p["correction"] if _given(p["correction"]) else p["ddof"]
+        keepdims = keepdims_flag(p["keepdims"])
+        ddof = p["correction"] if is_given(p["correction"]) else p["ddof"]
         kw = {"axis": p["axis"], "ddof": ddof, "keepdims": keepdims}
         if p["dtype"] is not None:
             kw["dtype"] = p["dtype"]
         y = op(x, **kw)
         shape = shape_of(x)
         axes = normalize_axis(p["axis"], len(shape))
-        neff = _count(shape, axes) - ddof
+        neff = reduced_size(shape, axes) - ddof
 
         def centred(xv):
             return xv - np.mean(xv, axis=axes, keepdims=True)
 
         def safe_std(xv):
             s = np.std(xv, axis=axes, ddof=ddof, keepdims=True)
-            return s + (array_value(s) == 0).astype(_real_dtype(x.dtype))
+            return s + (array_value(s) == 0).astype(real_dtype(x.dtype))
 
         def var_pullback(g, xv):
-            c = _expand_kd(g, shape, axes, keepdims) * conj(centred(xv))
+            c = with_reduced_axes(g, shape, axes, keepdims) * conj(centred(xv))
             c = c / (neff * safe_std(xv)) if is_std else c * (2.0 / neff)
-            return (c if p["dtype"] is None else _cast_to(c, _dtype_of(x)),)
+            return (c if p["dtype"] is None else _cast_to(c, dtype_of(x)),)
 
         def var_pushforward(ts, xv):
             t = ts[0]
@@ -398,102 +400,128 @@ def _average_maker(ids, *args, **kwargs):
         if i is not None and name != "weights":
             raise MissingRuleError(f"numpy.average: argument {name!r} must not be traced")
     w_id = ids[2] if len(ids) > 2 else None
-    keepdims = _kd(p["keepdims"])
+    keepdims = keepdims_flag(p["keepdims"])
     returned = bool(p["returned"])
     out = np.average(*args, **kwargs)
     shape = shape_of(a)
-    nd = len(shape)
-    axes = normalize_axis(p["axis"], nd)
+    axes = normalize_axis(p["axis"], len(shape))
     if w is None:
-        n = _count(shape, axes)
-
-        def avg_pullback(g, av):
-            g0 = g[0] if returned else g
-            if _is_zero(g0):
-                return (ZERO,)
-            return (_expand(g0 / n, shape, axes, keepdims),)
-
-        def avg_pushforward(ts, av):
-            t = ts[0]
-            d = ZERO if _is_zero(t) else np.mean(t, axis=p["axis"], keepdims=keepdims)
-            return (d, ZERO) if returned else d
-
-        rule = ComposedRule((ids[0],), (0,), (a,), avg_pullback, avg_pushforward,
-                            np.average)
+        rule = _unweighted_average_rule(ids[0], a, p["axis"], shape, axes, keepdims, returned)
     else:
-        wshape = shape_of(w)
-        if wshape != shape:
-            ax = p["axis"] if isinstance(p["axis"], (tuple, list)) else (p["axis"],)
-            ax = [i % nd for i in ax]
-            perm = [int(i) for i in np.argsort(ax)]
-            bshape = tuple(s if i in ax else 1 for i, s in enumerate(shape))
-            sorted_w = tuple(wshape[i] for i in perm)
-
-            def to_b(wv):
-                return np.reshape(np.transpose(wv, perm), bshape)
-
-            def from_b(c):
-                return np.transpose(np.reshape(c, sorted_w), [int(i) for i in np.argsort(perm)])
-        else:
-            bshape = shape
-
-            def to_b(wv):
-                return wv
-
-            def from_b(c):
-                return c
-
+        layout = _weights_layout(shape, shape_of(w), p["axis"])
         out_shape = shape_of(out[0] if returned else out)
-
-        def avg_pullback(g, av, wv):
-            g0, g1 = (g if returned else (g, ZERO))
-            wb = to_b(wv)
-            s = np.sum(wb, axis=axes, keepdims=True)
-            ca = cw = ZERO
-            if not _is_zero(g0):
-                gk = _expand_kd(g0, shape, axes, keepdims)
-                ca = np.broadcast_to(gk * wb / s, shape)
-                avg = np.sum(av * wb, axis=axes, keepdims=True) / s
-                cw = gk * (av - avg) / s
-            if not _is_zero(g1):
-                cw = cw + _expand_kd(g1, shape, axes, keepdims)
-            # g0 or g1 is nonzero (ComposedRule pulls back no zero cotangent),
-            # so cw is an array
-            cw = from_b(unbroadcast(np.broadcast_to(cw, shape), bshape))
-            if cw.dtype.kind == "c" and wv.dtype.kind != "c":
-                cw = np.real(cw)  # real weights get real cotangents
-            if not _is_zero(ca) and ca.dtype.kind == "c" and av.dtype.kind != "c":
-                ca = np.real(ca)
-            return (ca, cw)
-
-        def avg_pushforward(ts, av, wv):
-            ta, tw = ts
-            wb = to_b(wv)
-            s = np.sum(wb, axis=axes, keepdims=True)
-            d = ZERO
-            if not _is_zero(ta):
-                d = np.sum(ta * wb, axis=axes, keepdims=True) / s
-            ds = ZERO
-            if not _is_zero(tw):
-                twb = to_b(tw)
-                avg = np.sum(av * wb, axis=axes, keepdims=True) / s
-                d = d + np.sum((av - avg) * twb, axis=axes, keepdims=True) / s
-                ds = np.broadcast_to(np.sum(twb, axis=axes, keepdims=True),
-                                     _kd_shape(shape, axes))
-            # ta or tw is nonzero (the forward sweep pushes no all-zero
-            # tangents), so d is an array
-            d = np.reshape(np.broadcast_to(d, _kd_shape(shape, axes)), out_shape)
-            if returned:
-                if not _is_zero(ds):
-                    ds = np.reshape(ds, out_shape)
-                return (d, ds)
-            return d
-
+        pb = _weighted_average_pullback(shape, axes, keepdims, returned, layout)
+        pf = _weighted_average_pushforward(shape, axes, returned, layout, out_shape)
         which = tuple(k for k, i in ((0, ids[0]), (1, w_id)) if i is not None)
         rids = tuple(i for i in (ids[0], w_id) if i is not None)
-        rule = ComposedRule(rids, which, (a, w), avg_pullback, avg_pushforward, np.average)
+        rule = ComposedRule(rids, which, (a, w), pb, pf, np.average)
     if returned:
         from chainrules.rule import MultiOutput
 
         return MultiOutput(tuple(out)), rule
     return out, rule
+
+
+def _unweighted_average_rule(a_id, a, axis, shape, axes, keepdims, returned):
+    """The rule of ``np.average`` without weights: a mean over ``axes``."""
+    n = reduced_size(shape, axes)
+
+    def avg_pullback(g, av):
+        g0 = g[0] if returned else g
+        if is_zero(g0):
+            return (ZERO,)
+        return (expand_cotangent(g0 / n, shape, axes, keepdims),)
+
+    def avg_pushforward(ts, av):
+        t = ts[0]
+        d = ZERO if is_zero(t) else np.mean(t, axis=axis, keepdims=keepdims)
+        return (d, ZERO) if returned else d
+
+    return ComposedRule((a_id,), (0,), (a,), avg_pullback, avg_pushforward, np.average)
+
+
+def _weights_layout(shape, wshape, axis):
+    """``(bshape, to_b, from_b)``: the weights' shape broadcastable against
+    ``a`` (of ``shape``) and the maps from the weights (of ``wshape``: ``a``'s
+    shape, or 1-D along ``axis`` for one axis, the reduced axes' shape for a
+    tuple) to that layout and back."""
+    if wshape == shape:
+        return shape, _identity, _identity
+    nd = len(shape)
+    ax = axis if isinstance(axis, (tuple, list)) else (axis,)
+    ax = [i % nd for i in ax]
+    perm = [int(i) for i in np.argsort(ax)]
+    bshape = tuple(s if i in ax else 1 for i, s in enumerate(shape))
+    sorted_w = tuple(wshape[i] for i in perm)
+
+    def to_b(wv):
+        return np.reshape(np.transpose(wv, perm), bshape)
+
+    def from_b(c):
+        return np.transpose(np.reshape(c, sorted_w), [int(i) for i in np.argsort(perm)])
+
+    return bshape, to_b, from_b
+
+
+def _identity(v):
+    return v
+
+
+def _weighted_average_pullback(shape, axes, keepdims, returned, layout):
+    """The pullback ``(g, av, wv) -> (ca, cw)`` of a weighted ``np.average``
+    (``g`` a pair of the average's and the weights' sum's for ``returned``)."""
+    bshape, to_b, from_b = layout
+
+    def avg_pullback(g, av, wv):
+        g0, g1 = (g if returned else (g, ZERO))
+        wb = to_b(wv)
+        s = np.sum(wb, axis=axes, keepdims=True)
+        ca = cw = ZERO
+        if not is_zero(g0):
+            gk = with_reduced_axes(g0, shape, axes, keepdims)
+            ca = np.broadcast_to(gk * wb / s, shape)
+            avg = np.sum(av * wb, axis=axes, keepdims=True) / s
+            cw = gk * (av - avg) / s
+        if not is_zero(g1):
+            cw = cw + with_reduced_axes(g1, shape, axes, keepdims)
+        # g0 or g1 is nonzero (ComposedRule pulls back no zero cotangent),
+        # so cw is an array
+        cw = from_b(unbroadcast(np.broadcast_to(cw, shape), bshape))
+        if cw.dtype.kind == "c" and wv.dtype.kind != "c":
+            cw = np.real(cw)  # real weights get real cotangents
+        if not is_zero(ca) and ca.dtype.kind == "c" and av.dtype.kind != "c":
+            ca = np.real(ca)
+        return (ca, cw)
+
+    return avg_pullback
+
+
+def _weighted_average_pushforward(shape, axes, returned, layout, out_shape):
+    """The pushforward ``(ts, av, wv) -> d`` of a weighted ``np.average``
+    (``(d, tangent of the weights' sum)`` for ``returned``)."""
+    to_b = layout[1]
+
+    def avg_pushforward(ts, av, wv):
+        ta, tw = ts
+        wb = to_b(wv)
+        s = np.sum(wb, axis=axes, keepdims=True)
+        d = ZERO
+        if not is_zero(ta):
+            d = np.sum(ta * wb, axis=axes, keepdims=True) / s
+        ds = ZERO
+        if not is_zero(tw):
+            twb = to_b(tw)
+            avg = np.sum(av * wb, axis=axes, keepdims=True) / s
+            d = d + np.sum((av - avg) * twb, axis=axes, keepdims=True) / s
+            ds = np.broadcast_to(np.sum(twb, axis=axes, keepdims=True),
+                                 keepdims_shape(shape, axes))
+        # ta or tw is nonzero (the forward sweep pushes no all-zero
+        # tangents), so d is an array
+        d = np.reshape(np.broadcast_to(d, keepdims_shape(shape, axes)), out_shape)
+        if returned:
+            if not is_zero(ds):
+                ds = np.reshape(ds, out_shape)
+            return (d, ds)
+        return d
+
+    return avg_pushforward

@@ -146,3 +146,46 @@ def test_upper_packages_import_downward(package, refused):
            for p in sorted(root.rglob("*.py")) for d in _package_imports(p, package)
            if d in refused]
     assert not bad, "\n".join(bad)
+
+
+def _relative_imports(path):
+    """``(module, names)`` of each relative import in a rule module,
+    deferred (inside a function) ones included."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out.append((node.module, [a.name for a in node.names]))
+    return out
+
+
+def test_rule_modules_share_public_names_without_cycles():
+    """The rule library's modules import each other's public names only (a
+    module's underscore names are its own; shared helpers live in a shared
+    module under public names), and their imports, deferred ones included,
+    form no cycle."""
+    root = PKG.parent / "rules"
+    graph, private = {}, []
+    for p in sorted(root.glob("*.py")):
+        deps = set()
+        for module, names in _relative_imports(p):
+            if module is None:  # from . import family
+                deps.update(names)
+                continue
+            deps.add(module)
+            private += [f"{p.name} imports {n} from {module}" for n in names
+                        if n.startswith("_") and not n.startswith("__")]
+        graph[p.stem] = deps & {q.stem for q in root.glob("*.py")}
+    assert not private, "\n".join(private)
+    state = {}
+
+    def visit(m, path):
+        if state.get(m) == "done":
+            return
+        assert state.get(m) != "open", "import cycle: " + " -> ".join(path + [m])
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            visit(d, path + [m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        visit(m, [])
