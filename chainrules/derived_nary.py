@@ -95,12 +95,19 @@ class NaryScalarRule(ReverseRule):
         return np.broadcast_to(t, self.zshape)
 
     def pullback_with_tangents(self, g, gd, tangents):
+        return self._with_tangents(g, gd, tangents, False)
+
+    def _with_tangents(self, g, gd, tangents, batched):
+        """``pullback_with_tangents``; ``batched``: ``gd`` and the tangents
+        are batches of directions (``g`` is shared)."""
         traced = self._traced()
         on = [k for k, td in zip(traced, tangents) if not isinstance(td, Structural)]
         tan = dict(zip(traced, tangents))
         has_g = not isinstance(g, Structural)
         if has_g and on and self.spec.d2 is None:
             raise HvpNotSupported(f"{self.spec.name} was registered without second=")
+        lift = self._lift if batched else (lambda t, j: t)
+        unbroadcast_d = self._unbroadcast_batched if batched else self._unbroadcast
         out = []
         for k in traced:
             d = self._d(k)
@@ -109,8 +116,8 @@ class NaryScalarRule(ReverseRule):
             if has_g:
                 for j in on:
                     cd = plus(cd, times(times(g, _call(self.spec.d2[k, j], self.args)),
-                                          tan[j]))
-            out.append((self.ids[k], self._unbroadcast(c, k), self._unbroadcast(cd, k)))
+                                        lift(tan[j], j)))
+            out.append((self.ids[k], self._unbroadcast(c, k), unbroadcast_d(cd, k)))
         return out
 
     # -- batches of directions: a leading axis on every tangent and on the
@@ -138,23 +145,7 @@ class NaryScalarRule(ReverseRule):
         return np.broadcast_to(t, np.shape(t)[:1] + self.zshape)
 
     def pullback_with_tangents_batched(self, g, GD, tangents):
-        traced = self._traced()
-        on = [k for k, td in zip(traced, tangents) if not isinstance(td, Structural)]
-        tan = dict(zip(traced, tangents))
-        has_g = not isinstance(g, Structural)
-        if has_g and on and self.spec.d2 is None:
-            raise HvpNotSupported(f"{self.spec.name} was registered without second=")
-        out = []
-        for k in traced:
-            d = self._d(k)
-            c = times(g, d)
-            cd = times(GD, d)
-            if has_g:
-                for j in on:
-                    cd = plus(cd, times(times(g, _call(self.spec.d2[k, j], self.args)),
-                                        self._lift(tan[j], j)))
-            out.append((self.ids[k], self._unbroadcast(c, k), self._unbroadcast_batched(cd, k)))
-        return out
+        return self._with_tangents(g, GD, tangents, True)
 
 
 def nary_maker(spec):

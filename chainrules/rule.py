@@ -165,9 +165,11 @@ class ReverseRule:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "second_order_by_replay" not in cls.__dict__:
+            # ``linear`` may be a property (decided per rule): replay unless
+            # the class says True outright
             cls.second_order_by_replay = (
                 cls.pullback_with_tangents is ReverseRule.pullback_with_tangents
-                and not cls.linear)
+                and cls.linear is not True)
         if cls.second_order_by_replay:
             REPLAY_TYPES.add(cls)
         else:
