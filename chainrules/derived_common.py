@@ -10,7 +10,7 @@ import numpy as np
 from .arrays import shape_of, uniform_array, uniform_value
 from .broadcast import CastCotangents
 from .errors import RuleError
-from .registry import keeps_replays
+from .registry import user_maker
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
 
@@ -264,4 +264,4 @@ def replayed(maker):
         return out, (rule if rule is None else SecondByReplay(rule))
 
     replayed_maker.spec = getattr(maker, "spec", None)
-    return keeps_replays(replayed_maker)
+    return user_maker(replayed_maker)

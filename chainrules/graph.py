@@ -30,17 +30,19 @@ import numpy as np
 
 from .arrays import NOT_ARRAYS, is_array
 from .errors import GraphFreedError, TangentShapeError
+from .registry import MadeByUser
 from .rule import NODE_IDS, MultiOutput, ReverseRule, node_ids  # noqa: F401  (re-exported)
 from .sweep_common import HOOKS, MULTI, EngineHooks, Gradients, rule_label  # noqa: F401
 from .sweep_forward import ForwardSweeps
 from .sweep_reverse import ReverseSweeps
 from .tangents import ZERO, Structural
 
-__all__ = ["Tape", "Gradients", "MultiOutput", "HOOKS", "EngineHooks", "MULTI"]
+__all__ = ["Tape", "Gradients", "MultiOutput", "HOOKS", "EngineHooks", "MULTI", "record"]
 
 _ndarray = np.ndarray
 _F64 = np.dtype(np.float64)
 _levels = itertools.count(1)
+_new = object.__new__
 
 
 class Select(ReverseRule):
@@ -82,6 +84,80 @@ def _meta(value):
         return a.shape, a.dtype
 
 
+def record(tape, rule, out, traced=None):
+    """Append ``rule``, whose primal output is ``out``, to ``tape``: the one
+    place where a node with a rule is recorded (``Tape.record``, and the
+    tracer's dispatch, operators, ufuncs and checkpointed segments, which
+    pass their class of traced values as ``traced``).
+
+    Returns the node's ``NodeId`` (``traced`` None) or ``out`` traced: an
+    instance of ``traced`` with ``value``, ``node`` and ``tape`` set, made
+    without a Python-level ``__init__`` (this is the per-operation hot path:
+    one call). An output of integer or boolean dtype is not recorded (None,
+    or ``out`` itself). ``rule`` None: ``out`` has no derivative and comes
+    back as it is, unless it is a ``MadeByUser`` (a rule from a maker outside
+    the library: the tape notes that it holds user rules, whose results its
+    sweeps verify, and keeps how a rule whose second order is found by
+    replay was made; off the hot path). A
+    ``MultiOutput`` gives one node per output, traced one by one in their
+    container (a namedtuple keeps its fields)."""
+    if rule is None:
+        if type(out) is not MadeByUser:
+            return out
+        tape.user_rules = True
+        if out.entry is not None:
+            tape.keep_replay(out.entry)
+        rule, out = out.rule, out.out
+    if type(out) is MultiOutput:
+        return _record_multi(tape, rule, out.values, traced)
+    try:
+        dtype = out.dtype
+        shape = out.shape
+    except AttributeError:
+        shape, dtype = _meta(out)
+    if dtype is not _F64 and dtype.kind not in "fc":
+        return None if traced is None else out
+    rules = tape.rules
+    n = len(rules)
+    try:
+        nid = NODE_IDS[n]
+    except IndexError:
+        nid = node_ids(n)
+    rules.append(rule)
+    tape.shapes.append(shape)
+    tape.dtypes.append(dtype)
+    if tape.anomaly:
+        HOOKS.anomaly.on_record(tape, rule, out, nid)
+    if traced is None:
+        return nid
+    t = _new(traced)
+    t.value = out
+    t.node = nid
+    t.tape = tape
+    return t
+
+
+def _record_multi(tape, rule, values, traced):
+    """``record`` of a rule with several outputs: its own node (shape
+    ``MULTI``, the outputs' dtypes as its dtype), then a ``Select`` node per
+    output. NodeIds (``traced`` None) or the outputs traced in their
+    container."""
+    rules = tape.rules
+    parent = node_ids(len(rules))
+    rules.append(rule)
+    tape.shapes.append(MULTI)
+    tape.dtypes.append(tuple(_meta(v)[1] for v in values))
+    if tape.anomaly:
+        tape.sources.append(HOOKS.anomaly.user_frame())
+    res = [record(tape, Select(parent, k), v, traced) for k, v in enumerate(values)]
+    if traced is None:
+        return res
+    res = [v if r is None else r for v, r in zip(values, res)]
+    if isinstance(values, tuple):  # namedtuples (EighResult, ...) take fields
+        return type(values)(*res) if hasattr(values, "_fields") else type(values)(res)
+    return res
+
+
 class Tape(ReverseSweeps, ForwardSweeps):
     """A recording of rules in topological order.
 
@@ -103,7 +179,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
     """
 
     __slots__ = ("rules", "shapes", "dtypes", "level", "active", "anomaly", "sources",
-                 "freed", "replays", "__weakref__")
+                 "freed", "replays", "user_rules", "__weakref__")
 
     def __init__(self):
         self.rules = []
@@ -121,6 +197,9 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # what a replay of a rule without pullback_with_tangents needs, by the
         # rule's NodeId: (rule, maker, ids, args, kwargs) (``keep_replay``)
         self.replays = {}
+        # whether a rule from outside the library was recorded: the sweeps
+        # then verify what each such rule returns
+        self.user_rules = False
 
     def __len__(self):
         return len(self.rules)
@@ -145,40 +224,18 @@ class Tape(ReverseSweeps, ForwardSweeps):
 
         Returns ``None`` (and records nothing) when ``value`` is not of an
         inexact dtype: integer and boolean results carry no derivative.
+        The sweeps verify what the rules recorded this way return.
         """
-        try:
-            dtype = value.dtype
-            shape = value.shape
-        except AttributeError:
-            shape, dtype = _meta(value)
-        if dtype is not _F64 and dtype.kind not in "fc":
-            return None
-        rules = self.rules
-        n = len(rules)
-        try:
-            nid = NODE_IDS[n]
-        except IndexError:
-            nid = node_ids(n)
-        rules.append(rule)
-        self.shapes.append(shape)
-        self.dtypes.append(dtype)
-        if self.anomaly:
-            HOOKS.anomaly.on_record(self, rule, value, nid)
-        return nid
+        self.user_rules = True
+        return record(self, rule, value)
 
     def record_multi(self, rule, values):
         """Append a rule with several outputs; return one NodeId per output
         (``None`` for outputs without a derivative). The rule's own node has
         the shape ``MULTI`` and, as its dtype, the tuple of its outputs'
         dtypes; each output is a ``Select`` node of its own."""
-        rules = self.rules
-        parent = node_ids(len(rules))
-        rules.append(rule)
-        self.shapes.append(MULTI)
-        self.dtypes.append(tuple(_meta(v)[1] for v in values))
-        if self.anomaly:
-            self.sources.append(HOOKS.anomaly.user_frame())
-        return [self.record(Select(parent, k), v) for k, v in enumerate(values)]
+        self.user_rules = True
+        return _record_multi(self, rule, values, None)
 
     def keep_replay(self, entry):
         """Keep how a rule, about to be recorded as the next node, was made:

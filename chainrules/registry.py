@@ -40,33 +40,35 @@ def _signature(types):
     return tuple(types) + (Variadic[object],)
 
 
-class Replayable:
-    """What a maker returns, as ``(Replayable, None)``, for a rule whose
-    second order is found by replay: the output, and how the rule was made
-    (``entry``: ``(rule, maker, ids, args, kwargs)``), which the tracer
-    keeps on the tape (``Tape.keep_replay``) before it records the rule."""
+class MadeByUser:
+    """What a maker from outside the library (and a closure or replayed maker)
+    returns, as ``(MadeByUser, None)``: the output, the rule, and, for a rule
+    whose second order is found by replay, how it was made (``entry``:
+    ``(rule, maker, ids, args, kwargs)``, else None). ``graph.record``
+    unpacks it off the hot path: it marks the tape as holding user rules
+    (whose results the sweeps verify) and keeps the replay entry."""
 
-    __slots__ = ("out", "entry")
+    __slots__ = ("out", "rule", "entry")
 
-    def __init__(self, out, entry):
+    def __init__(self, out, rule, entry):
         self.out = out
+        self.rule = rule
         self.entry = entry
 
 
-def keeps_replays(maker):
-    """``maker`` reporting each rule it makes whose class has
-    ``second_order_by_replay`` as a ``Replayable`` output: the tracer then
-    keeps what a replay of the rule needs."""
+def user_maker(maker):
+    """``maker`` returning its rules as ``MadeByUser`` (see there)."""
 
-    def maker_keeping_replays(ids, *args, **kwargs):
+    def made_by_user(ids, *args, **kwargs):
         out, rule = maker(ids, *args, **kwargs)
-        if type(rule) in REPLAY_TYPES:
-            return Replayable(out, (rule, maker, ids, args, kwargs)), None
-        return out, rule
+        if rule is None:
+            return out, None
+        entry = (rule, maker, ids, args, kwargs) if type(rule) in REPLAY_TYPES else None
+        return MadeByUser(out, rule, entry), None
 
-    maker_keeping_replays.inner = maker
-    maker_keeping_replays.spec = getattr(maker, "spec", None)
-    return maker_keeping_replays
+    made_by_user.inner = maker
+    made_by_user.spec = getattr(maker, "spec", None)
+    return made_by_user
 
 
 def register(op, *types):
@@ -96,10 +98,11 @@ def register(op, *types):
         d = DISPATCHERS.get(op)
         if d is None:
             d = DISPATCHERS[op] = Dispatcher(op_name(op))
-        # a maker from outside the library may make rules whose second order
-        # is found by replay; the library's own do not (or say so themselves)
+        # a maker from outside the library makes rules whose results the
+        # sweeps verify, and may make rules whose second order is found by
+        # replay; the library's own do neither (or say so themselves)
         library = (getattr(maker, "__module__", None) or "").startswith("chainrules.")
-        d.add(_signature(types), maker if library else keeps_replays(maker))
+        d.add(_signature(types), maker if library else user_maker(maker))
         _cache.clear()
         GENERIC_MAKERS.clear()
         return maker
@@ -364,7 +367,7 @@ def rrule(op, *types):
                 out = MultiOutput(out)
             return out, ClosureRule(op, tuple(ids), pb)
 
-        register(op, *types)(keeps_replays(closure_maker))
+        register(op, *types)(user_maker(closure_maker))
         accepts_sequences(op)  # the closure rule keeps lists of cotangents
         return fn
 

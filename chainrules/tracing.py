@@ -36,8 +36,8 @@ from .array_methods import ArrayMethods
 from .arrays import NOT_ARRAYS
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError
 from .guards import ConversionGuards, is_plain_subclass, refuse_subclass, untraceable
-from .rule import MultiOutput
-from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS, Replayable,
+from .graph import record as _record
+from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS,
                        keywords_to_positions, lookup, op_name)
 
 __all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_traced",
@@ -162,39 +162,14 @@ def dispatch(op, args, kwargs):
             types.append(ta)
     maker = lookup(op, tuple(types))
     out, rule = maker(ids, *vals, **kwargs) if kwargs else maker(ids, *vals)
-    return record(top, rule, out)
+    return _record(top, rule, out, Traced)
 
 
 def record(tape, rule, out):
-    """Append ``rule`` to ``tape`` and return its output ``out`` traced: the
-    one place where a traced call's result is recorded (dispatch, the
-    operators' and unary fast paths, checkpointed segments). ``rule`` None:
-    ``out`` is returned as it is (no derivative); a ``MultiOutput`` gives its
-    values traced one by one, in their container (a namedtuple keeps its
-    fields); an output of integer or boolean dtype is not recorded. A rule
-    whose second order is found by replay comes as ``rule`` None and a
-    ``Replayable`` output (off the hot path): the tape keeps how it was
-    made."""
-    if rule is None:
-        if type(out) is not Replayable:
-            return out
-        tape.keep_replay(out.entry)
-        rule, out = out.entry[0], out.out
-    if type(out) is MultiOutput:
-        values = out.values
-        nids = tape.record_multi(rule, values)
-        res = [v if n is None else Traced(v, n, tape) for v, n in zip(values, nids)]
-        if isinstance(values, tuple):  # namedtuples (EighResult, ...) take fields
-            return type(values)(*res) if hasattr(values, "_fields") else type(values)(res)
-        return res
-    nid = tape.record(rule, out)
-    if nid is None:
-        return out
-    t = _new(Traced)  # Traced(out, nid, tape) without a Python-level __init__ call
-    t.value = out
-    t.node = nid
-    t.tape = tape
-    return t
+    """Append ``rule`` to ``tape`` and return its output ``out`` traced
+    (``graph.record`` with ``Traced``; the tracer's hot paths call that
+    directly)."""
+    return _record(tape, rule, out, Traced)
 
 
 def _holds_traced(seq, top):
@@ -305,7 +280,7 @@ def _binary_operator(op, reflected=False):
             return dispatch(op, (a, b), None)
         maker = GENERIC_MAKERS.get(op) or lookup(op, (ta, tb))
         out, rule = maker(ids, va, vb)
-        return record(tape, rule, out)
+        return _record(tape, rule, out, Traced)
 
     operator.__name__ = operator.__qualname__ = (
         f"__{'r' if reflected else ''}{getattr(op, '__name__', 'op')}__")
@@ -406,7 +381,7 @@ class Traced(ConversionGuards, ArrayMethods):
                 maker = GENERIC_MAKERS.get(ufunc) or lookup(
                     ufunc, (tv if tv is not Traced else _primal_type(v),))
                 out, rule = maker([x.node], v)
-                return record(tape, rule, out)
+                return _record(tape, rule, out, Traced)
             if ufunc is np.divmod:
                 # two recorded operations: the quotient has no derivative
                 # (floor_divide), the remainder is np.remainder's

@@ -124,3 +124,65 @@ def test_closure_rule_count():
 
     with pytest.raises(cr.RuleError, match="one cotangent per positional argument"):
         cr.grad(lambda x: np.sum(op(x, x)))(np.ones(2))
+
+
+def test_rules_recorded_on_a_tape_by_hand_are_checked():
+    class Elsewhere(_Base):
+        def pullback(self, g):
+            return [(self.i, 2 * g), (cr.NodeId(0), g)]
+
+    tape = cr.Tape()
+    a = tape.leaf(np.ones(2))
+    b = tape.leaf(np.ones(2))
+    y = tape.record(Elsewhere(b), np.ones(2))
+    assert tape.user_rules
+    with pytest.raises(cr.RuleError, match="not one of its inputs"):
+        tape.backward([y], [np.ones(2)], wrt=[a, b])
+
+
+def test_a_user_rule_for_a_numpy_ufunc_is_checked_on_the_fast_paths():
+    # np.cbrt on one traced argument takes the tracer's unary fast path; a
+    # user's maker for it is still checked (and the library's rule restored)
+    from chainrules.registry import DISPATCHERS, lookup
+
+    class Twice(_Base):
+        def pullback(self, g):
+            return [(self.i, g), (self.i, g)]
+
+    from chainrules import registry
+
+    d = DISPATCHERS[np.cbrt]
+    before = set(d.funcs)
+    try:
+        @cr.register(np.cbrt, np.ndarray)
+        def _(ids, x):
+            return np.cbrt(x), Twice(ids[0])
+
+        with pytest.raises(cr.RuleError, match="more cotangents than it has inputs"):
+            cr.grad(lambda x: np.sum(np.cbrt(x)))(np.ones(2))
+    finally:
+        for sig in set(d.funcs) - before:
+            del d.funcs[sig]
+        d.reorder()
+        d._cache.clear()
+        registry._cache.clear()
+        registry.GENERIC_MAKERS.clear()
+    np.testing.assert_allclose(cr.grad(lambda x: np.sum(np.cbrt(x)))(np.full(2, 8.0)),
+                               np.full(2, 1 / 12))
+    assert lookup(np.cbrt, (np.ndarray,)).__module__.startswith("chainrules.")
+
+
+def test_a_duck_typed_user_rule_is_checked():
+    class Duck:  # not a ReverseRule
+        def __init__(self, i):
+            self.i = i
+
+        def inputs(self):
+            return (self.i,)
+
+        def pullback(self, g):
+            return [(self.i, g), (cr.NodeId(0), g)]
+
+    op = _op_with(Duck)
+    with pytest.raises(cr.RuleError, match="not one of its inputs"):
+        cr.grad(lambda y, x: np.sum(op(x)), argnums=(0, 1))(np.ones(2), np.ones(2))
