@@ -161,16 +161,25 @@ def _register():
                 second=(lambda d, r, z: -_outside(d, r),
                         lambda d, r, z: _outside(d, r) * np.sign(r),
                         lambda d, r, z: 1 - _outside(d, r)), saves="xy")
+    # with h = hypot(delta, r): d/d delta = h + delta^2/h - 2 delta = (h - delta)^2 / h and
+    # d2/d delta2 = 3 t - t^3 - 2 = -(1 - t)^2 (t + 2), t = delta/h, written through
+    # h - delta = r^2 / (h + delta): no cancellation where |r| << delta
     scalar_rule(sc.pseudo_huber,
-                lambda d, r, z: _hypot(d, r) + d * d / _hypot(d, r) - 2 * d,
+                lambda d, r, z: _excess(d, r) ** 2 / _hypot(d, r),
                 lambda d, r, z: d * r / _hypot(d, r),
-                second=(lambda d, r, z: 3 * d / _hypot(d, r) - (d / _hypot(d, r)) ** 3 - 2,
+                second=(lambda d, r, z: -((_excess(d, r) / _hypot(d, r)) ** 2)
+                        * (d / _hypot(d, r) + 2),
                         lambda d, r, z: (r / _hypot(d, r)) ** 3,
                         lambda d, r, z: (d / _hypot(d, r)) ** 3), saves="xy")
 
 
 def _hypot(d, r):
     return np.sqrt(d * d + r * r)
+
+
+def _excess(d, r):
+    """``hypot(d, r) - d`` for ``d >= 0``, as ``r^2 / (hypot(d, r) + d)``."""
+    return r * r / (_hypot(d, r) + d)
 
 
 def _outside(d, r):
