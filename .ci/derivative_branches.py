@@ -33,13 +33,13 @@ DERIVATIVE = re.compile(
 #: branches the sweep cannot take, by (file, function, the branch's source
 #: line): each with why, and what would take it
 EXPLAINED = {
-    ("rules/_linalg_util.py", "pushforward", "if all(_is_zero(t) for t in xds):"):
+    ("rules/_linalg_util.py", "pushforward", "if all(is_zero(t) for t in xds):"):
         "no sweep pushes forward a rule whose input tangents are all zero; a direct "
         "rule.pushforward call may",
-    ("rules/_linalg_batch.py", "pushforward_batched", "if all(_is_zero(t) for t in xds):"):
+    ("rules/_linalg_batch.py", "pushforward_batched", "if all(is_zero(t) for t in xds):"):
         "no sweep pushes forward a rule whose input tangents are all zero; a direct "
         "rule.pushforward_batched call may (as pushforward's guard above)",
-    ("rules/_linalg_batch.py", "pullback_batched", "if _all_zero(G):"):
+    ("rules/_linalg_batch.py", "pullback_batched", "if all_zero(G):"):
         "the engine skips a node whose cotangent is structurally zero, and these rules "
         "are not linear (a linear rule's default second order passes ZeroTangent()); a "
         "direct rule.pullback_batched call may",
@@ -67,6 +67,38 @@ EXPLAINED = {
      'if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")'):
         "the generic second order for tangents that are not float ndarrays (dask "
         "arrays): the payload sweep's dask cases, not the rule sweep",
+    ("rules/_linalg_base.py", "project_cotangent",
+     'if c.dtype.kind == "c" and x.dtype.kind != "c":'):
+        "a complex cotangent for a real input: a real matrix with complex eigenvalues "
+        "under eig/eigvals; the sweep samples real spectra (the eigenvalues of a real "
+        "matrix cross into complex pairs where they are not differentiable); "
+        "tests/rules/test_scipy_linalg_checks.py takes it",
+    ("rules/_reduce.py", "expand_cotangent", "if like is not None:"):
+        "the reduced input is a lazy (dask) array: the payload sweep's dask cases "
+        "(tests/backends) take it, not the rule sweep, which runs on NumPy arrays",
+    ("rules/scipy_integrate_second.py", "ode_pullback_with_tangents",
+     "if rule.ids[1] is not None:"):
+        "refuses traced time points in second order (HvpNotSupported): the sweep's ODE "
+        "spec differentiates y0 and the parameters; tests/rules/test_scipy_integrate.py "
+        "takes it",
+    ("rules/scipy_integrate_second.py", "ode_pullback_with_tangents",
+     "if is_traced(g) or is_traced(gd) or any(is_traced(t) for t in tangents):"):
+        "refuses a traced cotangent or tangent (HvpNotSupported): nested "
+        "differentiation only, which these rules do not support",
+    ("rules/scipy_integrate_second.py", "ode_pullback_with_tangents",
+     "if gd is None and not moves:              # no second-order term"):
+        "no second-order term (the cotangent's tangent and every input tangent zero): "
+        "the engine's demand analysis never asks for it and the rule checker's "
+        "consistency cases each keep one of them; a direct call may",
+    ("rules/scipy_integrate_second.py", "ode_pullback_with_tangents",
+     "if n * (1 + nl + npar) <= limit:"):
+        "the adjoint path of the second order (systems above SENSITIVITY_MAX_STATE): "
+        "the sweep's ODE specs are small, and an adjoint-path HVP spec costs minutes; "
+        "tests/rules/test_scipy_integrate.py takes it in every second-order case",
+    ("rules/scipy_integrate_second.py", "jacobian_with_tangent",
+     "if not (type(out) is Traced and out.tape is tape):"):
+        "a right-hand side that depends on neither the state nor the parameters "
+        "differentiated: the sweep's ODE specs depend on both",
     ("rules/scipy_linalg.py", "_cho_factor_pf", "if _cho_keeps_input():"):
         "which side runs depends on the installed SciPy (a copy of the input before "
         "1.18, zeros from 1.18): each SciPy takes one",
