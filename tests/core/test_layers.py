@@ -75,8 +75,8 @@ def test_core_modules_import_only_lower_layers():
     assert not bad, "\n".join(bad)
 
 
-def test_core_import_graph_has_no_cycle():
-    graph = {m: {d for d in _imports(m) if d in LAYER} for m in LAYER}
+def _assert_acyclic(graph):
+    """``graph`` (module -> the modules it imports) has no cycle."""
     state = {}
 
     def visit(m, path):
@@ -90,6 +90,10 @@ def test_core_import_graph_has_no_cycle():
 
     for m in sorted(graph):
         visit(m, [])
+
+
+def test_core_import_graph_has_no_cycle():
+    _assert_acyclic({m: {d for d in _imports(m) if d in LAYER} for m in LAYER})
 
 
 def test_every_core_module_is_in_a_layer():
@@ -176,16 +180,4 @@ def test_rule_modules_share_public_names_without_cycles():
                         if n.startswith("_") and not n.startswith("__")]
         graph[p.stem] = deps & {q.stem for q in root.glob("*.py")}
     assert not private, "\n".join(private)
-    state = {}
-
-    def visit(m, path):
-        if state.get(m) == "done":
-            return
-        assert state.get(m) != "open", "import cycle: " + " -> ".join(path + [m])
-        state[m] = "open"
-        for d in sorted(graph[m]):
-            visit(d, path + [m])
-        state[m] = "done"
-
-    for m in sorted(graph):
-        visit(m, [])
+    _assert_acyclic(graph)
