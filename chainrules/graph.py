@@ -239,8 +239,8 @@ class Tape(ReverseSweeps, ForwardSweeps):
 
     def keep_replay(self, entry):
         """Keep how a rule, about to be recorded as the next node, was made:
-        ``entry`` is ``(rule, maker, ids, args, kwargs)``, the rule made by
-        ``maker(ids, *args, **kwargs)``. Its second order is found by making
+        ``entry`` is ``(rule, maker, ids, args, kwargs, out)``: the rule and
+        its output ``out`` made by ``maker(ids, *args, **kwargs)``. Its second order is found by making
         it again on forward-traced inputs (``second_order_by_replay``). The
         sweep uses an entry only while ``rule`` itself is at its node."""
         self.replays[len(self.rules)] = entry

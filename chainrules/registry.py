@@ -44,7 +44,7 @@ class MadeByUser:
     """What a maker from outside the library (and a closure or replayed maker)
     returns, as ``(MadeByUser, None)``: the output, the rule, and, for a rule
     whose second order is found by replay, how it was made (``entry``:
-    ``(rule, maker, ids, args, kwargs)``, else None). ``graph.record``
+    ``(rule, maker, ids, args, kwargs, out)``, else None). ``graph.record``
     unpacks it off the hot path: it marks the tape as holding user rules
     (whose results the sweeps verify) and keeps the replay entry."""
 
@@ -63,7 +63,7 @@ def user_maker(maker):
         out, rule = maker(ids, *args, **kwargs)
         if rule is None:
             return out, None
-        entry = (rule, maker, ids, args, kwargs) if type(rule) in REPLAY_TYPES else None
+        entry = (rule, maker, ids, args, kwargs, out) if type(rule) in REPLAY_TYPES else None
         return MadeByUser(out, rule, entry), None
 
     made_by_user.inner = maker

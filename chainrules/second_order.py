@@ -15,15 +15,21 @@ numbers, side effects and control flow happen once.
 
 In the replay the rule's inputs are named by labels of their own, one per
 traced argument, so that an argument passed twice (``x * x``) keeps a
-cotangent of its own.
+cotangent of its own. The maker must make the same operation again: its
+output is compared with the recorded one, and a maker that draws random
+numbers or reads changing state (another output) raises ``HvpNotSupported``
+instead of differentiating another function.
 """
+
+import numpy as np
 
 from .api import jvp
 from .arrays import zeros_like_value
 from .errors import AutodiffError, HvpNotSupported
-from .rule import node_ids, rule_name
+from .rule import MultiOutput, node_ids, rule_name
 from .sweep_common import HOOKS
 from .tangents import ZERO, Structural
+from .tracing import untraced
 
 __all__ = ["replay"]
 
@@ -96,11 +102,32 @@ def _cotangent_parts(g, gd):
     return prim, tans, rebuild
 
 
+def _values(out):
+    """The arrays of a maker's output, untraced (a multi-output's each)."""
+    vals = out.values if type(out) is MultiOutput else (out,)
+    return [np.asarray(untraced(v)) for v in vals]
+
+
+def _check_same(rule, recorded, again):
+    """The replayed output equals the recorded one (to rounding: the same
+    NumPy calls on the same values), else ``HvpNotSupported``."""
+    a, b = _values(recorded), _values(again)
+    if len(a) != len(b) or not all(
+            x.shape == y.shape and np.allclose(x, y, rtol=1e-10, atol=0, equal_nan=True)
+            for x, y in zip(a, b)):
+        raise HvpNotSupported(
+            f"{rule_name(rule)} has no pullback_with_tangents, and its maker gave another "
+            "output when made again on the same arguments (random numbers or changing "
+            "state in the maker?), so its second order cannot be found by replay; define "
+            "pullback_with_tangents(cotangent, cotangent_tangent, tangents), or make the "
+            "maker depend on its arguments only")
+
+
 def replay(entry, g, gd, tangents):
     """``[(NodeId, cotangent, tangent of cotangent), ...]`` of the rule in
-    ``entry`` (``(rule, maker, ids, args, kwargs)``), given the tangent of
-    each traced argument (``tangents``, in argument order)."""
-    rule, maker, ids, args, kwargs = entry
+    ``entry`` (``(rule, maker, ids, args, kwargs, out)``), given the tangent
+    of each traced argument (``tangents``, in argument order)."""
+    rule, maker, ids, args, kwargs, recorded = entry
     if _structural(g):
         # no first-order cotangent: the pullback is linear in it, so the
         # tangent of the cotangent is the pullback of gd
@@ -116,7 +143,8 @@ def replay(entry, g, gd, tangents):
     n = len(primals)
 
     def pulled_back(*leaves):
-        _, again = maker(labels, *_with(args, slots, leaves[:n]), **kwargs)
+        out, again = maker(labels, *_with(args, slots, leaves[:n]), **kwargs)
+        _check_same(rule, recorded, out)
         cots = {}
         for label, c in again.pullback(rebuild(leaves[n:])):
             if not _structural(c):

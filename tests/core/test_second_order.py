@@ -192,3 +192,29 @@ def test_rule_checker_checks_the_replay():
     report = check_rule(xsin, np.array([0.2, 0.9]), np.array([1.3, -0.4]),
                         modes=("rrule", "hvp"))
     assert "hvp" in report.modes and "hvp(nested)" not in report.modes
+
+
+def test_a_maker_that_draws_random_numbers_is_not_replayed():
+    # the replay must make the same operation again; a maker with its own
+    # random numbers would make another one, so it is refused by name
+    rng = np.random.default_rng(0)
+    noisy = cr.primitive(lambda x: x ** 2)
+
+    class NoisyRule(cr.ReverseRule):
+        def __init__(self, i, x, w):
+            self.i, self.x, self.w = i, x, w
+
+        def inputs(self):
+            return (self.i,)
+
+        def pullback(self, g):
+            return [(self.i, g * 2 * self.w * self.x)]
+
+    @cr.register(noisy)
+    def _(ids, x):
+        w = rng.uniform(1, 2)
+        return w * x ** 2, NoisyRule(ids[0], x, w)
+
+    f = lambda x: np.sum(noisy(x))  # noqa: E731
+    with pytest.raises(cr.HvpNotSupported, match="NoisyRule.*another output"):
+        cr.hvp(f, X, V)
