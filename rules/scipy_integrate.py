@@ -66,7 +66,7 @@ from chainrules.primitives import primitive
 from chainrules.tracing import is_traced
 
 from ._util import on_demand_family
-from .scipy_integrate_second import NO_NESTED, as_vector, ode_pullback_with_tangents
+from .scipy_integrate_second import NO_NESTED, as_vector, ode_pullback_with_tangents, rhs_of
 
 try:
     import scipy.integrate as si
@@ -221,12 +221,7 @@ def rhs_jacobian(spec, y, s, params, pidx, seeds=None):
     the identity of that size, may be passed in)."""
     from chainrules.api import vjp
 
-    def f_of(yy, *ps):
-        full = list(params)
-        for k, v in zip(pidx, ps):
-            full[k] = v
-        return as_vector(spec.f(yy, s, full))
-
+    f_of = rhs_of(spec, params, pidx, s)
     out, back = vjp(f_of, y, *[params[k] for k in pidx])
     n = np.size(out)
     rows = back.many(np.eye(n) if seeds is None else seeds)
@@ -306,12 +301,7 @@ class OdeRule(ReverseRule):
         """(a^T f_y, [a^T f_p for traced p], f) at (y, s)."""
         params = list(self.params)
 
-        def f_of(yy, *ps):
-            full = list(params)
-            for k, v in zip(pidx, ps):
-                full[k] = v
-            return as_vector(self.spec.f(yy, s, full))
-
+        f_of = rhs_of(self.spec, params, pidx, s)
         from chainrules.api import vjp
 
         out, back = vjp(f_of, y, *[params[k] for k in pidx])
@@ -442,12 +432,7 @@ class OdeRule(ReverseRule):
         params = list(self.params)
 
         def aug(z, s):
-            def f_of(yy, *ps):
-                p2 = list(params)
-                for k, v in zip(pidx, ps):
-                    p2[k] = v
-                return self.spec.f(yy, s, p2)
-
+            f_of = rhs_of(self.spec, params, pidx, s)
             fy, tz = jvp(f_of, (z[:n], *[params[k] for k in pidx]), (z[n:], *dps))
             return np.concatenate([np.asarray(fy, float), np.asarray(tz, float).ravel()])
 

@@ -48,7 +48,9 @@ forward-over-reverse path above.
 
 import numpy as np
 
+from chainrules.arguments import collect_cotangents, trace_args
 from chainrules.errors import HvpNotSupported
+from chainrules.graph import Tape
 from chainrules.tangents import ZERO, is_zero
 from chainrules.tracing import Traced, is_traced
 
@@ -70,16 +72,23 @@ NO_TIMES = ("{name}: second derivatives (HVP, Hessian) in the time points are no
             "derivatives in the initial state and the parameters")
 
 
-def fwd_over_rev(fun, primals, tangents, cot, dcot):
-    """``fun`` (array inputs to one array) at ``primals`` with its tangent
-    along ``tangents`` (None: zero) and the pullback of ``cot`` with its
-    tangent along ``tangents`` and ``dcot`` (the cotangent's tangent, None:
-    zero). Returns ``(out, out', [cotangent per primal], [its tangent])``,
-    plain float arrays, from one trace of ``fun`` and one forward and one
-    reverse sweep with tangents."""
-    from chainrules.arguments import collect_cotangents, trace_args
-    from chainrules.graph import Tape
+def rhs_of(spec, params, pidx, s):
+    """The right-hand side at time ``s`` as a function of the state and the
+    differentiated parameters (those at ``pidx``; the others held)."""
+    def f_of(yy, *ps):
+        full = list(params)
+        for k, v in zip(pidx, ps):
+            full[k] = v
+        return as_vector(spec.f(yy, s, full))
 
+    return f_of
+
+
+def _traced_forward(fun, primals, tangents):
+    """``fun`` (array inputs to one array) traced once at ``primals`` and
+    swept forward along ``tangents`` (None: zero): ``(tape, specs, out,
+    tangents of every node)``, or ``(None, None, out, None)`` when ``out``
+    does not depend on the inputs."""
     tape = Tape()
     try:
         targs, specs = trace_args(tape, primals, range(len(primals)), "the ODE's "
@@ -87,25 +96,39 @@ def fwd_over_rev(fun, primals, tangents, cot, dcot):
         out = fun(*targs)
     finally:
         tape.active = False
-    zeros = [np.zeros(np.shape(p)) for p in primals]
-    if not (type(out) is Traced and out.tape is tape):  # f independent of the inputs
+    if not (type(out) is Traced and out.tape is tape):
         tape.free()
+        return None, None, out, None
+    seeds = {spec.ids[0]: np.asarray(t, dtype=float) for spec, t in zip(specs, tangents)
+             if t is not None and spec.ids[0] is not None}
+    return tape, specs, out, tape.forward(seeds)
+
+
+def _tangent_of(out, tans, shape):
+    """The output's tangent from the forward sweep, zeros when it has none."""
+    d = tans[out.node]
+    return np.zeros(shape) if d is None else np.asarray(d, dtype=float)
+
+
+def fwd_over_rev(fun, primals, tangents, cot, dcot):
+    """``fun`` (array inputs to one array) at ``primals`` with its tangent
+    along ``tangents`` (None: zero) and the pullback of ``cot`` with its
+    tangent along ``tangents`` and ``dcot`` (the cotangent's tangent, None:
+    zero). Returns ``(out, out', [cotangent per primal], [its tangent])``,
+    plain float arrays, from one trace of ``fun`` and one forward and one
+    reverse sweep with tangents."""
+    tape, specs, out, tans = _traced_forward(fun, primals, tangents)
+    if tape is None:  # f independent of the inputs
+        zeros = [np.zeros(np.shape(p)) for p in primals]
         return np.asarray(out, dtype=float), np.zeros(np.shape(out)), zeros, list(zeros)
-    seeds = {}
-    for spec, t in zip(specs, tangents):
-        if t is not None and spec.ids[0] is not None:
-            seeds[spec.ids[0]] = np.asarray(t, dtype=float)
-    tans = tape.forward(seeds)
-    dout = tans[out.node]
+    dout = _tangent_of(out, tans, np.shape(out.value))
     g, gd = tape.backward_with_tangents(
         [out.node], [np.asarray(cot, dtype=float)],
         [ZERO if dcot is None else np.asarray(dcot, dtype=float)], tans, retain_graph=False)
     tape.free()
     cots = [np.asarray(collect_cotangents(s, g), dtype=float) for s in specs]
     dcots = [np.asarray(collect_cotangents(s, gd), dtype=float) for s in specs]
-    return (np.asarray(out.value, dtype=float),
-            np.zeros(np.shape(out.value)) if dout is None else np.asarray(dout, dtype=float),
-            cots, dcots)
+    return np.asarray(out.value, dtype=float), dout, cots, dcots
 
 
 def as_vector(out):
@@ -115,7 +138,7 @@ def as_vector(out):
     return out if np.ndim(out) == 1 else np.ravel(out)
 
 
-def _plain(t, like):
+def _tangent_or_none(t, like):
     """A tangent as a float array, None when structurally zero."""
     if t is None or is_zero(t):
         return None
@@ -135,9 +158,9 @@ def ode_pullback_with_tangents(rule, g, gd, tangents, limit):
     g = None if g is None or is_zero(g) else np.asarray(g, dtype=float)
     it = iter(tangents)
     full = [next(it) if i is not None else None for i in rule.ids]
-    dy0 = _plain(full[0], rule.y0)
-    dps = {k: _plain(full[2 + k], rule.params[k]) for k in pidx}
-    gd = _plain(gd, rule.ys)
+    dy0 = _tangent_or_none(full[0], rule.y0)
+    dps = {k: _tangent_or_none(full[2 + k], rule.params[k]) for k in pidx}
+    gd = _tangent_or_none(gd, rule.ys)
     if g is None:                             # a = 0 throughout: y' does not enter
         dy0, dps = None, dict.fromkeys(pidx)
     moves = dy0 is not None or any(v is not None for v in dps.values())
@@ -203,24 +226,11 @@ def jacobian_with_tangent(fun, primals, tangents, n):
     ``primals``: ``J`` has a column per input entry, ``f'`` and ``J'`` are
     the tangents along ``tangents`` (None: zero). One trace, one forward
     sweep, ``n`` reverse sweeps carrying tangents (one per row)."""
-    from chainrules.arguments import collect_cotangents, trace_args
-    from chainrules.graph import Tape
-
-    tape = Tape()
-    try:
-        targs, specs = trace_args(tape, primals, range(len(primals)), "the ODE's "
-                                  "right-hand side")
-        out = fun(*targs)
-    finally:
-        tape.active = False
+    tape, specs, out, tans = _traced_forward(fun, primals, tangents)
     width = sum(int(np.size(p)) for p in primals)
-    if not (type(out) is Traced and out.tape is tape):
-        tape.free()
+    if tape is None:
         return (np.asarray(out, dtype=float), np.zeros(n), np.zeros((n, width)),
                 np.zeros((n, width)))
-    seeds = {spec.ids[0]: np.asarray(t, dtype=float) for spec, t in zip(specs, tangents)
-             if t is not None and spec.ids[0] is not None}
-    tans = tape.forward(seeds)
     jac, djac = np.empty((n, width)), np.empty((n, width))
     for r in range(n):
         e = np.zeros(n)
@@ -229,10 +239,9 @@ def jacobian_with_tangent(fun, primals, tangents, n):
                                               retain_graph=True)
         jac[r] = np.concatenate([np.ravel(collect_cotangents(s, gr)) for s in specs])
         djac[r] = np.concatenate([np.ravel(collect_cotangents(s, gdr)) for s in specs])
-    dout = tans[out.node]
+    dout = _tangent_of(out, tans, n)
     tape.free()
-    return (np.asarray(out.value, dtype=float),
-            np.zeros(n) if dout is None else np.asarray(dout, dtype=float), jac, djac)
+    return np.asarray(out.value, dtype=float), dout, jac, djac
 
 
 def second_sensitivities(rule, pidx, dy0, dps):
@@ -251,12 +260,7 @@ def second_sensitivities(rule, pidx, dy0, dps):
     nm = n * m
 
     def aug(z, s):
-        def f_of(yy, *ps):
-            full = list(params)
-            for k, v in zip(pidx, ps):
-                full[k] = v
-            return as_vector(spec.f(yy, s, full))
-
+        f_of = rhs_of(spec, params, pidx, s)
         f, df, jac, djac = jacobian_with_tangent(
             f_of, [z[:n]] + [params[k] for k in pidx], [z[n + nm:2 * n + nm]] + tans_p, n)
         zp = np.concatenate([np.reshape(z[n:n + nm], (n, m)), p_cols])
@@ -293,12 +297,7 @@ def _backward(rule, g, gd, dyall, pidx, dps):
     tans_p = [dps[k] for k in pidx]
 
     def aug(z, s):
-        def f_of(yy, *ps):
-            full = list(params)
-            for k, v in zip(pidx, ps):
-                full[k] = v
-            return as_vector(spec.f(yy, s, full))
-
+        f_of = rhs_of(spec, params, pidx, s)
         y, a = z[:n], z[n:2 * n]
         dy, da = z[b:b + n], z[b + n:b + 2 * n]
         f, df, c, dc = fwd_over_rev(f_of, [y] + [params[k] for k in pidx],
