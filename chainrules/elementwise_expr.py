@@ -23,8 +23,9 @@ import numpy as np
 
 from .errors import AutodiffError
 
-__all__ = ["Expr", "NotExpressible", "ExprInputError", "expressions", "build", "explain",
-           "placeholder", "variables", "evaluate", "to_numexpr", "evaluate_numexpr"]
+__all__ = ["Expr", "NotExpressible", "ExprInputError", "expressions", "build", "build_on",
+           "explain", "placeholder", "constant", "variables", "evaluate", "evaluate_many",
+           "Program", "to_numexpr", "evaluate_numexpr"]
 
 UNARY_FIELDS, BINARY_FIELDS = ("d", "d2", "ratio"), ("dx", "dy", "dxx", "dxy", "dyy")
 
@@ -134,6 +135,12 @@ def placeholder(name, dtype):
     return _intern(("var", name, np.dtype(dtype).str), "var", (), name, np.dtype(dtype))
 
 
+def constant(v):
+    """The constant node of a scalar ``v`` (a Python number, weak as in
+    NumPy, or a NumPy scalar or 0-d array, of its dtype)."""
+    return _leaf(v)
+
+
 def _leaf(v):
     """``v`` as a node: an ``Expr`` as it is, a scalar as a constant."""
     if isinstance(v, Expr):
@@ -198,6 +205,12 @@ def build(spec, dtype=np.float64):
     if isinstance(dtype, dict) and set(dtype) != set(roles):
         raise TypeError(f"dtype= names the roles {sorted(dtype)}; the spec's are {roles}")
     args = [placeholder(r, dtype[r] if isinstance(dtype, dict) else dtype) for r in roles]
+    return build_on(spec, fields, args)
+
+
+def build_on(spec, fields, args):
+    """The partials ``fields`` of ``spec`` called on the nodes ``args``
+    (placeholders of any names, or constants): ``{field: Expr or None}``."""
     out = {}
     for f in fields:
         d = getattr(spec, f, None)
@@ -210,7 +223,7 @@ def build(spec, dtype=np.float64):
     return out
 
 
-_cache, _plans, _ne_cache = {}, {}, {}
+_cache, _plans, _programs, _ne_cache = {}, {}, {}, {}
 
 
 def _memo(table, obj, key, make):
@@ -251,21 +264,27 @@ def explain(spec, dtype=np.float64):
 def _plan(expr):
     """The nodes of ``expr`` (arguments first), its variables (slot, node), its
     steps (slot, node, function, argument slots, slots last used there)."""
-    return _memo(_plans, expr, id(expr), lambda: _make_plan(expr))
+    return _memo(_plans, expr, id(expr), lambda: _make_plan((expr,)))
 
 
-def _make_plan(expr):
-    order, slot, stack = [], {}, [(expr, False)]
-    while stack:
-        e, done = stack.pop()
-        if done:
-            slot[id(e)] = len(order)
-            order.append(e)
-        elif id(e) not in slot:
-            slot[id(e)] = None
-            stack.append((e, True))
-            stack.extend((a, False) for a in reversed(e.args) if id(a) not in slot)
+def _make_plan(roots):
+    """The plan of the expressions ``roots`` together: each node once, the
+    roots last used at the end (never lent as ``out=``)."""
+    order, slot = [], {}
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            e, done = stack.pop()
+            if done:
+                slot[id(e)] = len(order)
+                order.append(e)
+            elif id(e) not in slot:
+                slot[id(e)] = None
+                stack.append((e, True))
+                stack.extend((a, False) for a in reversed(e.args) if id(a) not in slot)
     last = {slot[id(a)]: k for k, e in enumerate(order) for a in e.args}
+    for r in roots:
+        last[slot[id(r)]] = len(order)  # alive to the end
     steps = []
     for k, e in enumerate(order):
         if e.op in ("var", "const"):
@@ -275,7 +294,6 @@ def _make_plan(expr):
         args = tuple(slot[id(a)] for a in e.args)
         steps.append((k, e, fn, args, tuple(sorted({i for i in args if last[i] == k}))))
     return order, [(k, e) for k, e in enumerate(order) if e.op == "var"], steps
-
 
 def _check_env(variables_, env):
     for _, e in variables_:
@@ -320,41 +338,86 @@ def evaluate(expr, env, out=None):
     bit. A dead intermediate, and ``out`` until the result is written there,
     lend their memory to the next node of their shape and dtype (``out=``).
     A constant expression returns the constant (or fills ``out``)."""
-    order, variables_, steps = _plan(expr)
-    _check_env(variables_, env)
-    vals = [e.value for e in order]  # constants in place; variables next
-    for k, e in variables_:
-        vals[k] = env[e.value]
-    owned, pool, root, inputs = set(), [], len(order) - 1, {id(v) for v in env.values()}
-    if out is not None and not any(np.may_share_memory(out, v) for v in env.values()):
-        pool.append(out)  # out holds intermediates too, until the result
-    for k, e, fn, args, dying in steps:
-        argv = [vals[i] for i in args]
-        for i in dying:
-            if i in owned:  # an intermediate of ours, dead: its memory is free
-                pool.append(vals[i])
-        shape, buf = _shape(argv), None
-        if k == root and out is not None:
-            if out.shape != shape or out.dtype != e.dtype:
-                raise ExprInputError(f"evaluate: out is {out.dtype} {out.shape}, the "
-                                     f"result {e.dtype} {shape}")
-            # (a where into out holding one of its branches: computed apart)
-            buf = None if fn is None and (out is argv[0] or out is argv[1]) else out
-        elif shape and fn is not operator.pow:
-            for j, p in enumerate(pool):
-                # (a where writes its else branch first: not into another branch)
-                if p.shape == shape and p.dtype == e.dtype and (
-                        fn is not None or not (p is argv[0] or p is argv[1])):
-                    buf = pool.pop(j)
-                    break
-        r = vals[k] = _compute(e, fn, argv, buf)
-        if type(r) is np.ndarray and r.shape and id(r) not in inputs:
-            owned.add(k)  # an array of this call's making
-    r = vals[root]
-    if out is not None and r is not out:
-        np.copyto(out, r)
-        return out
-    return r
+    return _memo(_programs, expr, id(expr), lambda: Program((expr,)))(env, out=out)[0]
+
+
+def evaluate_many(exprs, env):
+    """The expressions ``exprs`` (a tuple) computed together with NumPy on
+    ``env``, as ``evaluate`` computes each: a node they share is computed
+    once, and dead intermediates lend their memory to later nodes. Returns
+    a list of results, in the order of ``exprs``."""
+    return _memo(_programs, exprs, tuple(map(id, exprs)), lambda: Program(exprs))(env)
+
+
+class Program:
+    """Expressions compiled together for many evaluations (``evaluate_many``
+    of the same expressions): ``program(env)`` returns their values, in
+    order. ``names``: the variables they read; ``check=False`` trusts the
+    caller that every value has the dtype its variable was built for."""
+
+    __slots__ = ("consts", "variables", "steps", "outs", "names")
+
+    def __init__(self, exprs):
+        exprs = tuple(exprs)
+        order, variables_, steps = _make_plan(exprs)
+        self.consts = [e.value if e.op == "const" else None for e in order]
+        self.variables = [(k, e.value, e.dtype) for k, e in variables_]
+        self.names = frozenset(e.value for _, e in variables_)
+        slot = {id(e): k for k, e in enumerate(order)}
+        self.outs = [slot[id(e)] for e in exprs]
+        self.steps = [(k, fn, args, dying, e.dtype, fn is None or fn is operator.pow)
+                      for k, e, fn, args, dying in steps]
+
+    def __call__(self, env, check=True, out=None):
+        """The values; ``out`` (a program of one expression): an array that
+        lends its memory to intermediates and receives the result."""
+        vals = self.consts[:]
+        for k, name, dt in self.variables:
+            v = env.get(name) if check else env[name]
+            if check:
+                vdt = getattr(v, "dtype", None)
+                if vdt is None or vdt != dt:
+                    raise ExprInputError(f"the expression was built for {name!r} of {dt}, "
+                                         f"given {vdt}: build it for these "
+                                         "(expressions(spec, dtype))")
+            vals[k] = v
+        owned, pool = set(), []
+        root = self.outs[-1] if self.outs else None
+        if out is not None and not any(np.may_share_memory(out, v) for v in env.values()):
+            pool.append(out)  # out holds intermediates too, until the result
+        for k, fn, args, dying, dt, special in self.steps:
+            argv = [vals[i] for i in args]
+            for i in dying:
+                if i in owned:  # an intermediate of ours, dead: its memory is free
+                    pool.append(vals[i])
+            buf = None
+            if out is not None and k == root:
+                shape = _shape(argv)
+                if out.shape != shape or out.dtype != dt:
+                    raise ExprInputError(f"evaluate: out is {out.dtype} {out.shape}, the "
+                                         f"result {dt} {shape}")
+                # (a where into out holding one of its branches: computed apart)
+                if not (fn is None and (out is argv[0] or out is argv[1])):
+                    buf = out
+            elif pool and fn is not operator.pow:
+                shape = _shape(argv)
+                if shape:
+                    for j, p in enumerate(pool):
+                        # (a where writes its else branch first: not into another branch)
+                        if p.shape == shape and p.dtype == dt and (
+                                fn is not None or not (p is argv[0] or p is argv[1])):
+                            buf = pool.pop(j)
+                            break
+            r = vals[k] = (fn(*argv, out=buf) if buf is not None and not special
+                           else _compute(None, fn, argv, buf) if special else fn(*argv))
+            if type(r) is np.ndarray and r.ndim and r is not out:
+                owned.add(k)  # an array of this call's making
+        if out is not None:
+            r = vals[root]
+            if r is not out:
+                np.copyto(out, r)
+            vals[root] = out
+        return [vals[k] for k in self.outs]
 
 
 # -- numexpr ----------------------------------------------------------------------------
