@@ -22,6 +22,7 @@ from .jacobians import hessian, jacobian
 from .linearization import hessian_operator, hessp, linearize, linearize_grad
 from .checkpoint import checkpoint, checkpoint_sequential
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_anomaly_mode
+from .fused_sweeps import fusion
 from . import transpose as _transpose  # noqa: E402,F401  (installs the engine's hook)
 from . import twin_hints as _twin_hints  # noqa: E402,F401  (installs the guards' hook)
 from . import second_order as _second_order  # noqa: E402,F401  (second order by replay)
@@ -48,7 +49,7 @@ __all__ = [
     "ComplexOutputError", "DomainError", "TruthValueError", "RuleError",
     "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
     "checkpoint", "checkpoint_sequential",
-    "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled",
+    "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "fusion",
 ]
 
 #: submodules that are part of the public surface (``chainrules.numpy.array``,

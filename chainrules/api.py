@@ -18,6 +18,7 @@ from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
 from .arrays import ones_like_value, zeros_like_value
 from .errors import NonDifferentiableInputError, TangentShapeError
 from .fp_warnings import at_user_line
+from .fused_sweeps import fuse
 from .graph import Tape
 from .tangents import ZERO, Structural
 from .tracing import Traced, stop_gradient, untraced
@@ -70,6 +71,7 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
         finally:
             tape.active = False
         if type(out) is Traced and out.tape is tape:
+            fuse(tape, (out.node,))
             grads = tape.backward([out.node], [ones_like_value(untraced(out), dtype)])
         else:
             grads = NO_GRADIENTS
@@ -138,6 +140,7 @@ def vjp(f, *primals, has_aux=False):
         tape.active = False
     leaves, td = pytree.flatten(out)
     value = pytree.unflatten(td, [unwrap_level(v, tape) for v in leaves])
+    fuse(tape, [o.node for o in leaves if type(o) is Traced and o.tape is tape])
 
     @at_user_line
     def f_vjp(cotangent):
@@ -205,8 +208,9 @@ def jvp(f, primals, tangents):
         for nid, tv in zip(spec.ids, tl):
             if nid is not None and not isinstance(tv, Structural):
                 seeds[nid] = tv
-    tans = tape.forward(seeds)
     leaves, td = pytree.flatten(out)
+    fuse(tape, [o.node for o in leaves if type(o) is Traced and o.tape is tape])
+    tans = tape.forward(seeds)
     users = user_arrays(primals, tangents)
     outs, touts = [], []
     for o in leaves:
@@ -239,6 +243,7 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
     for nid, tv in zip(spec.ids, check_tangent(v, x, fname, entry="hvp")):
         if nid is not None and not isinstance(tv, Structural):
             seeds[nid] = tv
+    fuse(tape, (out.node,), second_order=True)
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
     g, hv = tape.backward_with_tangents([out.node], [ones_like_value(untraced(out), dtype)],
                                         [ZERO], tans,

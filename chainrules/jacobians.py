@@ -30,6 +30,7 @@ from .arguments import (function_name, is_inexact, normalize_argnums, scalar_out
                         trace_args, unwrap_level)
 from .arrays import is_array, shape_of
 from .errors import MissingRuleError, NonDifferentiableInputError
+from .fused_sweeps import fuse
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, Structural
 from .tracing import Traced, untraced
@@ -43,7 +44,8 @@ class Recording:
 
     __slots__ = ("tape", "specs", "out", "aux", "out_leaves", "out_td")
 
-    def __init__(self, f, args, nums, fname, has_aux=False, kwargs=None, private=False):
+    def __init__(self, f, args, nums, fname, has_aux=False, kwargs=None, private=False,
+                 second_order=False):
         tape = Tape()
         try:
             # private: the recording outlives the call, so it keeps copies of
@@ -63,6 +65,9 @@ class Recording:
         self.out = out
         self.aux = None if aux is None else unwrap_level(aux, tape)
         self.out_leaves, self.out_td = pytree.flatten(out)
+        # (second_order: the recording is for Hessians and HVPs)
+        fuse(tape, [leaf.node for leaf in self.out_leaves
+                    if type(leaf) is Traced and leaf.tape is tape], second_order=second_order)
 
     def node(self, leaf):
         """The node of an output leaf on this tape, or None for a constant."""
@@ -358,7 +363,7 @@ def hessian(f, argnums=0, has_aux=False, chunk_size=None):
     @functools.wraps(f)
     def hessian_f(*args, **kwargs):
         _refuse_lazy(args, nums, f"hessian of {fname}")
-        rec = Recording(f, args, nums, fname, has_aux, kwargs)
+        rec = Recording(f, args, nums, fname, has_aux, kwargs, second_order=True)
         try:
             scalar_output_dtype(rec.out, rec.tape, f"hessian of {fname}")
             H = _hessian(rec, fname, single, chunk_size)

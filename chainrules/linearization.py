@@ -123,7 +123,7 @@ class _HvpRecording:
         self.f, self.fname = f, fname
         self._demand = None
         self._closed = False
-        rec = Recording(f, (x,), (0,), fname, private=True)
+        rec = Recording(f, (x,), (0,), fname, private=True, second_order=True)
         self.tape = tape = rec.tape
         self.spec = rec.specs[0]
         # the private copy of x the recording was made at (what tangents are

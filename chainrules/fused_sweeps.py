@@ -1,0 +1,497 @@
+"""Fused sweeps: connected regions of elementwise rules swept as one rule.
+
+After a function is traced, ``fuse(tape, outputs)`` finds the maximal
+regions of elementwise derived rules (``scalar_rule``'s unary and binary
+rules and constant-partial rules, of one dtype and the root's shape, each
+member but the root read by one other member only and not an output) and
+puts one ``FusedRegion`` at each region's root in place of its members. Its
+pullback, pushforward and pullback with tangents are programs written once
+per region shape (``fusion_code.RegionCode``, cached by the members' specs,
+wiring and constants, not by the values), evaluated with NumPy into
+recycled buffers: every sweep of the tape (reverse, forward, forward over
+reverse) then makes one call for the region, multiplies scalar factors
+before touching the data, and never computes or stores the tangents and
+cotangents of the members inside.
+
+The forward pass is untouched: the user's code runs eagerly, once. On dask
+arrays the programs build dask's graph, whose blockwise operations dask
+fuses into one task per chunk. A traced value of an outer recording
+(nested differentiation) and cotangents of another dtype take the members'
+own rules one by one, as do anomaly mode (which names the operation that
+made a NaN) and ``fusion(False)``.
+"""
+
+import contextlib
+import contextvars
+from math import prod
+
+import numpy as np
+
+from . import elementwise_expr as ee
+from .arrays import is_array, uniform_value
+from .broadcast import expand_batched, unbroadcast, unbroadcast_batched
+from .derived import BinaryScalarRule, UnaryScalarRule
+from .derived_common import NotKept
+from .derived_linear import BilinearRule, ConstPartialRule, SelfProductRule
+from .fusion_code import Member, RegionCode
+from .rule import ReverseRule
+from .sweep_common import MULTI
+from .tangents import ZERO, Structural
+
+__all__ = ["fusion", "fuse", "FusedRegion"]
+
+_ndarray = np.ndarray
+_enabled = contextvars.ContextVar("chainrules_fusion", default=True)
+
+#: the smallest root size fused, for first-order sweeps and for sweeps with
+#: tangents (HVPs, Hessians): below it a program's fixed cost (finding the
+#: regions, a Python step per operation) is not repaid by the passes it
+#: saves. Measured with ``benchmarks/fusion.py`` (one thread): gradients gain
+#: nothing before about 1e5 elements (NumPy makes the same passes; fusion
+#: saves the rules' Python calls and temporaries), HVPs from about 1.6e4
+#: (the members' tangents are never computed)
+MIN_SIZE = 65536
+MIN_SIZE_SECOND = 16384
+
+
+@contextlib.contextmanager
+def fusion(enabled=True):
+    """Turn fused sweeps on or off in this context (thread, task); they are
+    on by default. Off, every rule is swept on its own, as anomaly mode does.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> with cr.fusion(False):
+    ...     cr.grad(lambda x: np.sum(np.tanh(2.0 * x) ** 2))(np.zeros(3))
+    array([0., 0., 0.])
+    """
+    token = _enabled.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _enabled.reset(token)
+
+
+# -- finding regions --------------------------------------------------------------------
+_codes = {}
+_FUSIBLE = frozenset((UnaryScalarRule, BinaryScalarRule, ConstPartialRule, BilinearRule,
+                      SelfProductRule))
+
+
+def _const_key(v):
+    """How a constant argument enters the code: a scalar as a constant
+    (its type and bits), an array as a variable of its dtype."""
+    if isinstance(v, NotKept):  # not read by the partials
+        return ("array", None)
+    if type(v) in (int, float, complex, bool):
+        return ("scalar", type(v), v)
+    if isinstance(v, np.generic) or (type(v) is _ndarray and v.ndim == 0):
+        return ("scalar", v.dtype.str, np.asarray(v).tobytes())
+    return ("array", getattr(getattr(v, "dtype", None), "str", None))
+
+
+_expressible = {}
+
+
+def _has_expressions(spec, dtype):
+    """Whether ``spec``'s partials are expressions for ``dtype`` (cached)."""
+    key = (id(spec), dtype)
+    hit = _expressible.get(key)
+    if hit is None or hit[0] is not spec:
+        if len(_expressible) > 4096:
+            _expressible.clear()
+        hit = _expressible[key] = (spec, ee.expressions(spec, dtype) is not None)
+    return hit[1]
+
+
+def _describe(rule, dtypes, dtype):
+    """``(key, traced input ids by place)`` of a fusible rule whose node has
+    ``dtype``, or None."""
+    t = type(rule)
+    if t is UnaryScalarRule:
+        x = rule.x_id
+        if dtypes[x] != dtype or not _has_expressions(rule.spec, dtype):
+            return None
+        return ("unary", rule.spec), (x,)
+    if t is ConstPartialRule:
+        if dtypes[rule.x_id] != dtype:
+            return None
+        return ("const", _const_key(rule.d)), (rule.x_id,)
+    if t is BilinearRule:
+        xi, yi = rule.x_id, rule.y_id
+        if (rule.op is not np.multiply or rule.args or rule.kwargs
+                or (xi is not None and dtypes[xi] != dtype)
+                or (yi is not None and dtypes[yi] != dtype)):
+            return None
+        return ("multiply", None if xi is not None else _const_key(rule.x),
+                None if yi is not None else _const_key(rule.y)), (xi, yi)
+    if t is SelfProductRule:
+        if dtypes[rule.x_id] != dtype:
+            return None
+        return ("square",), (rule.x_id,)
+    if t is BinaryScalarRule:
+        xi, yi = rule.x_id, rule.y_id
+        if ((xi is not None and dtypes[xi] != dtype) or (yi is not None and dtypes[yi] != dtype)
+                or not _has_expressions(rule.spec, dtype)):
+            return None
+        return ("binary", rule.spec, None if xi is not None else _const_key(rule.x),
+                None if yi is not None else _const_key(rule.y)), (xi, yi)
+    return None
+
+
+def find_regions(tape, outputs, keep=(), min_size=0):
+    """The regions to fuse: a list of ``(member node ids in tape order, region
+    input ids, code key)``; roots smaller than ``min_size`` are not fused."""
+    rules, shapes, dtypes = tape.rules, tape.shapes, tape.dtypes
+    fusible = _FUSIBLE
+    cand = [i for i, r in enumerate(rules) if type(r) in fusible
+            and shapes[i] is not MULTI and prod(shapes[i]) >= min_size]
+    if len(cand) < 2:
+        return []
+    n = len(rules)
+    uses = [0] * n
+    for rule in rules:
+        if rule is not None:
+            for j in rule.inputs():
+                uses[j] += 1
+    for o in outputs:
+        if o is not None:
+            uses[o] += 2
+    for k in keep:
+        uses[k] += 2
+    described = {}
+    for i in cand:
+        dtype = dtypes[i]
+        if dtype.kind in "fc":
+            d = _describe(rules[i], dtypes, dtype)
+            if d is not None:
+                described[i] = d
+    claimed = set()
+    found = []
+    for i in reversed(cand):
+        if i in claimed or i not in described:
+            continue
+        dtype, shape = dtypes[i], shapes[i]
+        members = {i: described[i]}
+        stack = [i]
+        while stack:
+            m = stack.pop()
+            for j in members[m][1]:
+                if (j is not None and j not in members and uses[j] == 1 and j in described
+                        and shapes[j] == shape and dtypes[j] == dtype):
+                    members[j] = described[j]
+                    stack.append(j)
+        if len(members) < 2:
+            continue
+        claimed.update(members)
+        order = sorted(members)
+        local = {nid: k for k, nid in enumerate(order)}
+        ins = sorted({j for m in order for j in members[m][1]
+                      if j is not None and j not in local})
+        at = {nid: j for j, nid in enumerate(ins)}
+        key = [dtype.str]
+        for m in order:
+            desc, srcs = members[m]
+            key.append((desc, tuple(None if s is None else
+                                    ("member", local[s]) if s in local else ("input", at[s])
+                                    for s in srcs)))
+        found.append((order, ins, tuple(key)))
+    return found
+
+
+def _code(key, order, rules):
+    """The ``RegionCode`` of a region key (made from the rules once)."""
+    hit = _codes.get(key)
+    if hit is None:
+        if len(_codes) > 1024:
+            _codes.clear()
+        dtype = np.dtype(key[0])
+        members = []
+        n_inputs = 1 + max((s[1] for _, srcs in key[1:] for s in srcs
+                            if s is not None and s[0] == "input"), default=-1)
+        try:
+            for k, ((desc, srcs), nid) in enumerate(zip(key[1:], order)):
+                members.append(_member(k, desc, srcs, rules[nid], dtype))
+            code = RegionCode(members, n_inputs, dtype)
+        except ee.NotExpressible:
+            code = None
+        # the specs in the key stay alive with it (ids are not reused)
+        hit = _codes[key] = (code,)
+    return hit[0]
+
+
+def _member(k, desc, srcs, rule, dtype):
+    kind = desc[0]
+    if kind == "const":
+        return Member("const", srcs, {"d": ee.constant(rule.d)})
+    x, y = ee.placeholder(f"x{k}", dtype), ee.placeholder(f"y{k}", dtype)
+    if kind == "unary":
+        return Member("unary", srcs, ee.build_on(rule.spec, ("d", "d2"), (x, y)))
+    if kind == "square":  # x * x of one node
+        return Member("unary", srcs, {"d": ee.apply(np.multiply, (2, x)), "d2": ee.constant(2)})
+    args = []
+    consts = desc[1:3] if kind == "multiply" else desc[2:4]
+    for role, const, v in (("x", consts[0], rule.x), ("y", consts[1], rule.y)):
+        if const is None:
+            args.append(ee.placeholder(f"{role}{k}", dtype))
+        elif const[0] == "scalar":
+            args.append(ee.constant(v))
+        else:
+            args.append(ee.placeholder(f"{role}{k}", np.dtype(const[1] or dtype)))
+    if kind == "multiply":  # bilinear: d/dx = y, d/dy = x, one mixed second partial
+        return Member("binary", srcs, {"dx": args[1], "dy": args[0], "dxx": None,
+                                       "dxy": ee.constant(1), "dyy": None})
+    args.append(ee.placeholder(f"z{k}", dtype))
+    return Member("binary", srcs, ee.build_on(rule.spec, ("dx", "dy", "dxx", "dxy", "dyy"),
+                                              args))
+
+
+def fuse(tape, outputs, keep=(), second_order=False):
+    """Put a ``FusedRegion`` at the root of every region of ``tape`` that
+    sweeps from ``outputs`` (and keeping the cotangents of ``keep``) may
+    fuse, in place of its members: afterwards the members inside a region
+    have no tangents or cotangents of their own. ``second_order``: the tape
+    is for sweeps with tangents (``MIN_SIZE_SECOND``, else ``MIN_SIZE``).
+    Returns the number of regions. Does nothing with fusion off, in anomaly
+    mode, or on a freed tape."""
+    if not _enabled.get() or tape.anomaly or tape.freed is not None:
+        return 0
+    rules = tape.rules
+    count = 0
+    min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
+    for order, ins, key in find_regions(tape, outputs, keep, min_size):
+        code = _code(key, order, rules)
+        if code is None:
+            continue
+        members = [rules[m] for m in order]
+        root = order[-1]
+        rules[root] = FusedRegion(tuple(ins), tuple(order), members, code,
+                                  tuple(tape.shapes[j] for j in ins), tape.shapes[root])
+        for m in order[:-1]:
+            rules[m] = None
+        count += 1
+    return count
+
+
+# -- the fused rule ---------------------------------------------------------------------
+def _fit(v, shape, root):
+    """A region result as a cotangent or tangent of an input of ``shape``.
+    Every result stands for an array of the ``root``'s shape (a member's
+    cotangent times partials): broadcast to it where it came out smaller (a
+    uniform cotangent times constant partials is one scalar), then summed
+    over the axes along which the input was broadcast."""
+    vs = np.shape(v)
+    if vs == shape == root:
+        return v
+    if vs != root:
+        v = np.broadcast_to(v, np.broadcast_shapes(vs, root))
+    return unbroadcast(v, shape)
+
+
+def _fit_batched(v, k, shape, root):
+    """``_fit`` of a batch of ``k`` directions (a leading axis): ``(k,) +
+    shape``, the batch axis never summed."""
+    full = (k,) + tuple(root)
+    if np.shape(v) != full:
+        v = np.broadcast_to(v, np.broadcast_shapes(np.shape(v), full))
+    return unbroadcast_batched(v, shape)
+
+
+def _array(v):
+    """An array the programs compute with: an ndarray, or another array type
+    that implements NumPy's protocols (dask: the programs then build its
+    graph, which dask fuses chunk by chunk), never a traced value."""
+    return type(v) is _ndarray or is_array(v)
+
+
+def _uniform(g):
+    """The one value of a uniform cotangent (a sum's), as a NumPy scalar of
+    its dtype, or None."""
+    u = uniform_value(g)
+    if u is None or getattr(u, "dtype", None) == g.dtype:
+        return u
+    return g.dtype.type(u)
+
+
+class FusedRegion(ReverseRule):
+    """The rules of a region swept as one (see the module docstring).
+    ``inputs()`` are the region's inputs; ``members`` the rules it stands
+    for and ``nodes`` their NodeIds, in tape order (the root last)."""
+
+    __slots__ = ("ins", "nodes", "members", "code", "in_shapes", "shape")
+
+    cot_skippable = True
+
+    def __init__(self, ins, nodes, members, code, in_shapes, shape):
+        self.ins = ins
+        self.nodes = nodes
+        self.members = members
+        self.code = code
+        self.in_shapes = in_shapes
+        self.shape = shape
+
+    @property
+    def name(self):
+        names = []
+        for m in self.members:
+            n = m.name
+            if n not in names:
+                names.append(n)
+        return f"fused({', '.join(names)})"
+
+    @property
+    def linear(self):
+        return all(m.linear for m in self.members)
+
+    def inputs(self):
+        return self.ins
+
+    def _run(self, mode, variant, bind):
+        """The program's results (None: structurally zero), or None when the
+        values are not for it: a member's value that is not a NumPy value
+        (the rules then run one by one), a bound value of another dtype."""
+        zeros, program, values = self.code.program(mode, variant)
+        dtype = self.code.dtype
+        for v in bind.values():
+            if getattr(v, "dtype", None) != dtype:
+                return None
+        members = self.members
+        for name, k, role in values:
+            v = getattr(members[k], role)
+            if type(v) is not _ndarray and not isinstance(v, np.generic) and not is_array(v):
+                return None
+            bind[name] = v
+        vals = iter(program(bind, False))
+        return [None if z else next(vals) for z in zeros]
+
+    # -- the sweeps ------------------------------------------------------------------
+    def pullback(self, g):
+        if not _array(g):
+            return self._unfused_pullback(g, False)
+        u = _uniform(g)
+        out = self._run("pullback", u is not None, {"g": g if u is None else u})
+        if out is None:
+            return self._unfused_pullback(g, False)
+        root = self.shape
+        return [(j, ZERO if c is None else _fit(c, s, root))
+                for j, c, s in zip(self.ins, out, self.in_shapes)]
+
+    def pushforward(self, tangents, batched=False):
+        has_t = tuple(_array(t) for t in tangents)
+        out = None
+        if all(h or isinstance(t, Structural) for h, t in zip(has_t, tangents)):
+            out = self._run("pushforward", has_t,
+                            {f"t{j}": t for j, t in enumerate(tangents) if has_t[j]})
+        if out is None:
+            return self._unfused_pushforward(tangents, batched)
+        if out[0] is None:
+            return ZERO
+        return out[0] if batched else _fit(out[0], self.shape, self.shape)
+
+    def pullback_with_tangents(self, g, gd, tangents, skip=()):
+        return self._with_tangents(g, gd, tangents, skip, None)
+
+    def _with_tangents(self, g, gd, tangents, skip, k):
+        """``pullback_with_tangents``; ``k``: ``gd`` and the tangents are
+        batches of ``k`` directions (``g`` is shared)."""
+        has_gd = _array(gd)
+        has_t = tuple(_array(t) for t in tangents)
+        if (not _array(g) or not (has_gd or isinstance(gd, Structural))
+                or not all(h or isinstance(t, Structural) for h, t in zip(has_t, tangents))):
+            return self._unfused_with_tangents(g, gd, tangents, k)
+        u = _uniform(g)
+        skips = tuple(j in skip for j in self.ins)
+        if k is None:
+            bind = {f"t{j}": t for j, t in enumerate(tangents) if has_t[j]}
+        else:
+            n = len(self.shape)
+            bind = {f"t{j}": expand_batched(t, s, n)
+                    for j, (t, s) in enumerate(zip(tangents, self.in_shapes)) if has_t[j]}
+        bind["g"] = g if u is None else u
+        if has_gd:
+            bind["gd"] = gd
+        out = self._run("pullback_with_tangents", (u is not None, has_gd, has_t, skips), bind)
+        if out is None:
+            return self._unfused_with_tangents(g, gd, tangents, k)
+        n, root = len(self.ins), self.shape
+        return [(j, ZERO if c is None else _fit(c, s, root),
+                 ZERO if d is None else _fit(d, s, root) if k is None
+                 else _fit_batched(d, k, s, root))
+                for j, c, d, s in zip(self.ins, out[:n], out[n:], self.in_shapes)]
+
+    # batches of directions: the programs broadcast over a leading axis
+    batched = True
+
+    def pullback_batched(self, G):
+        if not _array(G):
+            return self._unfused_pullback(G, True)
+        out = self._run("pullback", False, {"g": G})
+        if out is None:
+            return self._unfused_pullback(G, True)
+        k = G.shape[0]
+        return [(j, ZERO if c is None else _fit_batched(c, k, s, self.shape))
+                for j, c, s in zip(self.ins, out, self.in_shapes)]
+
+    def pushforward_batched(self, tangents):
+        n = len(self.shape)
+        expanded = tuple(expand_batched(t, s, n) for t, s in zip(tangents, self.in_shapes))
+        k = next((t.shape[0] for t in tangents if not isinstance(t, Structural)), 0)
+        t = self.pushforward(expanded, True)
+        return t if isinstance(t, Structural) else _fit_batched(t, k, self.shape, self.shape)
+
+    def pullback_with_tangents_batched(self, g, GD, tangents, skip=()):
+        # (no batched value at all: no tangent to compute, only cotangents)
+        k = next((t.shape[0] for t in (GD,) + tuple(tangents) if not isinstance(t, Structural)),
+                 0)
+        return self._with_tangents(g, GD, tangents, skip, k)
+
+    # -- the members one by one ------------------------------------------------------
+    def _member_tangents(self, tangents, batched):
+        """Every node's tangent (by NodeId) from the region inputs' ``tangents``."""
+        t = dict(zip(self.ins, tangents))
+        for nid, m in zip(self.nodes, self.members):
+            ts = tuple(t.get(j, ZERO) for j in m.inputs())
+            t[nid] = (ZERO if all(isinstance(a, Structural) for a in ts)
+                      else m.pushforward_batched(ts) if batched else m.pushforward(ts))
+        return t
+
+    def _unfused_pushforward(self, tangents, batched):
+        return self._member_tangents(tangents, batched)[self.nodes[-1]]
+
+    def _unfused_pullback(self, g, batched):
+        return [(j, c) for j, c, _ in self._unfused(g, None, None, batched)]
+
+    def _unfused_with_tangents(self, g, gd, tangents, k):
+        return self._unfused(g, gd, self._member_tangents(tangents, k is not None),
+                             k is not None)
+
+    def _unfused(self, g, gd, t, batched):
+        """The members' own pullbacks (with tangents when ``t`` is given) in
+        reverse order: ``(input id, cotangent, its tangent)`` triples."""
+        cots = {self.nodes[-1]: (g, gd)}
+        for nid, m in zip(reversed(self.nodes), reversed(self.members)):
+            c, cd = cots.pop(nid, (ZERO, ZERO))
+            if t is None:
+                if isinstance(c, Structural):
+                    continue
+                res = [(j, a, ZERO) for j, a in (m.pullback_batched(c) if batched
+                                                  else m.pullback(c))]
+            else:
+                if isinstance(c, Structural) and isinstance(cd, Structural):
+                    continue
+                ts = tuple(t.get(j, ZERO) for j in m.inputs())
+                res = (m.pullback_with_tangents_batched(c, cd, ts) if batched
+                       else m.pullback_with_tangents(c, cd, ts))
+            for j, a, ad in res:
+                pa, pad = cots.get(j, (ZERO, ZERO))
+                cots[j] = (_plus(pa, a), _plus(pad, ad))
+        return [(j,) + cots.get(j, (ZERO, ZERO)) for j in self.ins]
+
+
+def _plus(a, b):
+    if a is None or isinstance(a, Structural):
+        return ZERO if b is None else b
+    if b is None or isinstance(b, Structural):
+        return a
+    return a + b

@@ -1,0 +1,267 @@
+"""The derivative code of a fused region: the chain rule through a connected
+region of elementwise rules, written once as expressions (``elementwise_expr``)
+and evaluated as one program per sweep.
+
+A region is described member by member (``Member``): the kind of rule, its
+partials as expressions over its own values (``x{k}``, ``y{k}``, ``z{k}``),
+and where each traced input comes from (another member, or input ``j`` of
+the region). From that this module writes, for the kinds of sweep:
+
+* ``pullback``: the cotangent of every region input, from the root's
+  cotangent ``g``;
+* ``pullback_with_tangents``: those and their tangents, from ``g``, its
+  tangent ``gd`` and the tangents ``t{j}`` of the region inputs (the
+  tangents of the members are written inside, never stored);
+* ``pushforward``: the root's tangent from the ``t{j}``.
+
+The algebra keeps every product in the form ``scalar * array``: scalar
+factors (constant partials, a uniform cotangent) are multiplied together
+first, so ``100 * (x - a**2)**2`` pulls a sum's cotangent back as
+``(g * 200) * d`` in one pass over the data, where the rules one by one make
+three. Structural zeros (a missing tangent, a zero partial) are ``None`` and
+drop their terms, as the rules' own ``times`` and ``plus`` do. Products are
+reassociated only among scalars, and a negative scalar factor of a sum's term
+becomes a subtraction; the results equal the rules' own to a few units in the
+last place (``tests/core/test_fusion.py`` states the bound).
+"""
+
+import numpy as np
+
+from . import elementwise_expr as ee
+
+__all__ = ["Member", "RegionCode"]
+
+_mul = np.multiply
+_add = np.add
+_sub = np.subtract
+_SCALAR_OPS = frozenset(("multiply", "add", "subtract", "negative", "divide"))
+
+
+class Member:
+    """One rule of a region, as the code needs it.
+
+    ``kind``: ``"unary"``, ``"binary"`` or ``"const"`` (a constant partial);
+    ``sources``: per traced argument place (``"x"``, ``"y"``) where its value
+    comes from: ``("member", k)``, ``("input", j)`` or None (a constant
+    argument); ``partials``: ``{field: Expr or None}`` (unary ``d, d2``;
+    binary ``dx, dy, dxx, dxy, dyy``; const ``d``)."""
+
+    __slots__ = ("kind", "sources", "partials")
+
+    def __init__(self, kind, sources, partials):
+        self.kind = kind
+        self.sources = sources
+        self.partials = partials
+
+
+class _Algebra:
+    """Products and sums of expressions with structural zeros (None) and
+    scalar factors kept in front. ``scalars``: ids of the variables bound to
+    scalars (a uniform cotangent)."""
+
+    def __init__(self, scalars=()):
+        self.scalars = set(scalars)
+        self.memo = {}
+
+    def scalarish(self, e):
+        r = self.memo.get(id(e))
+        if r is None:
+            r = self.memo[id(e)] = (e.op == "const" or id(e) in self.scalars or (
+                e.op in _SCALAR_OPS and all(self.scalarish(a) for a in e.args)))
+        return r
+
+    def split(self, e):
+        """``(scalar factor or None for one, array factor or None)``."""
+        if self.scalarish(e):
+            return e, None
+        if e.op == "multiply":
+            a, b = e.args
+            if self.scalarish(a):
+                return a, b
+            if self.scalarish(b):  # (products commute exactly)
+                return b, a
+        return None, e
+
+    @staticmethod
+    def _weak(e):
+        return e.op == "const" and type(e.value) in (int, float, complex)
+
+    def smul(self, a, b):
+        """The product of two scalar factors (None: one), its constants
+        folded into one (kept last: ``g * c``)."""
+        if a is None or self._one(a):
+            return b
+        if b is None or self._one(b):
+            return a
+        ca, va = self._coefficient(a)
+        cb, vb = self._coefficient(b)
+        c = ca if cb is None else cb if ca is None else ee.constant(ca.value * cb.value)
+        v = va if vb is None else vb if va is None else ee.apply(_mul, (va, vb))
+        if c is not None and self._one(c):
+            c = None
+        if v is None:
+            return c if c is not None else ee.constant(1)
+        return v if c is None else ee.apply(_mul, (v, c))
+
+    @staticmethod
+    def _coefficient(s):
+        """A scalar factor as ``(constant or None, the rest or None)``."""
+        if s.op == "const":
+            return s, None
+        if s.op == "multiply" and s.args[1].op == "const":
+            return s.args[1], s.args[0]
+        return None, s
+
+    def _one(self, e):
+        return self._weak(e) and e.value == 1
+
+    def mul(self, a, b):
+        if a is None or b is None:
+            return None
+        for e in (a, b):
+            if self._weak(e):
+                if e.value == 0:
+                    return None  # as the rules' times(g, 0): a structural zero
+        sa, pa = self.split(a)
+        sb, pb = self.split(b)
+        s = self.smul(sa, sb)
+        if s is not None and self._one(s):
+            s = None
+        if pa is None and pb is None:
+            return s if s is not None else ee.constant(1)
+        p = pa if pb is None else pb if pa is None else ee.apply(_mul, (pa, pb))
+        return p if s is None else ee.apply(_mul, (s, p))
+
+    def add(self, a, b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        sb, pb = self.split(b)
+        if pb is not None and sb is not None and self._negative(sb):
+            return ee.apply(_sub, (a, self.mul(ee.constant(-sb.value), pb)))
+        sa, pa = self.split(a)
+        if sa is not None and sa is sb and pa is not None and pb is not None:
+            return self.mul(sa, self.add(pa, pb))  # s a + s b: one pass less
+        if pa is not None and sa is not None and self._negative(sa):
+            return ee.apply(_sub, (b, self.mul(ee.constant(-sa.value), pa)))
+        return ee.apply(_add, (a, b))
+
+    def _negative(self, s):
+        return self._weak(s) and type(s.value) is not complex and s.value < 0
+
+
+class RegionCode:
+    """The derivative programs of one region shape (members, region inputs,
+    dtype), made on demand per variant and kept: ``program(mode, variant)``
+    returns ``(expressions, names)``, the expressions in the order the rule
+    returns them (None where structurally zero) and the variables they read.
+    """
+
+    def __init__(self, members, n_inputs, dtype):
+        self.members = members
+        self.n_inputs = n_inputs
+        self.dtype = np.dtype(dtype)
+        self.programs = {}
+
+    def program(self, mode, variant):
+        """``(which results are structurally zero, the Program of the
+        others, the members' values it reads as (name, member, role))``."""
+        key = (mode, variant)
+        p = self.programs.get(key)
+        if p is None:
+            exprs = self._write(mode, variant)
+            program = ee.Program(e for e in exprs if e is not None)
+            values = tuple((n, int(n[1:]), n[0]) for n in sorted(program.names)
+                           if n[0] in "xyz")
+            p = self.programs[key] = (tuple(e is None for e in exprs), program, values)
+        return p
+
+    def _var(self, name):
+        return ee.placeholder(name, self.dtype)
+
+    def _tangents(self, alg, has_t):
+        """The tangent of every member (None: structurally zero), from the
+        region inputs' tangents ``t{j}`` (where ``has_t[j]``)."""
+        tin = [self._var(f"t{j}") if has_t[j] else None for j in range(self.n_inputs)]
+        tm = []
+
+        def of(src):
+            if src is None:
+                return None
+            return tm[src[1]] if src[0] == "member" else tin[src[1]]
+
+        for m in self.members:
+            p = m.partials
+            if m.kind == "binary":
+                sx, sy = m.sources
+                t = alg.add(alg.mul(of(sx), p["dx"]), alg.mul(of(sy), p["dy"]))
+            else:
+                t = alg.mul(of(m.sources[0]), p["d"])
+            tm.append(t)
+        return tm, of
+
+    def _write(self, mode, variant):
+        if mode == "pushforward":
+            alg = _Algebra()
+            tm, _ = self._tangents(alg, variant)
+            return (tm[-1],)
+        if mode == "pullback":
+            uniform = variant
+            g = self._var("g")
+            alg = _Algebra((id(g),) if uniform else ())
+            cots, _ = self._reverse(alg, g, None, None)
+            return tuple(cots)
+        # pullback_with_tangents: variant = (uniform g, has gd, has t per input, skip mask)
+        uniform, has_gd, has_t, skip = variant
+        g = self._var("g")
+        alg = _Algebra((id(g),) if uniform else ())
+        gd = self._var("gd") if has_gd else None
+        tm, of = self._tangents(alg, has_t)
+        cots, dots = self._reverse(alg, g, gd, of)
+        return tuple(None if skip[j] else cots[j] for j in range(self.n_inputs)) + tuple(dots)
+
+    def _reverse(self, alg, g, gd, of):
+        """The region inputs' cotangents (and, with ``of``, their tangents)."""
+        n = len(self.members)
+        cm, dm = [None] * n, [None] * n
+        cm[-1], dm[-1] = g, gd
+        cin, din = [None] * self.n_inputs, [None] * self.n_inputs
+
+        def send(src, c, d):
+            if src[0] == "member":
+                cm[src[1]] = alg.add(cm[src[1]], c)
+                dm[src[1]] = alg.add(dm[src[1]], d)
+            else:
+                cin[src[1]] = alg.add(cin[src[1]], c)
+                din[src[1]] = alg.add(din[src[1]], d)
+
+        for k in range(n - 1, -1, -1):
+            m, c, d = self.members[k], cm[k], dm[k]
+            if c is None and d is None:
+                continue
+            p = m.partials
+            if m.kind == "binary":
+                sx, sy = m.sources
+                tx = None if of is None else of(sx)
+                ty = None if of is None else of(sy)
+                for src, first, own, cross, town, tcross in (
+                        (sx, p["dx"], p["dxx"], p["dxy"], tx, ty),
+                        (sy, p["dy"], p["dyy"], p["dxy"], ty, tx)):
+                    if src is None:
+                        continue
+                    dd = None
+                    if of is not None:
+                        dd = alg.add(alg.add(alg.mul(d, first),
+                                             alg.mul(alg.mul(c, own), town)),
+                                     alg.mul(alg.mul(c, cross), tcross))
+                    send(src, alg.mul(c, first), dd)
+            else:
+                src = m.sources[0]
+                dd = None
+                if of is not None:
+                    dd = alg.mul(d, p["d"])
+                    if m.kind == "unary":
+                        dd = alg.add(dd, alg.mul(alg.mul(c, p["d2"]), of(src)))
+                send(src, alg.mul(c, p["d"]), dd)
+        return cin, (din if of is not None else None)

@@ -1,0 +1,299 @@
+"""Fused sweeps (``chainrules.fusion``) against the same sweeps with every
+rule on its own (``fusion(False)``): every expressible elementwise rule of
+the library inside a region, and random elementwise chains (float32,
+float64, complex, broadcasting, 0-d, empty and size-1 arrays, NaN and
+infinity), through ``grad``, ``vjp``, ``jvp`` and ``hvp``.
+
+The bound: a fused result agrees with the unfused one to ``BOUND_ULPS``
+units of the dtype's machine epsilon, relative to the largest finite
+magnitude of the unfused result (the fused programs multiply scalar factors
+first and factor ``s a + s b`` as ``s (a + b)``, so a component that cancels
+is compared on the scale of the terms it came from), and has the same dtype,
+shape, and NaN and infinite entries.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import chainrules as cr
+from chainrules import fused_sweeps as fusion
+from chainrules import pytree
+
+from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
+
+def setup_module():
+    # fuse at every size here (the thresholds are for speed, not results)
+    global _SIZES
+    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND
+    fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = 0
+
+
+def teardown_module():
+    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND = _SIZES
+
+
+#: measured: at most 3.4 (float64) and 7.0 (float32) over the library sweep
+#: and the random chains; the bound leaves room for other inputs
+BOUND_ULPS = 16
+
+
+@pytest.fixture
+def regions(monkeypatch):
+    """The number of regions each API call fused, in call order."""
+    counts = []
+    real = fusion.fuse
+
+    def counting(*args, **kwargs):
+        n = real(*args, **kwargs)
+        counts.append(n)
+        return n
+
+    monkeypatch.setattr(cr.api, "fuse", counting)
+    return counts
+
+
+def _agree(fused, plain, where=""):
+    fl, _ = pytree.flatten(fused)
+    pl, _ = pytree.flatten(plain)
+    assert len(fl) == len(pl)
+    for f, p in zip(fl, pl):
+        f, p = np.asarray(f), np.asarray(p)
+        assert f.dtype == p.dtype and f.shape == p.shape, (where, f.dtype, p.dtype)
+        assert np.array_equal(np.isnan(f), np.isnan(p)), where
+        inf = np.isinf(p)
+        assert np.array_equal(f[inf], p[inf]) and not np.isinf(f[~inf]).any(), where
+        fin = np.isfinite(p)
+        if not fin.any():
+            continue
+        scale = np.max(np.abs(p[fin]))
+        eps = np.finfo(p.dtype).eps
+        err = np.max(np.abs(f[fin] - p[fin]), initial=0)
+        assert err <= BOUND_ULPS * eps * scale, (where, err / (eps * scale) if scale else err)
+
+
+def _both(call):
+    fused = call()
+    with cr.fusion(False):
+        plain = call()
+    return fused, plain
+
+
+# -- every expressible rule of the library, inside a region --------------------------
+def _case(name, dt):
+    spec = SPECS[name]
+    env, _ = _sample(spec, dt, n=48)
+    args = [env["x"]] + ([env["y"]] if hasattr(spec, "dx") else [])
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.5, 1.5, args[0].shape).astype(dt)
+    return spec.op, args, w, rng
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("name", EXPRESSIBLE)
+def test_library_rule_fused_agrees(name, dt, regions):
+    op, args, w, rng = _case(name, dt)
+
+    def vec(*a):
+        return w * op(*a)
+
+    def loss(a):
+        return np.sum(np.real(vec(*a)) * 0.75)
+
+    def flat(a):  # the sum's uniform cotangent, scaled by constants only
+        return np.sum(np.real(op(*a) * 0.75 + 0.5))
+
+    with np.errstate(all="ignore"):
+        out = vec(*args)
+        ct = rng.standard_normal(np.shape(out)).astype(np.result_type(out))
+        ts = [rng.standard_normal(a.shape).astype(dt) for a in args]
+        _agree(*_both(lambda: cr.grad(loss)(tuple(args))), "grad")
+        _agree(*_both(lambda: cr.vjp(vec, *args)[1](ct)), "vjp")
+        _agree(*_both(lambda: cr.jvp(vec, tuple(args), tuple(ts))), "jvp")
+        _agree(*_both(lambda: cr.hvp(loss, tuple(args), tuple(ts))), "hvp")
+        _agree(*_both(lambda: cr.grad(flat)(tuple(args))), "grad, uniform")
+        _agree(*_both(lambda: cr.hvp(flat, tuple(args), tuple(ts))), "hvp, uniform")
+    # the rule was inside a fused region (its result type may differ: wofz)
+    assert regions and regions[0] >= (1 if np.result_type(out) == dt else 0), regions
+
+
+# -- random elementwise chains ---------------------------------------------------------
+_UNARY = {
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "square": np.square,
+    "cube": lambda v: v ** 3, "neg": np.negative, "exp_small": lambda v: np.exp(v * 0.25),
+    "scale": lambda v: v * 1.7, "shift": lambda v: v + 0.3, "rsub": lambda v: 2.0 - v,
+    "halve": lambda v: v / 2.0,
+}
+_BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract}
+_SHAPES = [(), (0,), (1,), (5,), (3, 4)]
+
+
+@st.composite
+def chains(draw):
+    shape = draw(st.sampled_from(_SHAPES))
+    # the second input broadcasts against the first, or has its shape
+    yshape = draw(st.sampled_from([shape, shape[1:], (1,) * len(shape), ()]))
+    kind = draw(st.sampled_from(["f64", "f32", "c128"]))
+    steps = draw(st.lists(st.tuples(st.sampled_from(sorted(_UNARY) + sorted(_BINARY)),
+                                    st.integers(0, 10)), min_size=2, max_size=12))
+    special = draw(st.sampled_from([None, np.nan, np.inf, -np.inf]))
+    seed = draw(st.integers(0, 2 ** 16))
+    return shape, yshape, kind, steps, special, seed
+
+
+def _chain(steps):
+    def f(x, y):
+        vals = [x, y]
+        for name, k in steps:
+            if name in _UNARY:
+                vals.append(_UNARY[name](vals[-1]))
+            else:
+                vals.append(_BINARY[name](vals[-1], vals[k % len(vals)]))
+        return vals[-1] + 0 * x  # the first input's shape at least
+    return f
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains())
+def test_random_chains_fused_agree(chain):
+    shape, yshape, kind, steps, special, seed = chain
+    dt = {"f64": np.float64, "f32": np.float32, "c128": np.complex128}[kind]
+    rng = np.random.default_rng(seed)
+
+    def draw(s):
+        v = rng.uniform(-1.5, 1.5, s)
+        if dt == np.complex128:
+            v = v + 1j * rng.uniform(-1, 1, s)
+        return np.asarray(v, dtype=dt)
+
+    x, y = draw(shape), draw(yshape)
+    if special is not None and x.size:
+        x.flat[0] = special
+    f = _chain(steps)
+    with np.errstate(all="ignore"):
+        out = f(x, y)
+        ct, tx, ty = draw(out.shape), draw(shape), draw(yshape)
+        _agree(*_both(lambda: cr.vjp(f, x, y)[1](ct)), "vjp")
+        cts = np.stack([ct, ct * 0.5 - 1])
+        _agree(*_both(lambda: cr.vjp(f, x, y)[1].many(cts)), "vjp batch")
+        _agree(*_both(lambda: cr.jvp(f, (x, y), (tx, ty))), "jvp")
+        if dt != np.complex128:
+            w = draw(out.shape)
+
+            def loss(p):
+                return np.sum(w * f(*p))
+
+            def flat(p):  # a sum's uniform cotangent reaches every member unscaled
+                return np.sum(f(*p) * 0.5)
+
+            for g in (loss, flat):
+                _agree(*_both(lambda: cr.grad(g)((x, y))), "grad")
+                _agree(*_both(lambda: cr.hvp(g, (x, y), (tx, ty))), "hvp")
+                # batches of directions: every column of the Hessian at once
+                _agree(*_both(lambda: cr.hessian(g)((x, y))), "hessian")
+            _agree(*_both(lambda: cr.jacobian(f, argnums=(0, 1))(x, y)), "jacobian")
+
+
+# -- what fusion leaves alone -----------------------------------------------------------
+def test_rosenbrock_is_one_region_and_agrees(regions):
+    def rosen(x):
+        a = x[:-1]
+        return np.sum(100.0 * (x[1:] - a ** 2) ** 2 + (1.0 - a) ** 2)
+
+    x = np.linspace(-1.2, 1.1, 50)
+    v = np.cos(np.arange(50.0))
+    _agree(*_both(lambda: cr.hvp(rosen, x, v)), "hvp")
+    _agree(*_both(lambda: cr.grad(rosen)(x)), "grad")
+    assert regions[0] == 1
+
+
+def test_anomaly_mode_sweeps_the_rules_one_by_one(regions):
+    def f(x):
+        return np.sum(np.sqrt(x * 2.0) * (x - x) * 3.0)
+
+    x = np.array([0.0, 1.0])
+    with np.errstate(all="ignore"):
+        with cr.detect_anomaly(), pytest.raises(cr.NumericalInstabilityError,
+                                                match="pullback of numpy.sqrt"):
+            cr.grad(f)(x)
+        assert regions == [0]
+        # fused, the NaN comes out as it does from the rules one by one
+        _agree(*_both(lambda: cr.grad(f)(x)))
+        assert regions[1] == 1
+
+
+def test_small_arrays_are_not_fused(monkeypatch, regions):
+    monkeypatch.setattr(fusion, "MIN_SIZE", 100)
+    monkeypatch.setattr(fusion, "MIN_SIZE_SECOND", 10)
+
+    def f(x):
+        return np.sum(np.tanh(x * 2.0) ** 2)
+
+    for n in (9, 50, 100):
+        x = np.linspace(-1, 1, n)
+        cr.grad(f)(x)
+        cr.hvp(f, x, x)
+    assert regions == [0, 0, 0, 1, 1, 1]
+
+
+def test_fusion_is_per_context():
+    import threading
+
+    seen = []
+
+    def other():
+        seen.append(fusion._enabled.get())
+
+    with cr.fusion(False):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert fusion._enabled.get() is False
+    assert seen == [True] and fusion._enabled.get() is True
+
+
+def test_nested_differentiation_takes_the_rules_one_by_one():
+    # the inner tape records traced values of the outer one
+    def f(x):
+        return np.sum(np.sin(x) * 3.0 + x ** 2)
+
+    x = np.array([0.3, -1.2, 2.0])
+    gg = cr.grad(lambda x: np.sum(cr.grad(f)(x) * np.cos(x)))(x)
+    with cr.fusion(False):
+        ref = cr.grad(lambda x: np.sum(cr.grad(f)(x) * np.cos(x)))(x)
+    np.testing.assert_allclose(gg, ref, rtol=1e-14)
+
+
+def test_an_output_inside_a_region_keeps_its_cotangent():
+    def f(x):
+        u = np.sin(x) * 2.0
+        return np.sum(u * u + np.exp(u)), u
+
+    x = np.array([0.1, 0.7])
+    (v, aux), g = cr.value_and_grad(f, has_aux=True)(x)
+    with cr.fusion(False):
+        (v0, aux0), g0 = cr.value_and_grad(f, has_aux=True)(x)
+    np.testing.assert_allclose(g, g0, rtol=1e-15)
+
+
+def test_dask_arrays_are_fused_into_dask_graphs(regions):
+    da = pytest.importorskip("dask.array")
+
+    def loss(x):
+        d = x - 0.5
+        return np.sum(np.log1p(d * d)) + 0.1 * np.sum(np.sin(x) ** 2)
+
+    xn = np.linspace(-1, 2, 40)
+    x, v = da.from_array(xn, chunks=10), da.from_array(np.cos(xn), chunks=10)
+    g = cr.grad(loss)(x)
+    h = cr.hvp(loss, x, v)
+    # log1p((x - 0.5)**2), sin(x)**2, and the 0-d sum + 0.1 * sum
+    assert regions == [3, 3]
+    assert isinstance(g, da.Array) and isinstance(h, da.Array)  # still lazy
+    with cr.fusion(False):
+        g0, h0 = cr.grad(loss)(x), cr.hvp(loss, x, v)
+    _agree(g.compute(), g0.compute(), "grad")
+    _agree(h.compute(), h0.compute(), "hvp")
+    d = xn - 0.5
+    np.testing.assert_allclose(g.compute(), 2 * d / (1 + d * d) + 0.1 * np.sin(2 * xn),
+                               rtol=1e-13)
