@@ -145,8 +145,12 @@ def find_regions(tape, outputs, keep=(), min_size=0):
     input ids, code key)``; roots smaller than ``min_size`` are not fused."""
     rules, shapes, dtypes = tape.rules, tape.shapes, tape.dtypes
     fusible = _FUSIBLE
-    cand = [i for i, r in enumerate(rules) if type(r) in fusible
-            and shapes[i] is not MULTI and prod(shapes[i]) >= min_size]
+    # the shapes large enough, from the few distinct shapes of the tape: a
+    # tape of small arrays is left at the cost of one set of its shapes
+    big = {s for s in set(shapes) if s is not MULTI and prod(s) >= min_size}
+    if not big:
+        return []
+    cand = [i for i, r in enumerate(rules) if shapes[i] in big and type(r) in fusible]
     if len(cand) < 2:
         return []
     n = len(rules)
