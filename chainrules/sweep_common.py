@@ -130,6 +130,11 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
         return False
     prev = buf[nid]
     if prev is None:
+        acc = _placed(g, index, shape, dtype)
+        if acc is not None:
+            buf[nid] = acc
+            owned[nid] |= bit
+            return True
         acc = np.zeros(shape, dtype)
     elif type(prev) is _ndarray:
         acc = prev if owned[nid] & bit else np.array(prev, dtype)
@@ -143,6 +148,29 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     buf[nid] = acc
     owned[nid] |= bit
     return True
+
+
+def _placed(g, index, shape, dtype):
+    """A new buffer of ``shape`` holding ``g`` at a basic ``index`` made of
+    slices of step 1 and zeros elsewhere (one pass: zeros are written only
+    outside the slices), or None for other indices (the caller adds into
+    zeros)."""
+    idx = index if type(index) is tuple else (index,)
+    if len(idx) > len(shape) or any(type(s) is not slice or s.step not in (None, 1)
+                                    for s in idx):
+        return None
+    acc = np.empty(shape, dtype)
+    full = slice(None)
+    for d, s in enumerate(idx):
+        start, stop, _ = s.indices(shape[d])
+        stop = max(stop, start)
+        pre = (full,) * d
+        if start > 0:
+            acc[pre + (slice(0, start),)] = 0
+        if stop < shape[d]:
+            acc[pre + (slice(stop, None),)] = 0
+    acc[idx] = g
+    return acc
 
 
 def rule_label(rule):
