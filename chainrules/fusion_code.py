@@ -80,6 +80,14 @@ class _Algebra:
                 return a, b
             if self.scalarish(b):  # (products commute exactly)
                 return b, a
+        elif e.op == "negative":  # -a is (-1) a exactly: the sign joins the scalars
+            s, p = self.split(e.args[0])
+            return self.smul(ee.constant(-1), s), p
+        elif (e.op == "divide" and self._weak(e.args[0]) and e.args[0].value in (1, -1)
+              and e.args[1].dtype is not None and e.args[1].dtype.kind == "f"):
+            # -1 / a is -(1 / a) exactly: the sign joins the scalars
+            return (None if e.args[0].value == 1 else ee.constant(-1),
+                    ee.apply(np.reciprocal, (e.args[1],)) if e.args[0].value == -1 else e)
         return None, e
 
     @staticmethod
@@ -141,8 +149,13 @@ class _Algebra:
         if pb is not None and sb is not None and self._negative(sb):
             return ee.apply(_sub, (a, self.mul(ee.constant(-sb.value), pb)))
         sa, pa = self.split(a)
-        if sa is not None and sa is sb and pa is not None and pb is not None:
-            return self.mul(sa, self.add(pa, pb))  # s a + s b: one pass less
+        if sa is not None and sb is not None and pa is not None and pb is not None:
+            if sa is sb:
+                return self.mul(sa, self.add(pa, pb))  # s a + s b: one pass less
+            (ca, va), (cb, vb) = self._coefficient(sa), self._coefficient(sb)
+            if (va is vb and ca is not None and cb is not None and self._weak(ca)
+                    and self._weak(cb) and cb.value == -ca.value):
+                return self.mul(sa, ee.apply(_sub, (pa, pb)))  # s a - s b
         if pa is not None and sa is not None and self._negative(sa):
             return ee.apply(_sub, (b, self.mul(ee.constant(-sa.value), pa)))
         return ee.apply(_add, (a, b))

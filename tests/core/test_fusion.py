@@ -33,7 +33,7 @@ def teardown_module():
     fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND = _SIZES
 
 
-#: measured: at most 3.4 (float64) and 7.0 (float32) over the library sweep
+#: measured: at most 2.0 (float64) and 2.2 (float32) over the library sweep
 #: and the random chains; the bound leaves room for other inputs
 BOUND_ULPS = 16
 
