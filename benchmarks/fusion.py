@@ -3,8 +3,8 @@
 For a few elementwise functions, the time of ``value_and_grad`` and ``hvp``
 with fusion on (the default) and off (``chainrules.fusion(False)``), in one
 process, alternated, best of ``--repeats`` rounds; the ratio fused / unfused
-per size decides ``chainrules.fused_sweeps.MIN_SIZE`` (below it the per-step
-cost of a program is not repaid by the passes it saves).
+per size decides ``chainrules.fused_sweeps.MIN_SIZE`` and ``MIN_SIZE_SECOND``
+(below them the fixed cost of fusing is not repaid by the passes it saves).
 
     python benchmarks/fusion.py [--sizes 16,256,4096,65536,1000000] [--repeats 7]
 
@@ -60,8 +60,8 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=0.2, help="seconds per timing")
     a = ap.parse_args(argv)
     sizes = [int(float(s)) for s in a.sizes.split(",")]
-    saved = fused_sweeps.MIN_SIZE
-    fused_sweeps.MIN_SIZE = 0  # measure fusion at every size
+    saved = fused_sweeps.MIN_SIZE, fused_sweeps.MIN_SIZE_SECOND
+    fused_sweeps.MIN_SIZE = fused_sweeps.MIN_SIZE_SECOND = 0  # fusion at every size
     rng = np.random.default_rng(0)
     print(f"{'function':14} {'sweep':6} {'size':>8} {'fused us':>10} {'unfused us':>11} "
           f"{'ratio':>6}")
@@ -80,7 +80,7 @@ def main(argv=None):
                     print(f"{name:14} {sweep:6} {n:8d} {t_on * 1e6:10.1f} {t_off * 1e6:11.1f} "
                           f"{t_on / t_off:6.2f}", flush=True)
     finally:
-        fused_sweeps.MIN_SIZE = saved
+        fused_sweeps.MIN_SIZE, fused_sweeps.MIN_SIZE_SECOND = saved
 
 
 if __name__ == "__main__":
