@@ -88,6 +88,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         d = common.make_data(os.path.join(tmp, "inputs.npz"))
     bench = chainrules_wl.build(a.workload, d, {"shift": True})
+    if os.environ.get("CR_NOFUSE"):
+        import chainrules.fused_sweeps as fused
+        fused._enabled.set(False)
     for _ in range(3):
         bench.run()
     acc.clear()

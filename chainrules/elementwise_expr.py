@@ -24,7 +24,8 @@ import numpy as np
 from .errors import AutodiffError
 
 __all__ = ["Expr", "NotExpressible", "ExprInputError", "expressions", "build", "build_on",
-           "explain", "placeholder", "constant", "variables", "evaluate", "evaluate_many",
+           "explain", "placeholder", "constant", "rebuild", "variables", "evaluate",
+           "evaluate_many",
            "Program", "to_numexpr", "evaluate_numexpr"]
 
 UNARY_FIELDS, BINARY_FIELDS = ("d", "d2", "ratio"), ("dx", "dy", "dxx", "dxy", "dyy")
@@ -183,6 +184,16 @@ def where(cond, a, b):
     dt = np.result_type(*(v.value if v.dtype is None else v.dtype for v in args[1:]))
     return _intern(("where",) + tuple(id(v) for v in args), "where", args, None, dt,
                    (np.dtype(bool), dt, dt))
+
+
+def rebuild(e, args):
+    """The node of ``e``'s operation on the nodes ``args`` (its own
+    arguments replaced)."""
+    if e.op == "where":
+        return where(*args)
+    if e.op == "**":
+        return _node("**", tuple(args))
+    return apply(getattr(np, e.op), args)
 
 
 def variables(expr):
@@ -402,7 +413,9 @@ class Program:
             elif pool and fn is not operator.pow:
                 shape = _shape(argv)
                 if shape:
-                    for j, p in enumerate(pool):
+                    # the most recently freed first: the likeliest still in cache
+                    for j in range(len(pool) - 1, -1, -1):
+                        p = pool[j]
                         # (a where writes its else branch first: not into another branch)
                         if p.shape == shape and p.dtype == dt and (
                                 fn is not None or not (p is argv[0] or p is argv[1])):

@@ -164,6 +164,12 @@ class _Algebra:
         return self._weak(s) and type(s.value) is not complex and s.value < 0
 
 
+def _member_values(names):
+    """The members' values among a program's variables, as (name, member,
+    role): ``x3`` is member 3's ``x``."""
+    return tuple((n, int(n[1:]), n[0]) for n in sorted(names) if n[0] in "xyz")
+
+
 class RegionCode:
     """The derivative programs of one region shape (members, region inputs,
     dtype), made on demand per variant and kept: ``program(mode, variant)``
@@ -176,19 +182,74 @@ class RegionCode:
         self.n_inputs = n_inputs
         self.dtype = np.dtype(dtype)
         self.programs = {}
+        # hoisted subexpressions of the members' values, by index
+        self._primals, self._hoisted, self._primal_programs = [], {}, {}
 
     def program(self, mode, variant):
         """``(which results are structurally zero, the Program of the
-        others, the members' values it reads as (name, member, role))``."""
+        others, the members' values it reads as (name, member, role), the
+        hoisted values it reads as (name, index, Program, members' values))``.
+
+        A subexpression that reads the members' values only (a partial,
+        ``1 - y**2``) is hoisted out of the program: the rule computes it
+        once and keeps it (``primal(index)``) for every later sweep, as the
+        derived rules keep their first partial."""
         key = (mode, variant)
         p = self.programs.get(key)
         if p is None:
             exprs = self._write(mode, variant)
-            program = ee.Program(e for e in exprs if e is not None)
-            values = tuple((n, int(n[1:]), n[0]) for n in sorted(program.names)
-                           if n[0] in "xyz")
-            p = self.programs[key] = (tuple(e is None for e in exprs), program, values)
+            live, hoisted = self._hoist([e for e in exprs if e is not None])
+            program = ee.Program(live)
+            p = self.programs[key] = (tuple(e is None for e in exprs), program,
+                                      _member_values(program.names), hoisted)
         return p
+
+    def _hoist(self, exprs):
+        """``exprs`` with their largest subexpressions of members' values
+        only replaced by variables ``h{index}``; and those variables."""
+        primal = {}
+
+        def is_primal(e):
+            r = primal.get(id(e))
+            if r is None:
+                if e.op == "var":
+                    r = e.value[0] in "xyz"
+                elif e.op == "const":
+                    r = True
+                else:
+                    r = all([is_primal(a) for a in e.args])
+                primal[id(e)] = r
+            return r
+
+        used, memo = {}, {}
+
+        def swap(e):
+            out = memo.get(id(e))
+            if out is not None:
+                return out
+            if e.op in ("var", "const"):
+                out = e
+            elif is_primal(e):
+                k = self._hoisted.get(id(e))
+                if k is None:
+                    k = self._hoisted[id(e)] = len(self._primals)
+                    self._primals.append(e)
+                out = ee.placeholder(f"h{k}", e.dtype)
+                used[k] = e
+            else:
+                args = [swap(a) for a in e.args]
+                out = e if all(a is b for a, b in zip(args, e.args)) else ee.rebuild(e, args)
+            memo[id(e)] = out
+            return out
+
+        live = [swap(e) for e in exprs]
+        hoisted = []
+        for k, e in sorted(used.items()):
+            prog = self._primal_programs.get(k)
+            if prog is None:
+                prog = self._primal_programs[k] = ee.Program((e,))
+            hoisted.append((f"h{k}", k, prog, _member_values(prog.names)))
+        return live, tuple(hoisted)
 
     def _var(self, name):
         return ee.placeholder(name, self.dtype)

@@ -24,13 +24,14 @@ from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
 
 def setup_module():
     # fuse at every size here (the thresholds are for speed, not results)
+    # (and every region, however few of its members are non-linear)
     global _SIZES
-    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND
-    fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = 0
+    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR
+    fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = fusion.MIN_NONLINEAR = 0
 
 
 def teardown_module():
-    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND = _SIZES
+    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR = _SIZES
 
 
 #: measured: at most 2.0 (float64) and 2.2 (float32) over the library sweep
@@ -234,6 +235,15 @@ def test_small_arrays_are_not_fused(monkeypatch, regions):
         cr.grad(f)(x)
         cr.hvp(f, x, x)
     assert regions == [0, 0, 0, 1, 1, 1]
+
+
+def test_a_lone_nonlinear_rule_is_not_fused(monkeypatch, regions):
+    monkeypatch.setattr(fusion, "MIN_NONLINEAR", 2)
+    b = np.linspace(0, 1, 4)
+    x = np.linspace(-1, 1, 4)
+    cr.grad(lambda x: np.sum(np.tanh(x + b)))(x)           # add, tanh: one non-linear
+    cr.grad(lambda x: np.sum(np.tanh(x + b) ** 2))(x)      # and a square: two
+    assert regions == [0, 1]
 
 
 def test_fusion_is_per_context():
