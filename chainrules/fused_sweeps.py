@@ -371,15 +371,17 @@ class FusedRegion(ReverseRule):
                 return None
         if not self._bind(values, bind):
             return None
-        cache = self.cache
-        for name, k, prog, needs in hoisted:
-            v = cache.get(k)
-            if v is None:
+        if hoisted is not None:
+            names, ks, prog, needs = hoisted
+            cache = self.cache
+            vals = [cache.get(k) for k in ks]
+            if any(v is None for v in vals):
                 env = {}
                 if not self._bind(needs, env):
                     return None
-                v = cache[k] = prog(env, False)[0]
-            bind[name] = v
+                vals = prog(env, False)
+                cache.update(zip(ks, vals))
+            bind.update(zip(names, vals))
         vals = iter(program(bind, False))
         return [None if z else next(vals) for z in zeros]
 

@@ -183,12 +183,13 @@ class RegionCode:
         self.dtype = np.dtype(dtype)
         self.programs = {}
         # hoisted subexpressions of the members' values, by index
-        self._primals, self._hoisted, self._primal_programs = [], {}, {}
+        self._primals, self._hoisted = [], {}
 
     def program(self, mode, variant):
         """``(which results are structurally zero, the Program of the
         others, the members' values it reads as (name, member, role), the
-        hoisted values it reads as (name, index, Program, members' values))``.
+        hoisted values it reads: None or (names, indices, the Program that
+        computes them, the members' values that one reads))``.
 
         A subexpression that reads the members' values only (a partial,
         ``1 - y**2``) is hoisted out of the program: the rule computes it
@@ -243,13 +244,12 @@ class RegionCode:
             return out
 
         live = [swap(e) for e in exprs]
-        hoisted = []
-        for k, e in sorted(used.items()):
-            prog = self._primal_programs.get(k)
-            if prog is None:
-                prog = self._primal_programs[k] = ee.Program((e,))
-            hoisted.append((f"h{k}", k, prog, _member_values(prog.names)))
-        return live, tuple(hoisted)
+        if not used:
+            return live, None
+        # one program for all of them: what they share is computed once
+        ks = tuple(sorted(used))
+        prog = ee.Program(tuple(used[k] for k in ks))
+        return live, (tuple(f"h{k}" for k in ks), ks, prog, _member_values(prog.names))
 
     def _var(self, name):
         return ee.placeholder(name, self.dtype)
