@@ -31,7 +31,7 @@ from . import elementwise_expr as ee
 from .arrays import is_array, uniform_value
 from .broadcast import expand_batched, unbroadcast, unbroadcast_batched
 from .derived import BinaryScalarRule, UnaryScalarRule
-from .derived_common import NotKept
+from .derived_common import NotKept, plus
 from .derived_linear import BilinearRule, ConstPartialRule, SelfProductRule
 from .fusion_code import Member, RegionCode
 from .rule import ReverseRule
@@ -308,6 +308,11 @@ def _fit_batched(v, k, shape, root):
     return unbroadcast_batched(v, shape)
 
 
+def _zero(v):
+    """None (a rule's structural zero, see ``docs/design.md``) as ``ZERO``."""
+    return ZERO if v is None else v
+
+
 def _array(v):
     """An array the programs compute with: an ndarray, or another array type
     that implements NumPy's protocols (dask: the programs then build its
@@ -516,13 +521,5 @@ class FusedRegion(ReverseRule):
                        else m.pullback_with_tangents(c, cd, ts))
             for j, a, ad in res:
                 pa, pad = cots.get(j, (ZERO, ZERO))
-                cots[j] = (_plus(pa, a), _plus(pad, ad))
+                cots[j] = (plus(pa, _zero(a)), plus(pad, _zero(ad)))
         return [(j,) + cots.get(j, (ZERO, ZERO)) for j in self.ins]
-
-
-def _plus(a, b):
-    if a is None or isinstance(a, Structural):
-        return ZERO if b is None else b
-    if b is None or isinstance(b, Structural):
-        return a
-    return a + b
