@@ -308,10 +308,16 @@ def _make_plan(roots):
 
 def _check_env(variables_, env):
     for _, e in variables_:
-        dt = getattr(env[e.value], "dtype", None) if e.value in env else None
-        if dt is None or dt != e.dtype:
-            raise ExprInputError(f"the expression was built for {e.value!r} of {e.dtype}, "
-                                 f"given {dt}: build it for these (expressions(spec, dtype))")
+        _check_value(e.value, e.dtype, env.get(e.value))
+
+
+def _check_value(name, dtype, v):
+    """ExprInputError unless ``v`` has the ``dtype`` variable ``name`` was
+    built for."""
+    vdt = getattr(v, "dtype", None)
+    if vdt is None or vdt != dtype:
+        raise ExprInputError(f"the expression was built for {name!r} of {dtype}, given "
+                             f"{vdt}: build it for these (expressions(spec, dtype))")
 
 
 def _compute(e, fn, vals, buf):
@@ -386,11 +392,7 @@ class Program:
         for k, name, dt in self.variables:
             v = env.get(name) if check else env[name]
             if check:
-                vdt = getattr(v, "dtype", None)
-                if vdt is None or vdt != dt:
-                    raise ExprInputError(f"the expression was built for {name!r} of {dt}, "
-                                         f"given {vdt}: build it for these "
-                                         "(expressions(spec, dtype))")
+                _check_value(name, dt, v)
             vals[k] = v
         owned, pool = set(), []
         root = self.outs[-1] if self.outs else None

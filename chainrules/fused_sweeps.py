@@ -101,13 +101,18 @@ _expressible = {}
 
 
 def _has_expressions(spec, dtype):
-    """Whether ``spec``'s partials are expressions for ``dtype`` (cached)."""
+    """Whether ``spec``'s partials are expressions for ``dtype``, second
+    partials included (cached). A rule without them raises HvpNotSupported
+    in a sweep with tangents; the code would read a missing one as zero."""
     key = (id(spec), dtype)
     hit = _expressible.get(key)
     if hit is None or hit[0] is not spec:
         if len(_expressible) > 4096:
             _expressible.clear()
-        hit = _expressible[key] = (spec, ee.expressions(spec, dtype) is not None)
+        exprs = ee.expressions(spec, dtype)
+        # (binary: a missing dxy is zero, as the rule itself reads it)
+        ok = exprs is not None and all(exprs.get(f, 0) is not None for f in ("d2", "dxx", "dyy"))
+        hit = _expressible[key] = (spec, ok)
     return hit[1]
 
 

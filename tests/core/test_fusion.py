@@ -239,8 +239,12 @@ def test_random_chains_fused_agree(chain):
                     lambda p: g(p, w), (x, y), (tx, ty)))
                 # batches of directions: every column of the Hessian at once
                 check("hessian", lambda x, y, ct, tx, ty, w: cr.hessian(g)((x, y), w))
-            check("jacobian", lambda x, y, ct, tx, ty, w: cr.jacobian(
-                f, argnums=(0, 1))(x, y))
+            # (the recordings behind jacobian and hessian fuse too)
+            first = len(counts)  # the fused call's count comes first
+            with mock.patch.object(cr.jacobians, "fuse", counting):
+                check("jacobian", lambda x, y, ct, tx, ty, w: cr.jacobian(
+                    f, argnums=(0, 1))(x, y))
+            assert counts[first] >= 1, counts
 
 
 # -- what fusion leaves alone -----------------------------------------------------------
@@ -292,6 +296,36 @@ def test_a_lone_nonlinear_rule_is_not_fused(monkeypatch, regions):
     cr.grad(lambda x: np.sum(np.tanh(x + b)))(x)           # add, tanh: one non-linear
     cr.grad(lambda x: np.sum(np.tanh(x + b) ** 2))(x)      # and a square: two
     assert regions == [0, 1]
+
+
+def test_a_rule_without_second_partials_is_not_fused():
+    # the code would read a missing second partial as zero: such a rule
+    # keeps its own sweep, which says that it has no second order
+    from chainrules.derived import UnaryScalarRule, _UnarySpec
+    from chainrules.graph import Tape
+    from chainrules.tangents import ZERO
+
+    def record_two(d2):
+        spec = _UnarySpec()
+        spec.op, spec.name, spec.d, spec.d2 = np.sin, "sin_by_hand", \
+            (lambda x, y: np.cos(x)), d2
+        spec.const = spec.linear = False
+        x = np.linspace(0, 1, 5)
+        tape = Tape()
+        a = tape.leaf(x)
+        b = tape.record(UnaryScalarRule(a, x, np.sin(x), spec), np.sin(x))
+        c = tape.record(UnaryScalarRule(b, np.sin(x), np.sin(np.sin(x)), spec),
+                        np.sin(np.sin(x)))
+        return tape, a, c
+
+    tape, a, c = record_two(None)
+    assert fusion.fuse(tape, (c,), second_order=True) == 0
+    tans = tape.forward({a: np.ones(5)})
+    with pytest.raises(cr.HvpNotSupported, match="second="):
+        tape.backward_with_tangents([c], [np.ones(5)], [ZERO], tans)
+    # with second partials the same two rules fuse
+    tape, a, c = record_two(lambda x, y: -y)
+    assert fusion.fuse(tape, (c,), second_order=True) == 1
 
 
 def test_fusion_is_per_context():
