@@ -372,7 +372,8 @@ class Program:
     order. ``names``: the variables they read; ``check=False`` trusts the
     caller that every value has the dtype its variable was built for."""
 
-    __slots__ = ("consts", "variables", "steps", "outs", "names")
+    __slots__ = ("consts", "variables", "steps", "outs", "names", "reads", "kinds",
+                 "dtypes")
 
     def __init__(self, exprs):
         exprs = tuple(exprs)
@@ -384,10 +385,17 @@ class Program:
         self.outs = [slot[id(e)] for e in exprs]
         self.steps = [(k, fn, args, dying, e.dtype, fn is None or fn is operator.pow)
                       for k, e, fn, args, dying in steps]
+        #: per expression: the variables it reads (its shape is theirs,
+        #: broadcast), what it is ("var", "const" or "step") and its dtype
+        self.reads = [tuple(sorted(variables(e))) for e in exprs]
+        self.kinds = [e.op if e.op in ("var", "const") else "step" for e in exprs]
+        self.dtypes = [e.dtype for e in exprs]
 
-    def __call__(self, env, check=True, out=None):
+    def __call__(self, env, check=True, out=None, into=None):
         """The values; ``out`` (a program of one expression): an array that
-        lends its memory to intermediates and receives the result."""
+        lends its memory to intermediates and receives the result. ``into``:
+        per expression, an array of its shape and dtype that receives its
+        value (computed there when it is a step's result), or None."""
         vals = self.consts[:]
         for k, name, dt in self.variables:
             v = env.get(name) if check else env[name]
@@ -398,13 +406,22 @@ class Program:
         root = self.outs[-1] if self.outs else None
         if out is not None and not any(np.may_share_memory(out, v) for v in env.values()):
             pool.append(out)  # out holds intermediates too, until the result
+        dest = {}
+        if into is not None:
+            for k, d in zip(self.outs, into):
+                if d is not None:
+                    dest.setdefault(k, d)
         for k, fn, args, dying, dt, special in self.steps:
             argv = [vals[i] for i in args]
             for i in dying:
                 if i in owned:  # an intermediate of ours, dead: its memory is free
                     pool.append(vals[i])
             buf = None
-            if out is not None and k == root:
+            if dest and k in dest:
+                d = dest[k]
+                if not (fn is None and (d is argv[0] or d is argv[1])):
+                    buf = d
+            elif out is not None and k == root:
                 shape = _shape(argv)
                 if out.shape != shape or out.dtype != dt:
                     raise ExprInputError(f"evaluate: out is {out.dtype} {out.shape}, the "
@@ -432,7 +449,17 @@ class Program:
             if r is not out:
                 np.copyto(out, r)
             vals[root] = out
-        return [vals[k] for k in self.outs]
+        if into is None:
+            return [vals[k] for k in self.outs]
+        res = []
+        for k, d in zip(self.outs, into):
+            r = vals[k]
+            if d is not None:
+                if r is not d:  # a variable, a constant, a power: copied
+                    np.copyto(d, r)
+                r = d
+            res.append(r)
+        return res
 
 
 # -- numexpr ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from math import prod
 import numpy as np
 
 from . import elementwise_expr as ee
+from . import elementwise_threads
 from .arrays import is_array, uniform_value
 from .broadcast import expand_batched, unbroadcast, unbroadcast_batched
 from .derived import BinaryScalarRule, UnaryScalarRule
@@ -61,9 +62,15 @@ MIN_NONLINEAR = 2
 
 
 @contextlib.contextmanager
-def fusion(enabled=True):
+def fusion(enabled=True, *, threads=None):
     """Turn fused sweeps on or off in this context (thread, task); they are
     on by default. Off, every rule is swept on its own, as anomaly mode does.
+
+    ``threads``: how many threads a region's passes may use in this context
+    (None: as before). By default ``CHAINRULES_NUM_THREADS``, else the first
+    of ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS``
+    that is set, else the cores this process may use
+    (``chainrules/elementwise_threads.py``). Results do not depend on it.
 
     Examples
     --------
@@ -71,12 +78,18 @@ def fusion(enabled=True):
     >>> with cr.fusion(False):
     ...     cr.grad(lambda x: np.sum(np.tanh(2.0 * x) ** 2))(np.zeros(3))
     array([0., 0., 0.])
+    >>> with cr.fusion(threads=1):  # fused, on the calling thread only
+    ...     cr.grad(lambda x: np.sum(np.tanh(2.0 * x) ** 2))(np.zeros(3))
+    array([0., 0., 0.])
     """
+    count = None if threads is None else elementwise_threads.set_threads(threads)
     token = _enabled.set(bool(enabled))
     try:
         yield
     finally:
         _enabled.reset(token)
+        if count is not None:
+            elementwise_threads.reset_threads(count)
 
 
 # -- finding regions --------------------------------------------------------------------
@@ -389,10 +402,10 @@ class FusedRegion(ReverseRule):
                 env = {}
                 if not self._bind(needs, env):
                     return None
-                vals = prog(env, False)
+                vals = elementwise_threads.run(prog, env)
                 cache.update(zip(ks, vals))
             bind.update(zip(names, vals))
-        vals = iter(program(bind, False))
+        vals = iter(elementwise_threads.run(program, bind))
         return [None if z else next(vals) for z in zeros]
 
     def _bind(self, values, env):

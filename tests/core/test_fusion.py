@@ -154,8 +154,8 @@ _SHAPES = [(), (0,), (1,), (5,), (3, 4)]
 
 
 @st.composite
-def chains(draw):
-    shape = draw(st.sampled_from(_SHAPES))
+def chains(draw, shapes=_SHAPES):
+    shape = draw(st.sampled_from(shapes))
     # the second input broadcasts against the first, or has its shape
     yshape = draw(st.sampled_from([shape, shape[1:], (1,) * len(shape), ()]))
     kind = draw(st.sampled_from(["f64", "f32", "c128"]))
@@ -164,6 +164,20 @@ def chains(draw):
     special = draw(st.sampled_from([None, np.nan, np.inf, -np.inf]))
     seed = draw(st.integers(0, 2 ** 16))
     return shape, yshape, kind, steps, special, seed
+
+
+def values_of(kind, seed):
+    """The dtype of ``kind`` and a function drawing arrays of it by shape."""
+    dt = {"f64": np.float64, "f32": np.float32, "c128": np.complex128}[kind]
+    rng = np.random.default_rng(seed)
+
+    def draw(s):
+        v = rng.uniform(-1.5, 1.5, s)
+        if dt == np.complex128:
+            v = v + 1j * rng.uniform(-1, 1, s)
+        return np.asarray(v, dtype=dt)
+
+    return dt, draw
 
 
 def _chain(steps):
@@ -182,15 +196,7 @@ def _chain(steps):
 @given(chains())
 def test_random_chains_fused_agree(chain):
     shape, yshape, kind, steps, special, seed = chain
-    dt = {"f64": np.float64, "f32": np.float32, "c128": np.complex128}[kind]
-    rng = np.random.default_rng(seed)
-
-    def draw(s):
-        v = rng.uniform(-1.5, 1.5, s)
-        if dt == np.complex128:
-            v = v + 1j * rng.uniform(-1, 1, s)
-        return np.asarray(v, dtype=dt)
-
+    dt, draw = values_of(kind, seed)
     x, y = draw(shape), draw(yshape)
     if special is not None and x.size:
         x.flat[0] = special

@@ -35,7 +35,7 @@ LAYERS = [
     {"graph"},
     {"tracing"},
     {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
-     "elementwise_expr", "fusion_code", "fused_sweeps",
+     "elementwise_expr", "elementwise_threads", "fusion_code", "fused_sweeps",
      "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "second_order", "writes"},

@@ -1,0 +1,283 @@
+"""Elementwise programs run by several threads, each on a block of the data.
+
+NumPy's ufuncs use one core. A fused region's program (``fused_sweeps``) is
+elementwise, so its values split along an axis into blocks that are
+independent: ``run(program, env)`` evaluates the first block on the calling
+thread and the others on worker threads, each writing its block of every
+result into one array made beforehand. NumPy releases the GIL inside its
+loops, so the blocks' passes run at once; only the Python step between two
+passes is serial.
+
+How many threads: ``fusion(threads=n)`` in a context (thread, task), else
+``CHAINRULES_NUM_THREADS``, else the first of ``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` that is set (the count a
+user gives BLAS, so that a run limited to one BLAS thread is limited here
+too), else the cores this process may use. Blocks hold at least
+``MIN_BLOCK`` elements: below that, handing a block to a worker costs more
+than its passes. The workers are daemon threads of one pool shared by the
+process (its only global state), started when first needed; the sweeps
+never run BLAS while a program runs, so they do not compete with BLAS's
+own threads.
+
+A worker runs its block in a copy of the caller's context, so NumPy's
+floating-point settings (``np.errstate``) are the caller's: an error
+raised there (``"raise"``) is raised in the caller, and the messages that
+chainrules re-issues at the user's line (``fp_warnings``) are collected and
+re-issued by the caller, once each.
+"""
+
+import contextvars
+import operator
+import os
+import queue
+import threading
+
+import numpy as np
+
+__all__ = ["run", "threads", "set_threads", "reset_threads"]
+
+#: the least work a program's average pass must have for threads to pay:
+#: elements times the pass's cost relative to a multiply (``_COST``). Each
+#: pass of a block costs a hand-over of the GIL between the threads (about
+#: 10 µs on a small virtual machine), and passes of cheap arithmetic over
+#: large arrays are limited by memory bandwidth, which a second core does
+#: not add to; measured with ``benchmarks/threaded_passes.py``
+MIN_WORK = 200_000
+#: the least mean cost of a program's passes: passes of cheap arithmetic
+#: (a mean near 1) are limited by memory bandwidth at every size where the
+#: hand-over is repaid, and measured no faster split (0.97 to 1.08 at 1e6)
+MIN_COST = 1.5
+
+#: the time of a pass relative to a multiply's (measured at 1e5 float64
+#: elements); ufuncs not named cost ``_OTHER``
+_COST = {"add": 1.0, "subtract": 1.0, "multiply": 1.0, "negative": 0.8, "positive": 0.8,
+         "square": 0.7, "absolute": 0.7, "conjugate": 0.8, "maximum": 1.1, "minimum": 1.1,
+         "fmax": 1.1, "fmin": 1.1, "greater": 1.0, "less": 1.0, "greater_equal": 1.0,
+         "less_equal": 1.0, "equal": 1.0, "not_equal": 1.0, "logical_and": 1.0,
+         "logical_or": 1.0, "logical_not": 1.0, "divide": 1.3, "true_divide": 1.3,
+         "sign": 2.3, "reciprocal": 2.6, "sqrt": 4.5, "exp": 3.2, "log": 3.2,
+         "log1p": 4.1, "expm1": 4.6, "cosh": 3.8, "sinh": 4.6, "arctan": 4.9,
+         "tanh": 6.5, "sin": 36.0, "cos": 38.0, "power": 8.8}
+_OTHER = 4.0
+_costs = {}
+
+_count = contextvars.ContextVar("chainrules_threads", default=None)
+_default = None
+
+
+def _from_environment():
+    for var in ("CHAINRULES_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "MKL_NUM_THREADS"):
+        v = os.environ.get(var, "").strip()
+        if v:
+            try:
+                return max(1, int(v.split(",")[0]))
+            except ValueError:
+                continue
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - no affinity on this OS
+        return max(1, os.cpu_count() or 1)
+
+
+def threads():
+    """How many threads a program may use in this context."""
+    global _default
+    n = _count.get()
+    if n is None:
+        if _default is None:
+            _default = _from_environment()
+        n = _default
+    return n
+
+
+def set_threads(n):
+    """Set the count for this context; returns the token to reset it with."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"threads must be a positive int or None, not {n!r}")
+    return _count.set(n)
+
+
+def reset_threads(token):
+    """Undo the ``set_threads`` that returned ``token``."""
+    _count.reset(token)
+
+
+# -- the pool ---------------------------------------------------------------------------
+_jobs = queue.SimpleQueue()
+_started = 0
+_lock = threading.Lock()
+
+
+def _worker():
+    while True:
+        ctx, fn, args, done = _jobs.get()
+        try:
+            done.put((True, ctx.run(fn, *args)))
+        except BaseException as exc:  # handed to the caller, raised there
+            done.put((False, exc))
+
+
+def _forget_workers():
+    """In a forked child: the parent's workers are not there."""
+    global _started, _jobs, _lock
+    _started, _jobs, _lock = 0, queue.SimpleQueue(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
+def _ensure(n):
+    """At least ``n`` workers running."""
+    global _started
+    if _started >= n:
+        return
+    with _lock:
+        while _started < n:
+            threading.Thread(target=_worker, name=f"chainrules-elementwise-{_started}",
+                             daemon=True).start()
+            _started += 1
+
+
+class _Collect:
+    """An ``np.errstate(call=...)`` writer that keeps the messages."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self):
+        self.messages = []
+
+    def write(self, message):
+        self.messages.append(message)
+
+
+def _block(program, env, into, collect):
+    if collect is None:
+        return program(env, False, into=into)
+    with np.errstate(call=collect):
+        return program(env, False, into=into)
+
+
+# -- splitting ----------------------------------------------------------------------------
+def _mean_cost(program):
+    """The mean cost of ``program``'s passes relative to a multiply (cached)."""
+    hit = _costs.get(id(program))
+    if hit is None or hit[0] is not program:
+        if len(_costs) > 4096:
+            _costs.clear()
+        steps = program.steps
+        total = 0.0
+        for _, fn, *_rest in steps:
+            name = "where" if fn is None else "power" if fn is operator.pow else fn.__name__
+            total += _COST.get(name, _OTHER)
+        hit = _costs[id(program)] = (program, total / max(len(steps), 1))
+    return hit[1]
+
+
+def _split(shape, n, cost):
+    """``(axis, [(lo, hi), ...])``: the blocks of the broadcast ``shape`` for
+    ``n`` threads, or None when too little work to split."""
+    size = 1
+    for s in shape:
+        size *= s
+    if cost < MIN_COST or size * cost < MIN_WORK:
+        return None
+    parts = n if MIN_WORK <= 0 else min(n, int(2 * size * cost // MIN_WORK))
+    for axis, s in enumerate(shape):
+        if s >= 2 * parts:  # the first axis long enough for blocks of about two or more
+            step = -(-s // parts)
+            return axis, [(lo, min(lo + step, s)) for lo in range(0, s, step)]
+    return None
+
+
+def _index(ndim, full_ndim, axis, lo, hi):
+    """The index of block ``lo:hi`` along ``axis`` of the broadcast shape for
+    a value of ``ndim`` dimensions (aligned to the right)."""
+    a = axis - (full_ndim - ndim)
+    return (slice(None),) * a + (slice(lo, hi),)
+
+
+def run(program, env, n=None):
+    """``program(env, False)``, by up to ``n`` (default ``threads()``)
+    threads when every value is a NumPy value and the data is large enough."""
+    if n is None:
+        n = threads()
+    if n < 2:
+        return program(env, False)
+    shapes = []
+    for v in env.values():
+        if type(v) is np.ndarray:
+            shapes.append(v.shape)
+        elif not isinstance(v, np.generic):  # dask and other arrays: their own scheduling
+            return program(env, False)
+    if not shapes:
+        return program(env, False)
+    full = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
+    split = _split(full, n, _mean_cost(program))
+    if split is None:
+        return program(env, False)
+    axis, blocks = split
+    nd, extent = len(full), full[axis]
+    # the values along the axis: sliced per block; the rest (broadcast along
+    # it, scalars) go whole to every block
+    sliced = set()
+    for name, v in env.items():
+        if type(v) is np.ndarray:
+            a = axis - (nd - v.ndim)
+            if a >= 0 and v.shape[a] == extent:
+                sliced.add(name)
+    results = []
+    for reads, kind, dtype in zip(program.reads, program.kinds, program.dtypes):
+        if kind == "var":  # a value given: itself, whole
+            results.append(env[reads[0]])
+        elif kind == "step" and not sliced.isdisjoint(reads):
+            results.append(np.empty(np.broadcast_shapes(*(np.shape(env[r]) for r in reads)),
+                                    dtype))
+        else:  # the same in every block (a constant, or of whole values only)
+            results.append(None)
+    envs, intos = [], []
+    for lo, hi in blocks:
+        e = dict(env)
+        for name in sliced:
+            v = env[name]
+            e[name] = v[_index(v.ndim, nd, axis, lo, hi)]
+        envs.append(e)
+        intos.append([None if r is None or kind == "var" else
+                      r[_index(r.ndim, nd, axis, lo, hi)]
+                      for r, kind in zip(results, program.kinds)])
+    redirect = _redirected()
+    collect = _Collect() if redirect is not None else None
+    done = queue.SimpleQueue()
+    _ensure(len(blocks) - 1)
+    for e, into in zip(envs[1:], intos[1:]):
+        _jobs.put((contextvars.copy_context(), _block, (program, e, into, collect), done))
+    error = None
+    try:
+        first = program(envs[0], False, into=intos[0])
+    except BaseException as exc:
+        error, first = exc, None
+    for _ in blocks[1:]:
+        ok, value = done.get()
+        if not ok and error is None:
+            error = value
+    if collect is not None:
+        seen = set()
+        for message in collect.messages:
+            if message not in seen:
+                seen.add(message)
+                redirect.write(message)
+    if error is not None:
+        raise error
+    return [first[i] if r is None else r for i, r in enumerate(results)]
+
+
+def _redirected():
+    """The writer of the caller's ``np.errstate(call=...)`` when NumPy logs
+    to one (the mode ``fp_warnings`` sets), else None."""
+    call = np.geterrcall()
+    if call is None or not hasattr(call, "write"):
+        return None
+    if "log" not in np.geterr().values():
+        return None
+    return call
