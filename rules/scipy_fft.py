@@ -31,13 +31,12 @@ never written to.
 """
 
 import operator
-import sys
-import warnings
 
 import numpy as np
 
 from chainrules.tracing import holds_traced, is_traced, nested_array
 
+from ._when_imported import when_imported
 from .scipy_fft_r2r import real_transform_last
 
 #: the normalization of the transform run the other way: an inverse DCT or
@@ -507,67 +506,12 @@ def _register(module):
         _registered.append(module)
 
 
-class _WhenImported:
-    """A finder of ``sys.meta_path`` that finds nothing itself: when
-    ``scipy.fft`` is about to be imported it lets the other finders find it,
-    and registers ``BACKEND`` once the module has run; then it leaves the
-    path. The module's spec and loader stay SciPy's: the loader's
-    ``exec_module`` is wrapped for that one run only. (A spec found without
-    being run, ``importlib.util.find_spec``, leaves the finder in place for
-    the import that follows.)"""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "scipy.fft" or _registered:
-            return None
-        for finder in sys.meta_path:
-            find = None if finder is self else getattr(finder, "find_spec", None)
-            spec = None if find is None else find(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        run = getattr(loader, "exec_module", None)
-        if run is None:
-            return spec
-
-        def exec_module(module):
-            try:
-                run(module)
-            finally:
-                vars(loader).pop("exec_module", None)
-            try:
-                _register(module)
-            except Exception as exc:  # never fail SciPy's own import
-                warnings.warn(f"chainrules could not register its scipy.fft backend "
-                              f"({exc!r}): scipy.fft will refuse traced values",
-                              RuntimeWarning, stacklevel=2)
-            _leave_path()
-
-        try:
-            loader.exec_module = exec_module
-        except AttributeError:  # a loader without instance attributes: no hook
-            pass
-        return spec
-
-
-_FINDER = _WhenImported()
-
-
-def _leave_path():
-    if _FINDER in sys.meta_path:
-        sys.meta_path.remove(_FINDER)
-
-
 def install():
     """Make calls of ``scipy.fft`` on traced values differentiable: register
     ``BACKEND`` now when ``scipy.fft`` is loaded, else once it is imported
     (importing nothing from SciPy now)."""
-    module = sys.modules.get("scipy.fft")
-    if module is not None and hasattr(module, "register_backend"):
-        _register(module)
-    elif not _registered and _FINDER not in sys.meta_path:
-        sys.meta_path.insert(0, _FINDER)
+    if not _registered:
+        when_imported("scipy.fft", _register, "its scipy.fft backend")
 
 
 install()

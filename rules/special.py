@@ -19,12 +19,15 @@ import numpy as np
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced
 
-from ._util import array_value, no_derivative
+from ._util import array_value, no_derivative, on_demand_family
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 __all__ = ["logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "softplus"]
 
@@ -360,3 +363,5 @@ def softplus(x, **kwargs):
     """``scipy.special.softplus``: ``log(1 + exp(x))``, computed as
     ``np.logaddexp(0, x)`` (differentiable; ufunc keywords pass through)."""
     return np.logaddexp(0, x, **kwargs)
+
+_family_loaded()

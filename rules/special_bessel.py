@@ -14,12 +14,15 @@ are in ``rules/special.py``.
 
 import numpy as np
 
-from ._util import no_derivative
+from ._util import no_derivative, on_demand_family
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 
 def _register():
@@ -78,3 +81,5 @@ def _register():
 
 if sc is not None:
     _register()
+
+_family_loaded()

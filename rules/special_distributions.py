@@ -56,13 +56,16 @@ refuses complex input and so does the composition).
 
 import numpy as np
 
-from ._util import array_value, in_dtype_of, no_derivative
+from ._util import array_value, in_dtype_of, no_derivative, on_demand_family
 from .special_incomplete import gamma_density, gamma_dlog
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 # Python floats, so that float32 stays float32 (NumPy 2 promotion)
 _SQRT_2PI = float(np.sqrt(2 * np.pi))
@@ -604,3 +607,5 @@ def _np_i0(x):
 
 if sc is not None:
     _register()
+
+_family_loaded()

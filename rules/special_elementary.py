@@ -46,12 +46,15 @@ import numpy as np
 
 from chainrules.primitives import primitive
 
-from ._util import array_value, in_dtype_of, no_derivative, real_only
+from ._util import array_value, in_dtype_of, no_derivative, on_demand_family, real_only
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 #: functions and arguments left without a derivative, with the reason
 NO_RULE = {
@@ -589,3 +592,5 @@ def _register():
 
 if sc is not None:
     _register()
+
+_family_loaded()

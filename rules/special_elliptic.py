@@ -40,12 +40,15 @@ import numpy as np
 
 from chainrules.primitives import primitive
 
-from ._util import array_value, in_dtype_of, real_only
+from ._util import array_value, in_dtype_of, on_demand_family, real_only
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 _PI = math.pi
 
@@ -429,3 +432,5 @@ def _register():
 
 if sc is not None:
     _register()
+
+_family_loaded()

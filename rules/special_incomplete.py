@@ -23,12 +23,15 @@ constant.
 
 import numpy as np
 
-from ._util import array_value, in_dtype_of, no_derivative
+from ._util import array_value, in_dtype_of, no_derivative, on_demand_family
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 
 def gamma_density(a, x):
@@ -147,3 +150,5 @@ def _register():
 
 if sc is not None:
     _register()
+
+_family_loaded()

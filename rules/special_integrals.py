@@ -40,12 +40,15 @@ import numpy as np
 
 from chainrules.primitives import primitive
 
-from ._util import array_value, in_dtype_of, no_derivative
+from ._util import array_value, in_dtype_of, no_derivative, on_demand_family
 
 try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 _TWO_PI = 2.0 / math.pi
 _C_SQRT_PI = 1.0 / math.sqrt(math.pi)
@@ -232,3 +235,5 @@ if sc is not None:
     _register_fresnel()
     _register_hankel()
     _register_besselpoly()
+
+_family_loaded()

@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from ._util import array_value, in_dtype_of, no_derivative
+from ._util import array_value, in_dtype_of, no_derivative, on_demand_family
 from .special_distributions import (ncf_dnc, ncf_dncnc, ncf_dx, ncf_dxnc, ncf_dxx,
                                     nct_moment)
 from .special_elementary import exprel_d, exprel_dd
@@ -52,6 +52,9 @@ try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -250,3 +253,5 @@ if sc is not None:
     _register_noncentral_inverses()
     _register_normal()
     _register_tukey()
+
+_family_loaded()

@@ -51,7 +51,7 @@ import math
 
 import numpy as np
 
-from ._util import in_dtype_of, no_derivative
+from ._util import in_dtype_of, no_derivative, on_demand_family
 from .special_elliptic import ellipkinc_dm, ellipkinc_dmm
 from .special_integrals import output
 
@@ -59,6 +59,9 @@ try:
     import scipy.special as sc
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sc = None
+
+# a family of its own once scipy.special is imported (chainrules.rules)
+_family_loaded = on_demand_family()
 
 _DEG = math.pi / 180.0
 
@@ -335,3 +338,5 @@ if sc is not None:
     _register_ellipj()
     _register_lpmv()
     _register_spheroidal()
+
+_family_loaded()

@@ -1,8 +1,10 @@
-"""``import chainrules`` loads NumPy's rules and scipy.special's, not the
-SciPy families whose subpackages are slow to import (linalg, signal,
-integrate, and the stats and optimize they pull in); those register when
-``chainrules.scipy`` (their entry point) is imported, and count as
-built-in then. Each check runs in a fresh interpreter."""
+"""``import chainrules`` loads NumPy's rules and imports no SciPy module.
+scipy.special's families register once ``scipy.special`` is imported
+(before or after chainrules, the same rules); the SciPy families whose
+subpackages are slow to import (linalg, signal, integrate, and the stats
+and optimize they pull in) register when ``chainrules.scipy`` (their entry
+point) is imported. All count as built-in then. Each check runs in a fresh
+interpreter."""
 
 import json
 import subprocess
@@ -104,3 +106,38 @@ b = sorted(op_name(op) for op in builtin_ops())
 print(json.dumps({"a": a, "b": b}))
 """)
     assert out["a"] == out["b"]
+
+
+_REGISTRY = """
+from chainrules.registry import DISPATCHERS, builtin_ops, op_name
+rules = {op_name(op): sorted(f"{sig}: {fn.__module__}.{fn.__qualname__}"
+                             for sig, fn in DISPATCHERS[op].funcs.items())
+         for op in DISPATCHERS}
+builtin = sorted(op_name(op) for op in builtin_ops())
+"""
+
+
+@pytest.mark.parametrize("order", [
+    "import scipy.special\nimport chainrules",            # SciPy first: at once
+    "import chainrules\nimport scipy.special",            # then: when imported
+    "import chainrules\nimport scipy\nscipy.special",    # SciPy's lazy attribute
+    "import chainrules\nimport chainrules.rules.special_inverses",  # a family first
+], ids=["scipy first", "scipy after", "lazy attribute", "a family first"])
+def test_scipy_special_rules_are_the_same_whenever_it_is_imported(order):
+    code = """
+import json, sys
+import chainrules
+imports_scipy = any(m == "scipy" or m.startswith("scipy.") for m in sys.modules)
+""" if order.startswith("import chainrules") else "imports_scipy = None\n"
+    out = _run(code + order + "\n" + _REGISTRY + """
+import json
+print(json.dumps({"rules": rules, "builtin": builtin, "imports_scipy": imports_scipy}))
+""")
+    reference = _run("import scipy.special\nimport chainrules\n" + _REGISTRY + """
+import json
+print(json.dumps({"rules": rules, "builtin": builtin}))
+""")
+    assert out["imports_scipy"] in (None, False)  # import chainrules imported no SciPy
+    assert out["rules"] == reference["rules"]
+    assert out["builtin"] == reference["builtin"]
+    assert "scipy.special.gammaln" in out["builtin"] and "scipy.special.ndtri" in out["builtin"]
