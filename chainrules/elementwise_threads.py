@@ -12,9 +12,10 @@ How many threads: ``fusion(threads=n)`` in a context (thread, task), else
 ``CHAINRULES_NUM_THREADS``, else the first of ``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` that is set (the count a
 user gives BLAS, so that a run limited to one BLAS thread is limited here
-too), else the cores this process may use. Blocks hold at least
-``MIN_BLOCK`` elements: below that, handing a block to a worker costs more
-than its passes. The workers are daemon threads of one pool shared by the
+too), else the cores this process may use. A program is split only when
+its passes are long enough to repay handing blocks over (``MIN_WORK``) and
+costly enough not to be bound by memory bandwidth (``MIN_COST``), which a
+second core does not add to. The workers are daemon threads of one pool shared by the
 process (its only global state), started when first needed; the sweeps
 never run BLAS while a program runs, so they do not compete with BLAS's
 own threads.
