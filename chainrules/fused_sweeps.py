@@ -60,6 +60,13 @@ MIN_SIZE_SECOND = 16384
 #: place; fused, it measured 3-6% slower in the MLP's HVP
 MIN_NONLINEAR = 2
 
+#: the most members a region holds: a region's programs are written as
+#: expressions whose depth grows with its members (a chain of n rules is a
+#: product of n partials), and writing them walks that depth recursively;
+#: a longer chain is cut into regions of this many (each a root of its own,
+#: whose cotangent is the next region's input)
+MAX_MEMBERS = 48
+
 
 @contextlib.contextmanager
 def fusion(enabled=True, *, threads=None):
@@ -203,11 +210,12 @@ def find_regions(tape, outputs, keep=(), min_size=0):
         dtype, shape = dtypes[i], shapes[i]
         members = {i: described[i]}
         stack = [i]
-        while stack:
+        while stack and len(members) < MAX_MEMBERS:
             m = stack.pop()
             for j in members[m][1]:
                 if (j is not None and j not in members and uses[j] == 1 and j in described
-                        and shapes[j] == shape and dtypes[j] == dtype):
+                        and shapes[j] == shape and dtypes[j] == dtype
+                        and len(members) < MAX_MEMBERS):
                     members[j] = described[j]
                     stack.append(j)
         if len(members) < 2 or sum(not rules[m].linear for m in members) < MIN_NONLINEAR:

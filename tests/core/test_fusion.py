@@ -266,6 +266,30 @@ def test_rosenbrock_is_one_region_and_agrees(regions):
     assert regions[0] == 1
 
 
+def test_a_long_chain_is_cut_into_regions_of_bounded_size(regions):
+    # 1200 members in one chain: written as one region, its expressions
+    # would be deeper than Python's recursion limit
+    def f(x):
+        for _ in range(600):
+            x = np.tanh(x * 1.01)
+        return np.sum(x)
+
+    x = np.linspace(-1.0, 1.0, 7)
+    wide = x.astype(np.longdouble)
+    # products of 1200 partials in another order: compared with the truth
+    # in a wider dtype when they differ by more than the bound
+    for where, call in [("grad", lambda x: cr.grad(f)(x)),
+                        ("hvp", lambda x: cr.hvp(f, x, np.cos(x))),
+                        ("hessian", lambda x: cr.hessian(f)(x))]:
+        with cr.fusion(False):
+            truth = call(wide)
+        _agree(*_both(lambda: call(x)), where, truth)
+    # 1200 tanh and scaling members, and the sum outside: ceil(1200 / 48)
+    # in each fused grad and hvp
+    assert [r for r in regions if r] == [-(-1200 // fusion.MAX_MEMBERS)] * 2 == [25, 25], \
+        regions
+
+
 def test_anomaly_mode_sweeps_the_rules_one_by_one(regions):
     def f(x):
         return np.sum(np.sqrt(x * 2.0) * (x - x) * 3.0)
