@@ -10,6 +10,8 @@ return plain values; in-place writers (``put``, ``place``, ``putmask``,
 out-of-place form.
 """
 
+import importlib.util
+
 import numpy as np
 
 from chainrules.arrays import ndim_of, shape_of
@@ -349,6 +351,28 @@ def _modf(x, **kw):
 
 _ufunc_decompose(np.frexp, _frexp)
 _ufunc_decompose(np.modf, _modf)
+
+
+# -- np.i0: scipy.special.i0 on traced values -------------------------------------------
+def _np_i0(x):
+    """``np.i0(x)`` of a traced real ``x`` as ``scipy.special.i0``, which has
+    its rule, in NumPy's output dtype (the input's: SciPy computes float16 in
+    float64, cast back). NumPy refuses complex input and so does this.
+    Importing scipy.special registers its rules (``chainrules.rules``)."""
+    import scipy.special as sc
+
+    if np.iscomplexobj(x):
+        raise TypeError("i0 not supported for complex values")
+    y = sc.i0(x)
+    if x.dtype.kind == "f" and y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    return y
+
+
+# registered whether or not scipy.special is loaded yet (np.i0 is NumPy's),
+# when SciPy is installed (found without importing it)
+if importlib.util.find_spec("scipy") is not None:
+    _ufunc_decompose(np.i0, _np_i0)
 
 
 @decompose(np.astype)

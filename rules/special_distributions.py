@@ -49,9 +49,6 @@ reflections (``P_{-n-1} = P_n``, ``T_{-n} = T_n``, ``U_{-n-2} = -U_n``);
 a polynomial of negative integer degree in a derivative is 0. The degree
 and the parameters (``alpha``, ``beta``, ``p``, ``q``) raise
 ``MissingRuleError``.
-
-``np.i0`` runs as ``scipy.special.i0`` on traced values (real input; NumPy
-refuses complex input and so does the composition).
 """
 
 import numpy as np
@@ -333,7 +330,7 @@ def _chebyu_d(n, x, order):
 def _register():
     from chainrules.derived import scalar_rule
     from chainrules.derived_nary import NarySpec, nary_maker
-    from chainrules.registry import DECOMPOSITIONS, op_name, register
+    from chainrules.registry import op_name, register
 
     # -- distribution functions of a count or shape and a point ------------------
     def cdf3(f, density, sign, name, names):
@@ -589,20 +586,6 @@ def _register():
           lambda n, p, q, x: n * (n - 1) * _poly(sc.eval_sh_jacobi, n - 2, p + 4, q + 2, x),
           "eval_sh_jacobi", ("the parameter p", "the parameter q"))
 
-    # -- np.i0: scipy.special.i0 on traced values ------------------------------------
-    DECOMPOSITIONS[np.i0] = _np_i0
-
-
-def _np_i0(x):
-    """``np.i0(x)`` of a traced real ``x`` as ``scipy.special.i0``, which has
-    its rule, in NumPy's output dtype (the input's: SciPy computes float16 in
-    float64, cast back)."""
-    if np.iscomplexobj(x):
-        raise TypeError("i0 not supported for complex values")
-    y = sc.i0(x)
-    if x.dtype.kind == "f" and y.dtype != x.dtype:
-        y = y.astype(x.dtype)
-    return y
 
 
 if sc is not None:

@@ -15,6 +15,9 @@ from chainrules import elementwise_expr as ee
 from chainrules.registry import DISPATCHERS
 from chainrules.rules import arithmetic
 
+# every family, scipy.special's included (they register when it is imported)
+chainrules.rules.load_all()
+
 try:
     import numexpr
 except ImportError:  # numexpr is optional

@@ -141,3 +141,19 @@ print(json.dumps({"rules": rules, "builtin": builtin}))
     assert out["rules"] == reference["rules"]
     assert out["builtin"] == reference["builtin"]
     assert "scipy.special.gammaln" in out["builtin"] and "scipy.special.ndtri" in out["builtin"]
+
+
+def test_numpy_functions_computed_by_scipy_special_need_no_import_of_it():
+    # np.i0 on traced values runs as scipy.special.i0, which it imports
+    out = _run("""
+import json, sys
+import numpy as np
+import chainrules as cr
+before = "scipy.special" in sys.modules
+g = cr.grad(lambda x: np.sum(np.i0(x)))(np.array([0.5, 1.5]))
+print(json.dumps({"before": before, "g": g.tolist()}))
+""")
+    import numpy as np
+    import scipy.special as sc
+    assert out["before"] is False
+    np.testing.assert_allclose(out["g"], sc.i1([0.5, 1.5]), rtol=1e-14)
