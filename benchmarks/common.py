@@ -55,6 +55,15 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
+def run_as_worker(threads):
+    """Re-run the calling script under ``worker_env(threads)`` unless its
+    allocator and thread settings are in effect already (they must be set
+    before NumPy is imported): the settings of ``run.py``'s workers."""
+    env = worker_env(threads)
+    if any(os.environ.get(k) != env[k] for k in list(MALLOC_ENV) + ["OPENBLAS_NUM_THREADS"]):
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
 def worker_env(threads):
     """The environment of every worker: same threads, same allocator."""
     env = dict(os.environ)

@@ -32,10 +32,7 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     import common
 
-    if os.environ.get("OPENBLAS_NUM_THREADS") != str(a.threads):
-        # thread counts and allocator settings must be set before NumPy loads
-        env = common.worker_env(a.threads)
-        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    common.run_as_worker(a.threads)
 
     import tempfile
 

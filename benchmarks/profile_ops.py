@@ -159,10 +159,7 @@ def main():
     a = ap.parse_args()
     # same allocator and thread settings as the benchmark workers: re-run
     # this script under them if they are not in effect yet
-    env = common.worker_env(a.threads)
-    keys = list(common.MALLOC_ENV) + ["OPENBLAS_NUM_THREADS"]
-    if any(os.environ.get(k) != env[k] for k in keys):
-        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    common.run_as_worker(a.threads)
     print(f"threads={a.threads}; allocator: " +
           " ".join(f"{k}={v}" for k, v in common.MALLOC_ENV.items()) +
           f"; load average {os.getloadavg()}")

@@ -58,9 +58,7 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     import common
 
-    if os.environ.get("OPENBLAS_NUM_THREADS") != str(a.threads):
-        env = common.worker_env(a.threads)
-        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    common.run_as_worker(a.threads)
 
     import numpy as np
 

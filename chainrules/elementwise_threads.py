@@ -212,6 +212,12 @@ def run(program, env, n=None):
             shapes.append(v.shape)
         elif not isinstance(v, np.generic):  # dask and other arrays: their own scheduling
             return program(env, False)
+    # the results' buffers take the dtypes the expressions were built for:
+    # only values of those dtypes (what NumPy would then compute) are split,
+    # so that no result is cast into its buffer
+    for _, name, dt in program.variables:
+        if getattr(env.get(name), "dtype", None) != dt:
+            return program(env, False)
     if not shapes:
         return program(env, False)
     full = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)

@@ -13,6 +13,7 @@ warnings raised in a worker reach the caller as they would on one thread.
 import os
 import threading
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -62,10 +63,8 @@ def _same(a, b, where):
             assert np.max(np.abs(u[fin] - v[fin])) <= tol, (where, u, v)
 
 
-@pytest.fixture
-def splits(monkeypatch):
-    """How many blocks each program run was split into (1: not split)."""
-    counts = []
+def _counting(counts):
+    """``_split`` that appends to ``counts`` how many blocks it made (1: none)."""
     real = et._split
 
     def counting(shape, n, cost):
@@ -73,7 +72,14 @@ def splits(monkeypatch):
         counts.append(1 if s is None else len(s[1]))
         return s
 
-    monkeypatch.setattr(et, "_split", counting)
+    return counting
+
+
+@pytest.fixture
+def splits(monkeypatch):
+    """How many blocks each program run was split into (1: not split)."""
+    counts = []
+    monkeypatch.setattr(et, "_split", _counting(counts))
     return counts
 
 
@@ -105,12 +111,17 @@ def test_split_results_are_those_of_one_thread(chain):
             calls["grad"] = lambda: cr.grad(loss)((x, y))
             calls["hvp"] = lambda: cr.hvp(loss, (x, y), (tx, ty))
             calls["hessian"] = lambda: cr.hessian(loss)((x, y))
+        blocks = []
+        counting = _counting(blocks)
         for where, call in calls.items():
             with cr.fusion(threads=1):
                 one = call()
             for n in (2, 3):
-                with cr.fusion(threads=n):
+                with cr.fusion(threads=n), mock.patch.object(et, "_split", counting):
                     _same(call(), one, f"{where}, {n} threads")
+        # the programs were split whenever an axis has room for two blocks
+        if any(s >= 4 for s in shape):
+            assert max(blocks) >= 2, blocks
 
 
 def test_programs_split_along_either_axis(splits):
@@ -158,7 +169,7 @@ def test_program_values_broadcast_along_the_split_axis():
         assert np.shape(u) == np.shape(v) and np.array_equal(u, v)
 
 
-def test_floating_point_errors_reach_the_caller():
+def test_floating_point_errors_reach_the_caller(splits):
     x = np.linspace(1.0, 2.0, 64)
     x[-1] = 0.0  # sqrt's derivative divides by zero in the last block only
 
@@ -177,6 +188,7 @@ def test_floating_point_errors_reach_the_caller():
     divide = [w for w in caught if "divide by zero" in str(w.message)]
     assert len(divide) == 1, [str(w.message) for w in caught]
     assert divide[0].filename == __file__ and divide[0].lineno == line
+    assert splits and max(splits) == 2, splits  # the zero was in the worker's block
     with cr.fusion(threads=1), np.errstate(divide="ignore", invalid="ignore"):
         assert np.array_equal(g, cr.grad(f)(x), equal_nan=True)
     assert np.isnan(g[-1]) and np.isfinite(g[:-1]).all()  # inf * sin(0) + 0
@@ -245,3 +257,15 @@ def test_cheap_or_small_programs_stay_on_one_thread(monkeypatch):
     assert et._split((1000,), 2, et._mean_cost(costly)) is None
     assert et._split((10 ** 6,), 2, et._mean_cost(costly)) == (0, [(0, 500000),
                                                                   (500000, 10 ** 6)])
+
+
+def test_values_of_other_dtypes_are_not_split(splits):
+    # the buffers take the expressions' dtypes: a float32 value given to a
+    # program built for float64 is evaluated whole (as NumPy computes it)
+    x = ee.placeholder("x", np.float64)
+    program = ee.Program((ee.apply(np.sin, (x,)),))
+    v = np.linspace(0.0, 1.0, 64, dtype=np.float32)
+    (r,) = et.run(program, {"x": v}, 2)
+    assert splits == [] and r.dtype == np.float32
+    (r,) = et.run(program, {"x": v.astype(np.float64)}, 2)
+    assert splits == [2] and r.dtype == np.float64
