@@ -40,6 +40,30 @@ def softplus_fit(x):
 FUNCTIONS = {"rosen": rosen, "tanh_chain": tanh_chain, "softplus_fit": softplus_fit}
 
 
+def hvp_programs(f, x, v):
+    """The fused programs (``elementwise_expr.Program``) that ``hvp(f, x, v)``
+    runs, each with its values: ``[(program, env), ...]``, captured whole
+    (one thread, no blocks)."""
+    from chainrules import elementwise_expr as ee
+    from chainrules import elementwise_threads as et
+
+    captured = []
+    call, blocked = ee.Program.__call__, et.MIN_BLOCKED
+
+    def spy(self, env, *args, **kwargs):
+        captured.append((self, dict(env)))
+        return call(self, env, *args, **kwargs)
+
+    ee.Program.__call__ = spy
+    et.MIN_BLOCKED = float("inf")
+    try:
+        with cr.fusion(threads=1):
+            cr.hvp(f, x, v)
+    finally:
+        ee.Program.__call__, et.MIN_BLOCKED = call, blocked
+    return captured
+
+
 def _best(fn, budget):
     fn()
     n, t0 = 0, time.perf_counter()

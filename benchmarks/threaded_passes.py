@@ -62,10 +62,8 @@ def main(argv=None):
 
     import numpy as np
 
-    import chainrules as cr
-    from chainrules import elementwise_expr as ee
     from chainrules import fused_sweeps
-    from fusion import FUNCTIONS
+    from fusion import FUNCTIONS, hvp_programs
 
     fused_sweeps.MIN_SIZE = fused_sweeps.MIN_SIZE_SECOND = 0
     jobs, done = queue.SimpleQueue(), queue.SimpleQueue()
@@ -76,7 +74,6 @@ def main(argv=None):
             done.put(program(env, False))
 
     threading.Thread(target=worker, daemon=True).start()
-    call = ee.Program.__call__
     print(f"{a.threads} BLAS thread(s); median of {a.calls} calls; µs per program "
           "(one thread → two halves at once)\n")
     print("| function | size | passes | one thread | two threads | ratio |")
@@ -85,18 +82,7 @@ def main(argv=None):
         rng = np.random.default_rng(0)
         x, v = rng.standard_normal(size), rng.standard_normal(size)
         for name, f in FUNCTIONS.items():
-            captured = []
-
-            def spy(self, env, check=True, out=None, into=None):
-                captured.append((self, dict(env)))
-                return call(self, env, check, out, into)
-
-            ee.Program.__call__ = spy
-            try:
-                with cr.fusion(threads=1):  # the programs whole
-                    cr.hvp(f, x, v)
-            finally:
-                ee.Program.__call__ = call
+            captured = hvp_programs(f, x, v)
             one = two = 0.0
             passes = 0
             for program, env in captured:

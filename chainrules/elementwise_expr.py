@@ -391,18 +391,22 @@ class Program:
         self.kinds = [e.op if e.op in ("var", "const") else "step" for e in exprs]
         self.dtypes = [e.dtype for e in exprs]
 
-    def __call__(self, env, check=True, out=None, into=None):
+    def __call__(self, env, check=True, out=None, into=None, scratch=None):
         """The values; ``out`` (a program of one expression): an array that
         lends its memory to intermediates and receives the result. ``into``:
         per expression, an array of its shape and dtype that receives its
-        value (computed there when it is a step's result), or None."""
+        value (computed there when it is a step's result), or None.
+        ``scratch``: a list of arrays the call may use for intermediates,
+        to which it adds those it made (for the next call on values of the
+        same shapes: a block of the same data)."""
         vals = self.consts[:]
         for k, name, dt in self.variables:
             v = env.get(name) if check else env[name]
             if check:
                 _check_value(name, dt, v)
             vals[k] = v
-        owned, pool = set(), []
+        # (an ``out`` given lends itself to this call only: never to scratch)
+        owned, pool = set(), ([] if scratch is None or out is not None else scratch)
         root = self.outs[-1] if self.outs else None
         if out is not None and not any(np.may_share_memory(out, v) for v in env.values()):
             pool.append(out)  # out holds intermediates too, until the result

@@ -405,3 +405,33 @@ def test_evaluate_broadcasts_binary_partials():
         out = np.empty((3, 4))
         assert np.array_equal(ee.evaluate(e, env), ref)
         assert ee.evaluate(e, env, out=out) is out and np.array_equal(out, ref)
+
+
+def test_scratch_buffers_carry_over_between_calls():
+    """``scratch``: the intermediates one call made serve the next call on
+    values of the same shapes (a block of the same data); results and an
+    ``out`` given are never left there."""
+    x, y = ee.placeholder("x", np.float64), ee.placeholder("y", np.float64)
+    s = ee.apply(np.sin, (x,))
+    program = ee.Program((ee.apply(np.add, (ee.apply(np.multiply, (s, y)),
+                                            ee.apply(np.exp, (s,)))),))
+    rng = np.random.default_rng(5)
+    envs = [{"x": rng.standard_normal(50), "y": rng.standard_normal(50)} for _ in range(3)]
+    scratch = []
+    (r0,) = program(envs[0], False, into=[np.empty(50)], scratch=scratch)
+    assert scratch and all(type(a) is np.ndarray and a.shape == (50,) for a in scratch)
+    made = {id(a) for a in scratch}
+    for env in envs[1:]:
+        dest = np.empty(50)
+        (r,) = program(env, False, into=[dest], scratch=scratch)
+        assert r is dest and np.array_equal(r, program(env, False)[0])
+        assert {id(a) for a in scratch} == made  # nothing new was allocated
+    (r,) = program(envs[0], False, scratch=scratch)  # a result of its own
+    assert np.array_equal(r, r0)
+    assert not any(np.shares_memory(x, a) for x in (r, r0) for a in scratch)
+    # values of another shape: allocated as usual, still right
+    small = {"x": np.linspace(0, 1, 7), "y": np.linspace(1, 2, 7)}
+    assert np.array_equal(program(small, False, scratch=scratch)[0], program(small, False)[0])
+    out = np.empty(50)
+    program(envs[0], False, out=out, scratch=scratch)
+    assert not any(a is out for a in scratch)

@@ -67,8 +67,8 @@ def _counting(counts):
     """``_split`` that appends to ``counts`` how many blocks it made (1: none)."""
     real = et._split
 
-    def counting(shape, n, cost):
-        s = real(shape, n, cost)
+    def counting(*args):
+        s = real(*args)
         counts.append(1 if s is None else len(s[1]))
         return s
 
@@ -194,6 +194,36 @@ def test_floating_point_errors_reach_the_caller(splits):
     assert np.isnan(g[-1]) and np.isfinite(g[:-1]).all()  # inf * sin(0) + 0
 
 
+@pytest.mark.parametrize("n", [1, 2])
+def test_floating_point_errors_of_many_blocks_are_reported_once(monkeypatch, n):
+    monkeypatch.setattr(et, "BLOCK_BYTES", 8 * 8)  # blocks of 8 float64 entries
+    monkeypatch.setattr(et, "MIN_BLOCKED", 0)
+    monkeypatch.setattr(et, "MIN_BETWEEN", 0)
+    x = np.linspace(1.0, 2.0, 64)
+    x[::4] = 0.0  # a division by zero in every block
+
+    def f(x):
+        return np.sum(np.sqrt(x) * np.sin(x))
+
+    counts = []
+    monkeypatch.setattr(et, "_split", _counting(counts))
+    with cr.fusion(threads=n), np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            cr.grad(f)(x)
+    with cr.fusion(threads=n), np.errstate(divide="warn"), warnings.catch_warnings(record=True) \
+            as caught:
+        warnings.simplefilter("always")
+        g = cr.grad(f)(x)  # THE BLOCKED CALL
+    with open(__file__) as src:
+        line = next(i for i, t in enumerate(src, 1)
+                    if t.rstrip().endswith("# THE BLOCKED CALL"))
+    divide = [w for w in caught if "divide by zero" in str(w.message)]
+    assert len(divide) == 1, [str(w.message) for w in caught]
+    assert divide[0].filename == __file__ and divide[0].lineno == line
+    assert max(counts) == 8, counts
+    assert np.isnan(g[::4]).all() and np.isfinite(np.delete(g, np.s_[::4])).all()
+
+
 def test_thread_counts_are_per_context_and_checked():
     assert et.threads() >= 1
     seen = {}
@@ -253,10 +283,64 @@ def test_cheap_or_small_programs_stay_on_one_thread(monkeypatch):
     costly = ee.Program((ee.apply(np.tanh, (ee.apply(np.sin, (x,)),)),))
     monkeypatch.setattr(et, "MIN_WORK", 200_000)
     monkeypatch.setattr(et, "MIN_COST", 1.5)
-    assert et._split((10 ** 6,), 2, et._mean_cost(cheap)) is None
-    assert et._split((1000,), 2, et._mean_cost(costly)) is None
-    assert et._split((10 ** 6,), 2, et._mean_cost(costly)) == (0, [(0, 500000),
-                                                                  (500000, 10 ** 6)])
+    monkeypatch.setattr(et, "MIN_BLOCKED", 6_000_000)
+    monkeypatch.setattr(et, "MIN_BETWEEN", 3)
+    # (no intermediate: never blocked, whatever its size)
+    assert et._split((10 ** 7,), 2, et._mean_cost(cheap), 8, 0) is None
+    assert et._split((1000,), 2, et._mean_cost(costly), 8, 1) is None
+    assert et._split((10 ** 5,), 2, et._mean_cost(costly), 8, 1) == (
+        0, [(0, 50000), (50000, 10 ** 5)], 2)
+    # cheap passes over many bytes: blocks in cache, which threads share
+    axis, blocks, t = et._split((10 ** 6,), 2, et._mean_cost(cheap), 8, 3)
+    assert (axis, t, len(blocks)) == (0, 2, 8)
+    # ... but with fewer intermediate arrays they stream from memory: whole
+    assert et._split((10 ** 6,), 2, et._mean_cost(cheap), 8, 2) is None
+
+
+def test_large_programs_run_block_by_block(monkeypatch):
+    """Blocks of about ``BLOCK_BYTES`` along the outermost axis whose blocks
+    fit (an inner one when the outer blocks would be too large), shared by
+    the threads; the results are those of the program whole."""
+    monkeypatch.setattr(et, "BLOCK_BYTES", 8 * 1000)
+    monkeypatch.setattr(et, "MIN_BLOCKED", 8 * 4000)
+    monkeypatch.setattr(et, "MIN_BETWEEN", 3)
+    # 1000 elements per block of float64, 500 of complex128
+    assert len(et._split((10 ** 4,), 1, 1.0, 8, 3)[1]) == 10
+    assert len(et._split((10 ** 4,), 1, 1.0, 16, 3)[1]) == 20
+    assert et._split((10 ** 4,), 1, 1.0, 8, 2) is None  # too few intermediates
+    assert et._split((3000,), 1, 1.0, 8, 3) is None  # too few bytes
+    axis, blocks, _ = et._split((40, 250), 1, 1.0, 8, 3)
+    assert axis == 0 and len(blocks) == 10 and blocks[0] == (0, 4)
+    axis, blocks, _ = et._split((2, 5000), 1, 1.0, 8, 3)
+    assert axis == 1 and len(blocks) == 10 and blocks[0] == (0, 500)
+    axis, blocks, t = et._split((10 ** 4,), 3, 10.0, 8, 3)
+    assert t == 3 and len(blocks) == 10
+    x, y = ee.placeholder("x", np.float64), ee.placeholder("y", np.float64)
+    s = ee.apply(np.sin, (x,))
+    program = ee.Program((
+        ee.apply(np.multiply, (ee.apply(np.add, (s, y)), s)),
+        ee.apply(np.tanh, (ee.apply(np.multiply, (x, y)),)),
+        x,
+    ))
+    env = {"x": np.ones(4), "y": np.ones(4)}
+    assert et._passes_between(program, env) == 3  # sin, add, multiply
+    # with y a scalar, x * y still makes an array; with x one, sin(x) does not
+    assert et._passes_between(program, dict(env, y=np.float64(2.0))) == 3
+    assert et._passes_between(program, {"x": np.float64(1.0), "y": np.ones(4)}) == 2
+    rng = np.random.default_rng(3)
+    for shape, yshape in [((10 ** 4,), (10 ** 4,)), ((40, 250), (250,)),
+                          ((2, 5000), (2, 1)), ((40, 250), ())]:
+        env = {"x": rng.standard_normal(shape), "y": rng.standard_normal(yshape)}
+        whole = program(env, False)
+        counts = []
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(et, "_split", _counting(counts))
+            for n in (1, 2, 3):
+                got = et.run(program, env, n)
+                assert got[2] is env["x"]
+                for u, v in zip(got, whole):
+                    assert u.shape == v.shape and np.array_equal(u, v), (shape, n)
+        assert min(counts) >= 10, counts
 
 
 def test_values_of_other_dtypes_are_not_split(splits):
