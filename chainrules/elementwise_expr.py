@@ -349,6 +349,16 @@ def _shape(vals):
     return () if shape is None else shape
 
 
+def _numpy_only(vals):
+    """Whether ``vals`` are NumPy arrays and scalars only: another array type
+    (dask) among a call's arguments takes no NumPy array as ``out=``."""
+    for v in vals:
+        if type(v) is not np.ndarray and type(v) not in (int, float, complex, bool) \
+                and not isinstance(v, np.generic):
+            return False
+    return True
+
+
 def evaluate(expr, env, out=None):
     """``expr`` computed with NumPy on ``env`` (name -> array of the dtype the
     expression was built for): the partial's own calls, so its result bit for
@@ -433,7 +443,7 @@ class Program:
                 # (a where into out holding one of its branches: computed apart)
                 if not (fn is None and (out is argv[0] or out is argv[1])):
                     buf = out
-            elif pool and fn is not operator.pow:
+            elif pool and fn is not operator.pow and _numpy_only(argv):
                 shape = _shape(argv)
                 if shape:
                     # the most recently freed first: the likeliest still in cache

@@ -13,6 +13,9 @@ of every result into one array made beforehand:
   NumPy releases the GIL inside its loops, so the blocks' passes run at
   once; only the Python step between two passes is serial.
 
+Values of a chunked array type (dask) go to ``elementwise_chunks``: one
+task per chunk, which runs the program here on the chunk's NumPy blocks.
+
 How many threads: ``fusion(threads=n)`` in a context (thread, task), else
 ``CHAINRULES_NUM_THREADS``, else the first of ``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` that is set (the count a
@@ -40,6 +43,8 @@ import queue
 import threading
 
 import numpy as np
+
+from . import elementwise_chunks
 
 __all__ = ["run", "threads", "set_threads", "reset_threads"]
 
@@ -278,8 +283,9 @@ def run(program, env, n=None):
     for v in env.values():
         if type(v) is np.ndarray:
             shapes.append(v.shape)
-        elif not isinstance(v, np.generic):  # dask and other arrays: their own scheduling
-            return program(env, False)
+        elif not isinstance(v, np.generic):  # dask and other arrays
+            out = elementwise_chunks.run(program, env, run)
+            return program(env, False) if out is None else out
     if not shapes:
         return program(env, False)
     full = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)

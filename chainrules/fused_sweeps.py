@@ -14,8 +14,7 @@ before touching the data, and never computes or stores the tangents and
 cotangents of the members inside.
 
 The forward pass is untouched: the user's code runs eagerly, once. On dask
-arrays the programs build dask's graph, whose blockwise operations dask
-fuses into one task per chunk. A traced value of an outer recording
+arrays each program is one task per chunk (``elementwise_chunks``). A traced value of an outer recording
 (nested differentiation) and cotangents of another dtype take the members'
 own rules one by one, as do anomaly mode (which names the operation that
 made a NaN) and ``fusion(False)``.
@@ -341,8 +340,8 @@ def _zero(v):
 
 def _array(v):
     """An array the programs compute with: an ndarray, or another array type
-    that implements NumPy's protocols (dask: the programs then build its
-    graph, which dask fuses chunk by chunk), never a traced value."""
+    that implements NumPy's protocols (dask: the programs then run per
+    chunk, or build its graph), never a traced value."""
     return type(v) is _ndarray or is_array(v)
 
 
