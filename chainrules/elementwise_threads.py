@@ -237,10 +237,10 @@ def _split(shape, n, cost, itemsize=8, between=0):
     blocks), or None to run the program whole on the calling thread.
     Threads: up to ``n`` when the passes repay handing blocks over
     (``MIN_WORK``) and are bound by the core rather than by memory
-    (``MIN_COST``, or blocks in cache). Blocks of about ``BLOCK_BYTES`` per array
-    when the values are of ``MIN_BLOCKED`` bytes or more and the program
-    makes ``MIN_BETWEEN`` intermediate arrays or more (``between``), so
-    that they stay in cache."""
+    (``MIN_COST``, or blocks in cache). Blocks of about ``BLOCK_BYTES`` per
+    array when the values are of ``MIN_BLOCKED`` bytes or more and the
+    program makes ``MIN_BETWEEN`` intermediate arrays or more (``between``),
+    so that they stay in cache."""
     size = 1
     for s in shape:
         size *= s
@@ -289,6 +289,11 @@ def run(program, env, n=None):
     if not shapes:
         return program(env, False)
     full = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
+    size = 1
+    for s in full:
+        size *= s
+    if n < 2 and size * 16 < MIN_BLOCKED:  # (16: the widest itemsize) nothing to cut
+        return program(env, False)
     # the results' buffers take the dtypes the expressions were built for:
     # only values of those dtypes (what NumPy would then compute) are split,
     # so that no result is cast into its buffer
@@ -297,9 +302,6 @@ def run(program, env, n=None):
             return program(env, False)
     itemsize = max([dt.itemsize for dt in program.dtypes if dt is not None]
                    + [dt.itemsize for _, _, dt in program.variables], default=8)
-    size = 1
-    for s in full:
-        size *= s
     between = _passes_between(program, env) if size * itemsize >= MIN_BLOCKED else 0
     split = _split(full, n, _mean_cost(program), itemsize, between)
     if split is None:

@@ -14,10 +14,10 @@ before touching the data, and never computes or stores the tangents and
 cotangents of the members inside.
 
 The forward pass is untouched: the user's code runs eagerly, once. On dask
-arrays each program is one task per chunk (``elementwise_chunks``). A traced value of an outer recording
-(nested differentiation) and cotangents of another dtype take the members'
-own rules one by one, as do anomaly mode (which names the operation that
-made a NaN) and ``fusion(False)``.
+arrays each program is one task per chunk (``elementwise_chunks``). A
+traced value of an outer recording (nested differentiation) and cotangents
+of another dtype take the members' own rules one by one, as do anomaly
+mode (which names the operation that made a NaN) and ``fusion(False)``.
 """
 
 import contextlib
