@@ -37,6 +37,7 @@ re-issued by the caller, once each.
 """
 
 import contextvars
+import math
 import operator
 import os
 import queue
@@ -241,9 +242,7 @@ def _split(shape, n, cost, itemsize=8, between=0):
     array when the values are of ``MIN_BLOCKED`` bytes or more and the
     program makes ``MIN_BETWEEN`` intermediate arrays or more (``between``),
     so that they stay in cache."""
-    size = 1
-    for s in shape:
-        size *= s
+    size = math.prod(shape)
     per = max(1, BLOCK_BYTES // itemsize)  # the elements of a cache block
     blocked = between >= MIN_BETWEEN and size * itemsize >= MIN_BLOCKED
     # blocks in cache make even cheap passes bound by the core, not memory
@@ -289,9 +288,7 @@ def run(program, env, n=None):
     if not shapes:
         return program(env, False)
     full = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
-    size = 1
-    for s in full:
-        size *= s
+    size = math.prod(full)
     if n < 2 and size * 16 < MIN_BLOCKED:  # (16: the widest itemsize) nothing to cut
         return program(env, False)
     # the results' buffers take the dtypes the expressions were built for:
