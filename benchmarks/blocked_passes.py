@@ -40,7 +40,7 @@ def main(argv=None):
     import chainrules as cr
     from chainrules import elementwise_threads as et
     from dask_scale import loss
-    from fusion import FUNCTIONS, hvp_programs
+    from fusion import FUNCTIONS, programs_by_size
 
     functions = dict(FUNCTIONS, dask_loss=loss)
     blocked = et.MIN_BLOCKED
@@ -50,30 +50,26 @@ def main(argv=None):
           f"median of {a.repeats}\n")
     print("| function | size | passes | whole | blocked | ratio |")
     print("|---|---|---|---|---|---|")
-    for size in (int(float(s)) for s in a.sizes.split(",")):
-        rng = np.random.default_rng(0)
-        x, v = rng.standard_normal(size), rng.standard_normal(size)
-        for name, f in functions.items():
-            captured = hvp_programs(f, x, v)
-            whole = split = 0.0
-            passes = 0
-            for program, env in captured:
-                if max((np.size(w) for w in env.values()), default=0) < 1000:
-                    continue
-                times = {False: [], True: []}
-                with cr.fusion(threads=a.threads):
-                    for _ in range(a.repeats):
-                        for on in (False, True):
-                            et.MIN_BLOCKED = blocked if on else float("inf")
-                            t0 = time.perf_counter()
-                            et.run(program, env)
-                            times[on].append(time.perf_counter() - t0)
-                et.MIN_BLOCKED = blocked
-                whole += statistics.median(times[False])
-                split += statistics.median(times[True])
-                passes += len(program.steps)
-            print(f"| {name} | {size:.0e} | {passes} | {whole * 1e3:.2f} | {split * 1e3:.2f} "
-                  f"| {split / whole:.2f} |", flush=True)
+    for name, size, captured in programs_by_size(a.sizes, functions):
+        whole = split = 0.0
+        passes = 0
+        for program, env in captured:
+            if max((np.size(w) for w in env.values()), default=0) < 1000:
+                continue
+            times = {False: [], True: []}
+            with cr.fusion(threads=a.threads):
+                for _ in range(a.repeats):
+                    for on in (False, True):
+                        et.MIN_BLOCKED = blocked if on else float("inf")
+                        t0 = time.perf_counter()
+                        et.run(program, env)
+                        times[on].append(time.perf_counter() - t0)
+            et.MIN_BLOCKED = blocked
+            whole += statistics.median(times[False])
+            split += statistics.median(times[True])
+            passes += len(program.steps)
+        print(f"| {name} | {size:.0e} | {passes} | {whole * 1e3:.2f} | {split * 1e3:.2f} "
+              f"| {split / whole:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

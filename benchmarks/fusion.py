@@ -64,6 +64,17 @@ def hvp_programs(f, x, v):
     return captured
 
 
+def programs_by_size(sizes, functions=None):
+    """``(name, size, hvp_programs(f, x, v))`` for each size (a string of
+    comma-separated numbers, "1e6" allowed) and function (default
+    ``FUNCTIONS``), on the same random ``x`` and ``v`` of that size."""
+    for size in (int(float(s)) for s in sizes.split(",")):
+        rng = np.random.default_rng(0)
+        x, v = rng.standard_normal(size), rng.standard_normal(size)
+        for name, f in (FUNCTIONS if functions is None else functions).items():
+            yield name, size, hvp_programs(f, x, v)
+
+
 def _best(fn, budget):
     fn()
     n, t0 = 0, time.perf_counter()

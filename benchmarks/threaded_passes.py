@@ -63,7 +63,7 @@ def main(argv=None):
     import numpy as np
 
     from chainrules import fused_sweeps
-    from fusion import FUNCTIONS, hvp_programs
+    from fusion import programs_by_size
 
     fused_sweeps.MIN_SIZE = fused_sweeps.MIN_SIZE_SECOND = 0
     jobs, done = queue.SimpleQueue(), queue.SimpleQueue()
@@ -78,30 +78,26 @@ def main(argv=None):
           "(one thread → two halves at once)\n")
     print("| function | size | passes | one thread | two threads | ratio |")
     print("|---|---|---|---|---|---|")
-    for size in (int(s) for s in a.sizes.split(",")):
-        rng = np.random.default_rng(0)
-        x, v = rng.standard_normal(size), rng.standard_normal(size)
-        for name, f in FUNCTIONS.items():
-            captured = hvp_programs(f, x, v)
-            one = two = 0.0
-            passes = 0
-            for program, env in captured:
-                n = max((np.shape(w)[0] for w in env.values() if np.ndim(w)), default=0)
-                if n < 4:
-                    continue
-                lo, hi = _halves(env, n)
+    for name, size, captured in programs_by_size(a.sizes):
+        one = two = 0.0
+        passes = 0
+        for program, env in captured:
+            n = max((np.shape(w)[0] for w in env.values() if np.ndim(w)), default=0)
+            if n < 4:
+                continue
+            lo, hi = _halves(env, n)
 
-                def both(program=program, lo=lo, hi=hi):
-                    jobs.put((program, hi))
-                    program(lo, False)
-                    done.get()
+            def both(program=program, lo=lo, hi=hi):
+                jobs.put((program, hi))
+                program(lo, False)
+                done.get()
 
-                one += _median_time(lambda: program(env, False), a.calls)
-                two += _median_time(both, a.calls)
-                passes += len(program.steps)
-            if passes:
-                print(f"| {name} | {size:.0e} | {passes} | {one * 1e6:.0f} | {two * 1e6:.0f} "
-                      f"| {two / one:.2f} |", flush=True)
+            one += _median_time(lambda: program(env, False), a.calls)
+            two += _median_time(both, a.calls)
+            passes += len(program.steps)
+        if passes:
+            print(f"| {name} | {size:.0e} | {passes} | {one * 1e6:.0f} | {two * 1e6:.0f} "
+                  f"| {two / one:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

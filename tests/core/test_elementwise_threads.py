@@ -194,6 +194,32 @@ def test_floating_point_errors_reach_the_caller(splits):
     assert np.isnan(g[-1]) and np.isfinite(g[:-1]).all()  # inf * sin(0) + 0
 
 
+def test_sweeps_through_blocked_programs_are_those_of_whole_ones(monkeypatch):
+    """grad, hvp, jvp and hessian with every program cut into blocks (of 16
+    float64 entries) at 1 and 2 threads equal those of whole programs."""
+    def f(x):
+        a = x[:-1]
+        r = 100.0 * (x[1:] - a ** 2) ** 2 + (1.0 - a) ** 2
+        return np.sum(r + np.logaddexp(0.0, np.sin(x[1:]) * 0.5 - 0.25) ** 2)
+
+    rng = np.random.default_rng(7)
+    x, v = rng.standard_normal(200), rng.standard_normal(200)
+    calls = {"grad": lambda: cr.grad(f)(x), "hvp": lambda: cr.hvp(f, x, v),
+             "jvp": lambda: cr.jvp(f, (x,), (v,)), "hessian": lambda: cr.hessian(f)(x[:40])}
+    with cr.fusion(threads=1):
+        whole = {k: c() for k, c in calls.items()}
+    monkeypatch.setattr(et, "BLOCK_BYTES", 8 * 16)
+    monkeypatch.setattr(et, "MIN_BLOCKED", 0)
+    monkeypatch.setattr(et, "MIN_BETWEEN", 0)
+    counts = []
+    monkeypatch.setattr(et, "_split", _counting(counts))
+    for n in (1, 2):
+        for k, c in calls.items():
+            with cr.fusion(threads=n):
+                _same(c(), whole[k], f"{k}, {n} threads")
+    assert max(counts) >= 10, counts  # the programs ran in blocks
+
+
 @pytest.mark.parametrize("n", [1, 2])
 def test_floating_point_errors_of_many_blocks_are_reported_once(monkeypatch, n):
     monkeypatch.setattr(et, "BLOCK_BYTES", 8 * 8)  # blocks of 8 float64 entries
