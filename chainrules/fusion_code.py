@@ -185,7 +185,7 @@ class RegionCode:
         # hoisted subexpressions of the members' values, by index
         self._primals, self._hoisted = [], {}
 
-    def program(self, mode, variant):
+    def program(self, mode, variant, hoist=True):
         """``(which results are structurally zero, the Program of the
         others, the members' values it reads as (name, member, role), the
         hoisted values it reads: None or (names, indices, the Program that
@@ -194,12 +194,15 @@ class RegionCode:
         A subexpression that reads the members' values only (a partial,
         ``1 - y**2``) is hoisted out of the program: the rule computes it
         once and keeps it (``primal(index)``) for every later sweep, as the
-        derived rules keep their first partial."""
-        key = (mode, variant)
+        derived rules keep their first partial. ``hoist=False``: the
+        program computes them itself (for values evaluated lazily, where a
+        kept value is a graph recomputed by every evaluation)."""
+        key = (mode, variant, hoist)
         p = self.programs.get(key)
         if p is None:
             exprs = self._write(mode, variant)
-            live, hoisted = self._hoist([e for e in exprs if e is not None])
+            live = [e for e in exprs if e is not None]
+            live, hoisted = self._hoist(live) if hoist else (live, None)
             program = ee.Program(live)
             p = self.programs[key] = (tuple(e is None for e in exprs), program,
                                       _member_values(program.names), hoisted)

@@ -157,3 +157,34 @@ def test_sweeps_on_dask_run_their_programs_per_chunk(chunk_calls, monkeypatch):
     q = 1 + d * d
     np.testing.assert_allclose(h, vn * (2 * (1 - d * d) / (q * q) + 0.2 * np.cos(2 * xn)),
                                rtol=1e-12, atol=1e-14)
+
+
+def test_hoisted_values_are_computed_per_chunk_not_kept(chunk_calls, monkeypatch):
+    """On NumPy a region keeps its partials of the members' values
+    (hoisted) for later sweeps; on dask they would be graphs recomputed by
+    every evaluation, held as chunks of their own beside the program's, so
+    each chunk's task computes them itself: nothing is kept, and the
+    numbers are the NumPy program's."""
+    monkeypatch.setattr(fusion, "MIN_SIZE_SECOND", 0)
+    regions = []
+
+    class Recorded(fusion.FusedRegion):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            super().__init__(*args)
+            regions.append(self)
+
+    monkeypatch.setattr(fusion, "FusedRegion", Recorded)
+    xn = np.linspace(-1.0, 2.0, 60)
+    vn = np.cos(3 * xn)
+    h1 = cr.hvp(loss, xn, vn)
+    assert regions and any(r.cache for r in regions)  # NumPy: kept
+    del regions[:]
+    x, v = da.from_array(xn, chunks=15), da.from_array(vn, chunks=15)
+    h = cr.hvp(loss, x, v)
+    assert regions and not any(r.cache for r in regions)  # dask: not kept
+    assert any(name.startswith("fused-") for name in h.dask.layers)
+    h = h.compute()
+    assert len(chunk_calls) == 4 * len(regions)  # one task per chunk and region
+    assert np.array_equal(h, h1)
