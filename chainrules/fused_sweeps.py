@@ -109,7 +109,11 @@ def _const_key(v):
     (its type and bits), an array as a variable of its dtype."""
     if isinstance(v, NotKept):  # not read by the partials
         return ("array", None)
-    if type(v) in (int, float, complex, bool):
+    if type(v) is float:  # its bits: 0.0 and -0.0 differ (1 / c), NaNs agree
+        return ("scalar", float, v.hex())
+    if type(v) is complex:
+        return ("scalar", complex, v.real.hex(), v.imag.hex())
+    if type(v) in (int, bool):
         return ("scalar", type(v), v)
     if isinstance(v, np.generic) or (type(v) is _ndarray and v.ndim == 0):
         return ("scalar", v.dtype.str, np.asarray(v).tobytes())

@@ -398,6 +398,13 @@ def test_an_output_inside_a_region_keeps_its_cotangent():
     np.testing.assert_allclose(g, g0, rtol=1e-15)
 
 
+def test_constant_keys_tell_signed_zeros_apart():
+    assert fusion._const_key(0.0) != fusion._const_key(-0.0)
+    assert fusion._const_key(complex(1.0, 0.0)) != fusion._const_key(complex(1.0, -0.0))
+    assert fusion._const_key(float("nan")) == fusion._const_key(float("nan"))
+    assert fusion._const_key(np.float64(-0.0)) != fusion._const_key(np.float64(0.0))
+
+
 def test_dask_arrays_are_fused_into_dask_graphs(regions):
     da = pytest.importorskip("dask.array")
 
