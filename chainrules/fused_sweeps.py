@@ -100,6 +100,10 @@ def fusion(enabled=True, *, threads=None):
 
 # -- finding regions --------------------------------------------------------------------
 _codes = {}
+#: the regions found per tape structure (``find_regions``): a loop that
+#: traces the same function again (an optimiser's ``value_and_grad``) finds
+#: them once
+_plans = {}
 _FUSIBLE = frozenset((UnaryScalarRule, BinaryScalarRule, ConstPartialRule, BilinearRule,
                       SelfProductRule))
 
@@ -187,17 +191,6 @@ def find_regions(tape, outputs, keep=(), min_size=0):
     cand = [i for i, r in enumerate(rules) if shapes[i] in big and type(r) in fusible]
     if len(cand) < 2:
         return []
-    n = len(rules)
-    uses = [0] * n
-    for rule in rules:
-        if rule is not None:
-            for j in rule.inputs():
-                uses[j] += 1
-    for o in outputs:
-        if o is not None:
-            uses[o] += 2
-    for k in keep:
-        uses[k] += 2
     described = {}
     for i in cand:
         dtype = dtypes[i]
@@ -205,6 +198,40 @@ def find_regions(tape, outputs, keep=(), min_size=0):
             d = _describe(rules[i], dtypes, dtype)
             if d is not None:
                 described[i] = d
+    wiring = []
+    for rule in rules:
+        if rule is None:
+            wiring.append(None)
+        else:
+            ins = rule.inputs()
+            wiring.append(ins if type(ins) is tuple else tuple(ins))
+    # the tape's structure: everything the regions depend on (the rules'
+    # wiring, shapes and dtypes, the fusible rules' descriptions, which fix
+    # their linearity, the outputs, the thresholds), none of the values
+    structure = (tuple(wiring), tuple(shapes), tuple(dtypes), tuple(described.items()),
+                 tuple(outputs), tuple(keep), min_size, MIN_NONLINEAR, MAX_MEMBERS)
+    found = _plans.get(structure)
+    if found is None:
+        if len(_plans) > 256:
+            _plans.clear()
+        found = _plans[structure] = _grow_regions(rules, shapes, dtypes, wiring, described, cand,
+                                          outputs, keep)
+    return found
+
+
+def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep):
+    """``find_regions`` of a tape structure not seen before: each region
+    grown from its root through members read by one member only."""
+    uses = [0] * len(rules)
+    for ins in wiring:
+        if ins is not None:
+            for j in ins:
+                uses[j] += 1
+    for o in outputs:
+        if o is not None:
+            uses[o] += 2
+    for k in keep:
+        uses[k] += 2
     claimed = set()
     found = []
     for i in reversed(cand):
@@ -235,7 +262,7 @@ def find_regions(tape, outputs, keep=(), min_size=0):
             key.append((desc, tuple(None if s is None else
                                     ("member", local[s]) if s in local else ("input", at[s])
                                     for s in srcs)))
-        found.append((order, ins, tuple(key)))
+        found.append((tuple(order), tuple(ins), tuple(key)))
     return found
 
 

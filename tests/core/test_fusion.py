@@ -398,6 +398,115 @@ def test_an_output_inside_a_region_keeps_its_cotangent():
     np.testing.assert_allclose(g, g0, rtol=1e-15)
 
 
+# -- regions found once per tape structure ---------------------------------------------
+@pytest.fixture
+def plans(monkeypatch):
+    """Checks, at every fusing call, that the regions found from the cache
+    of tape structures are those found afresh; returns the counts of calls
+    and of structures grown."""
+    seen = {"calls": 0, "grown": 0}
+    real_fuse, real_grow = fusion.fuse, fusion._grow_regions
+
+    def grow(*args):
+        seen["grown"] += 1
+        return real_grow(*args)
+
+    def checking(tape, outputs, keep=(), second_order=False):
+        if not fusion._enabled.get():
+            return real_fuse(tape, outputs, keep, second_order)
+        size = fusion.MIN_SIZE_SECOND if second_order else fusion.MIN_SIZE
+        hit = fusion.find_regions(tape, outputs, keep, size)
+        cached = dict(fusion._plans)
+        fusion._plans.clear()
+        fresh = fusion.find_regions(tape, outputs, keep, size)
+        fusion._plans.clear()
+        fusion._plans.update(cached)
+        assert hit == fresh
+        seen["calls"] += 1
+        return real_fuse(tape, outputs, keep, second_order)
+
+    monkeypatch.setattr(fusion, "_grow_regions", grow)
+    monkeypatch.setattr(cr.api, "fuse", checking)
+    fusion._plans.clear()
+    return seen
+
+
+def test_an_optimiser_loop_finds_its_regions_once(plans):
+    def loss(w):
+        return np.sum(np.log1p(np.exp(np.sin(w) * 3.0)))
+
+    w = np.linspace(-1.0, 1.0, 40)
+    for _ in range(4):
+        (value, g), (value0, g0) = _both(lambda: cr.value_and_grad(loss)(w))
+        _agree(g, g0, "grad")
+        w = w - 0.1 * g
+    # four traces of one structure; each check grows it once more, afresh
+    assert plans["calls"] == 4 and plans["grown"] == 1 + 4
+
+
+def test_tapes_of_the_same_operations_wired_otherwise_get_their_own_regions(plans):
+    """The same operations on the same shapes: a value read twice, another
+    constant, an output inside the region, a sweep with tangents. Each
+    structure's regions, from the cache, are the ones it gets afresh, and
+    the derivatives agree with the rules swept one by one."""
+    def once(x):
+        u = np.sin(x)
+        return np.sum(np.exp(u) * 2.0 + x)
+
+    def twice(x):
+        u = np.sin(x)
+        return np.sum(np.exp(u) * 2.0 + u)
+
+    def other_constant(x):
+        u = np.sin(x)
+        return np.sum(np.exp(u) * -0.0 + x)
+
+    def with_aux(x):
+        u = np.sin(x)
+        return np.sum(np.exp(u) * 2.0 + x), u
+
+    def summed_input(x):  # a rule outside the regions reads x ...
+        u = np.sin(x)
+        return np.sum(np.exp(u) * 2.0 + x) + np.sum(x)
+
+    def summed_member(x):  # ... or u: then u is no member
+        u = np.sin(x)
+        return np.sum(np.exp(u) * 2.0 + x) + np.sum(u)
+
+    x = np.linspace(-1.0, 1.0, 30)
+    functions = (once, twice, other_constant, summed_input, summed_member)
+    for _ in range(2):  # the second time from the cache
+        for f in functions:
+            _agree(*_both(lambda: cr.grad(f)(x)), f.__name__)
+            _agree(*_both(lambda: cr.hvp(f, x, np.cos(x))), f.__name__)
+        _agree(*_both(lambda: cr.value_and_grad(with_aux, has_aux=True)(x)), "aux")
+    calls = 2 * (2 * len(functions) + 1)
+    assert plans["calls"] == calls
+    # once's tape with u as a second output: u's cotangent is its own
+    y, pull = cr.vjp(with_aux, x)
+    with cr.fusion(False):
+        y0, pull0 = cr.vjp(with_aux, x)
+    _agree(pull((1.0, x)), pull0((1.0, x)), "vjp")
+    assert plans["calls"] == calls + 1
+    # every call afresh, and each structure once: a function's grad and hvp
+    # record the same tape, with_aux records once's (the aux value is not
+    # differentiated), the vjp's has an output more
+    assert plans["grown"] == calls + 1 + len(functions) + 1
+
+
+def test_regions_follow_the_thresholds_of_the_call(regions, monkeypatch):
+    """A structure seen under other thresholds is not taken from the cache."""
+    def lone(x):  # one non-linear member
+        return np.sum(np.sin(x) * 2.0)
+
+    x = np.linspace(-1.0, 1.0, 30)
+    fusion._plans.clear()
+    for fewest in (0, 2, 0):
+        monkeypatch.setattr(fusion, "MIN_NONLINEAR", fewest)
+        _agree(*_both(lambda: cr.grad(lone)(x)), "lone")
+    assert regions == [1, 0, 0, 0, 1, 0]  # (each second call unfused)
+
+
 def test_constant_keys_tell_signed_zeros_apart():
     assert fusion._const_key(0.0) != fusion._const_key(-0.0)
     assert fusion._const_key(complex(1.0, 0.0)) != fusion._const_key(complex(1.0, -0.0))
