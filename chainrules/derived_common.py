@@ -91,8 +91,26 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
 del _op
 
 
+_PYTHON_NUMBERS = {bool: np.float64, int: np.float64, float: np.float64,
+                   complex: np.complex128}
+
+
 def call_partial(d, *args):
-    return d(*args) if callable(d) else d
+    """The partial ``d`` (a function of the values, or a constant) at
+    ``args``. A partial written with Python arithmetic raises on a Python
+    number at a pole (``1 / y`` at ``y = 0.0``) or past the range of floats
+    (``y ** 2`` at ``1e200``), where NumPy, the forward pass and the fused
+    programs give an infinity or NaN under the caller's ``np.errstate``:
+    there it is computed again with those numbers as NumPy scalars."""
+    if not callable(d):
+        return d
+    try:
+        return d(*args)
+    except (ZeroDivisionError, OverflowError):
+        if not any(type(a) in _PYTHON_NUMBERS for a in args):
+            raise
+    return d(*(_PYTHON_NUMBERS[type(a)](a) if type(a) in _PYTHON_NUMBERS else a
+               for a in args))
 
 
 def is_zero_const(d):

@@ -116,3 +116,20 @@ def test_threads_do_not_share_the_redirect():
     cr.grad(slow)(np.ones(2))
     t.join()
     assert seen["err"] == ("warn", None)
+
+
+def test_python_numbers_at_a_pole_give_numpys_infinities():
+    """A partial written with Python arithmetic (``1 / y``) meets a Python
+    number at a pole or past the range of floats: the derivative is what
+    NumPy gives there (an infinity, with NumPy's warning), as in the forward
+    pass, not a ZeroDivisionError or OverflowError from inside the rule."""
+    x = np.linspace(1.0, 2.0, 5)
+    for f in (lambda x: np.sum(x / 0.0), lambda x: np.sum(x / 0),
+              lambda x: np.sum(np.divide(x, 0.0))):
+        caught = _caught(lambda: np.testing.assert_array_equal(cr.grad(f)(x), np.inf))
+        assert any("divide by zero" in str(w.message) for w in caught)
+    # the mixed second partial -1 / y**2 at y = 1e200: y**2 overflows in
+    # Python; NumPy's overflow to infinity gives -0.0 (its warning ignored)
+    with np.errstate(over="ignore"):
+        h = cr.hvp(lambda x: np.sum(np.sin(x) / 1e200), x, np.ones(5))
+    np.testing.assert_allclose(h, -np.sin(x) / 1e200, rtol=1e-15)
