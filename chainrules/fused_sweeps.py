@@ -102,8 +102,9 @@ def fusion(enabled=True, *, threads=None):
 _codes = {}
 #: the regions found per tape structure (``find_regions``): a loop that
 #: traces the same function again (an optimiser's ``value_and_grad``) finds
-#: them once
+#: them once; emptied past 256 structures or 100,000 recorded operations
 _plans = {}
+_plans_nodes = 0
 _FUSIBLE = frozenset((UnaryScalarRule, BinaryScalarRule, ConstPartialRule, BilinearRule,
                       SelfProductRule))
 
@@ -212,10 +213,13 @@ def find_regions(tape, outputs, keep=(), min_size=0):
                  tuple(outputs), tuple(keep), min_size, MIN_NONLINEAR, MAX_MEMBERS)
     found = _plans.get(structure)
     if found is None:
-        if len(_plans) > 256:
+        global _plans_nodes
+        if len(_plans) >= 256 or _plans_nodes > 100_000:  # (keys grow with their tapes)
             _plans.clear()
-        found = _plans[structure] = _grow_regions(rules, shapes, dtypes, wiring, described, cand,
-                                          outputs, keep)
+            _plans_nodes = 0
+        found = _plans[structure] = _grow_regions(rules, shapes, dtypes, wiring, described,
+                                                  cand, outputs, keep)
+        _plans_nodes += len(rules)
     return found
 
 

@@ -507,6 +507,17 @@ def test_regions_follow_the_thresholds_of_the_call(regions, monkeypatch):
     assert regions == [1, 0, 0, 0, 1, 0]  # (each second call unfused)
 
 
+def test_the_cache_of_structures_is_bounded(monkeypatch):
+    monkeypatch.setattr(fusion, "_plans", {})
+    monkeypatch.setattr(fusion, "_plans_nodes", 100_001)  # past the bound
+    x = np.linspace(0.0, 1.0, 30)
+    cr.grad(lambda x: np.sum(np.exp(np.sin(x)) * 2.0))(x)
+    assert len(fusion._plans) == 1 and 0 < fusion._plans_nodes < 10
+    for k in range(300):  # 300 structures (their constants differ)
+        cr.grad(lambda x: np.sum(np.exp(np.sin(x)) * float(k)))(x)
+    assert 0 < len(fusion._plans) <= 256
+
+
 def test_constant_keys_tell_signed_zeros_apart():
     assert fusion._const_key(0.0) != fusion._const_key(-0.0)
     assert fusion._const_key(complex(1.0, 0.0)) != fusion._const_key(complex(1.0, -0.0))
