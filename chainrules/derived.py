@@ -18,15 +18,17 @@ import numpy as np
 from .arrays import uniform_value
 from .broadcast import (CastCotangents, expand_batched, narrower_inputs,  # noqa: F401
                         unbroadcast, unbroadcast_batched)
-from .derived_common import (broadcast_tangent, call_partial, cast_mixed, first_times_sum,
-                             is_zero_const, NotKept, plus, plus_second, replayed, saved_values,
-                             signed_sum, times)
+from .derived_common import (PYTHON_NUMBERS, broadcast_tangent, call_partial, cast_mixed,
+                             first_times_sum, is_zero_const, NotKept, plus, plus_second,
+                             replayed, saved_values, signed_sum, times, widened)
 from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
                              LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
 from .registry import op_name, register
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
+
+_ndarray = np.ndarray
 
 __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
 
@@ -381,14 +383,16 @@ def _unary_scalar_rule(op, name, d, second, second_ratio, saves, types):
 
     def unary_maker(ids, x, **kwargs):
         y = op(x, **kwargs) if kwargs else op(x)
-        rule = UnaryScalarRule(ids[0], x if save_x else no_x, y if save_y else no_y,
-                               spec)
         xdt, ydt = x.dtype, y.dtype
-        if xdt is not ydt and xdt != ydt:
-            # real to complex (scipy.special.wofz), float32 to float64: the
-            # input's cotangent takes its own dtype
-            rule = CastCotangents(rule, {ids[0]: xdt}, ydt)
-        return y, rule
+        if xdt is ydt or xdt == ydt:
+            return y, UnaryScalarRule(ids[0], x if save_x else no_x, y if save_y else no_y,
+                                      spec)
+        # real to complex (scipy.special.wofz), float32 to float64: the
+        # partials read x in the output's precision, and the input's
+        # cotangent takes its own dtype
+        rule = UnaryScalarRule(ids[0], widened(x, ydt) if save_x else no_x,
+                               y if save_y else no_y, spec)
+        return y, CastCotangents(rule, {ids[0]: xdt}, ydt)
 
     unary_maker.spec = spec
     register(op, *types)(unary_maker if spec.d2 is not None else replayed(unary_maker))
@@ -425,9 +429,18 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
         elif xi is None and dy_const and y.shape == z.shape:
             rule = ConstPartialRule(yi, spec.dy, spec.name)
         else:
+            # the values the partials read: a float32 operand beside float64
+            # ones (a constant np.float32(0.7), a traced float32 array) in
+            # the output's precision, or 1 / y would carry float32's error
+            zdt = z.dtype
+            px, py = x, y
+            if not ((type(x) is _ndarray and x.dtype is zdt) or type(x) in PYTHON_NUMBERS):
+                px = widened(x, zdt)
+            if not ((type(y) is _ndarray and y.dtype is zdt) or type(y) in PYTHON_NUMBERS):
+                py = widened(y, zdt)
             # traced values always have .shape; constants' shapes are not needed
             rule = BinaryScalarRule(
-                xi, yi, x if save_x else no_x, y if save_y else no_y,
+                xi, yi, px if save_x else no_x, py if save_y else no_y,
                 z if save_z else no_z, None if xi is None else x.shape,
                 None if yi is None else y.shape, z.shape, spec)
         zdt = z.dtype

@@ -91,7 +91,9 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
 del _op
 
 
-_PYTHON_NUMBERS = {bool: np.float64, int: np.float64, float: np.float64,
+#: Python numbers (NumPy computes with them in the other operand's dtype)
+#: and the NumPy scalar type each stands for alone
+PYTHON_NUMBERS = {bool: np.float64, int: np.float64, float: np.float64,
                    complex: np.complex128}
 
 
@@ -107,9 +109,9 @@ def call_partial(d, *args):
     try:
         return d(*args)
     except (ZeroDivisionError, OverflowError):
-        if not any(type(a) in _PYTHON_NUMBERS for a in args):
+        if not any(type(a) in PYTHON_NUMBERS for a in args):
             raise
-    return d(*(_PYTHON_NUMBERS[type(a)](a) if type(a) in _PYTHON_NUMBERS else a
+    return d(*(PYTHON_NUMBERS[type(a)](a) if type(a) in PYTHON_NUMBERS else a
                for a in args))
 
 
@@ -228,6 +230,21 @@ def signed_sum(a, da, b, db):
     elif da == -1 and db == 1:
         return b - a
     return plus(times(a, da), times(b, db))
+
+
+def widened(v, dtype):
+    """``v`` in the precision of the output ``dtype`` of an elementwise
+    operation, for its partials: a float or complex value of a narrower
+    dtype (float32 or complex64 beside float64 or complex128) converted
+    exactly, keeping its kind (a real value beside a complex output stays
+    real); any other value (integers, wider values) as it is."""
+    dt = getattr(v, "dtype", None)
+    if dt is None or dt.kind not in "fc" or dtype.kind not in "fc":
+        return v
+    target = dtype if dt.kind == dtype.kind else np.dtype(dtype.char.lower())
+    if dt == target or not np.can_cast(dt, target, "safe"):
+        return v
+    return target.type(v) if isinstance(v, np.generic) else v.astype(target)
 
 
 def cast_mixed(xi, x, yi, y, z, rule):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .broadcast import (CastCotangents, expand_batched, narrower_inputs, unbroadcast,
                         unbroadcast_batched)
-from .derived_common import plus, times
+from .derived_common import PYTHON_NUMBERS, plus, times, widened
 from .errors import HvpNotSupported
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
@@ -155,7 +155,11 @@ def nary_maker(spec):
 
     def maker(ids, *args, **kwargs):
         z = op(*args, **kwargs) if kwargs else op(*args)
-        rule = NaryScalarRule(ids, args, z, spec)
+        # the partials read float32 arguments beside float64 ones in the
+        # output's precision (``derived_common.widened``)
+        zdt = z.dtype
+        rule = NaryScalarRule(ids, tuple(a if type(a) in PYTHON_NUMBERS else widened(a, zdt)
+                                         for a in args), z, spec)
         narrow = narrower_inputs(ids, args, z)
         return z, (CastCotangents(rule, narrow, z.dtype) if narrow else rule)
 

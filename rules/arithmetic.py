@@ -59,6 +59,7 @@ from chainrules.arrays import is_array, real_dtype as _real_dtype
 from chainrules.broadcast import expand_batched, unbroadcast_batched
 from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule,  # noqa: F401
                                 narrower_inputs as _narrower_inputs, scalar_rule, unbroadcast)
+from chainrules.derived_common import widened
 from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
@@ -431,16 +432,18 @@ def _register_power(op, fast_path):
     def power_maker(ids, x, y, **kwargs):
         if ids[1] is None:
             if fast_path and not kwargs and type(y) in _SCALAR_EXPONENTS:
+                if y == 2 and type(y) in (int, float) and x.dtype.kind == "f":
+                    z = np.square(x)  # as NumPy's own x ** 2, and 2x faster than pow
+                else:
+                    z = op(x, y)
+                    if type(y) is np.float32 and z.dtype != y.dtype:
+                        y = widened(y, z.dtype)  # p - 1 in float64 beside float64
                 key = (type(y), y)
                 spec = _power_specs.get(key)
                 if spec is None:
                     if len(_power_specs) > 256:  # exponents that vary call by call
                         _power_specs.clear()
                     spec = _power_specs[key] = _PowerSpec(y, name)
-                if y == 2 and type(y) in (int, float) and x.dtype.kind == "f":
-                    z = np.square(x)  # as NumPy's own x ** 2, and 2x faster than pow
-                else:
-                    z = op(x, y)
                 rule = UnaryScalarRule(ids[0], x if callable(spec.d) else None, None, spec)
                 if z.dtype == x.dtype:
                     return z, rule
