@@ -391,8 +391,11 @@ class Traced(ConversionGuards, ArrayMethods):
                 and "initial" not in kwargs:
             kw = dict(kwargs)
             kw.setdefault("axis", 0)
-            kw.pop("dtype", None)
-            return _REDUCE[ufunc.__name__](*inputs, **kw)
+            if ufunc.__name__ in ("add", "multiply"):  # np.sum and np.prod take dtype=
+                return _REDUCE[ufunc.__name__](*inputs, **kw)
+            dtype = kw.pop("dtype", None)  # an extremum is exact in any dtype: cast after
+            out = _REDUCE[ufunc.__name__](*inputs, **kw)
+            return out if dtype is None else out.astype(dtype)
         if method == "accumulate" and ufunc.__name__ in _ACCUMULATE:
             kw = dict(kwargs)
             kw.setdefault("axis", 0)

@@ -250,6 +250,23 @@ def test_sum_mean_axes_keepdims_and_methods():
     np.testing.assert_allclose(cr.grad(lambda x: np.sum(np.add.reduce(x)))(x), np.ones_like(x))
 
 
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.minimum, np.fmax,
+                                   np.fmin])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_ufunc_reduce_keeps_its_dtype(ufunc, axis):
+    """``ufunc.reduce(x, dtype=np.float64)`` of float32 values accumulates
+    in float64 under tracing as NumPy does: the same value and dtype, and a
+    float32 gradient equal to that of the float64 values."""
+    # (values near 1: a product of 4096 of them stays finite)
+    x = (np.arange(1, 4097) * 0.37 % 0.2 + 0.9).astype(np.float32).reshape(64, 64)
+    f = lambda x: np.sum(ufunc.reduce(x, axis=axis, dtype=np.float64) ** 2)  # noqa: E731
+    v, g = cr.value_and_grad(f)(x)
+    expect = f(x)
+    assert np.asarray(v).dtype == np.float64 and v == expect and np.isfinite(v)
+    assert g.dtype == np.float32 and np.isfinite(g).all()
+    np.testing.assert_allclose(g, cr.grad(f)(x.astype(np.float64)), rtol=1e-6)
+
+
 def test_float32_stays_float32():
     x = np.array([[1.0, 2.0, 3.0], [0.5, 0.2, 0.1]], dtype=np.float32)
     for f in (np.sum, np.mean, np.prod, np.max, np.var, np.std, np.nansum,
