@@ -1,0 +1,147 @@
+"""Random NumPy programs against JAX.
+
+Hypothesis draws a program: a chain of steps over a (4, 5) float64 array,
+each an elementwise function or an operation that mixes entries or changes
+the shape (slices, transposes, reductions broadcast back, sorts, cumsums,
+concatenations, matrix products, a solve, einsum, a log-sum-exp), ending in
+a scalar loss. The program is written once against a NumPy-like namespace
+``xp``: run on traced values with ``np`` for chainrules and with
+``jax.numpy`` for JAX. The value, the gradient (``value_and_grad``) and the
+Hessian-vector product (``hvp``, forward over reverse; and ``jacobian`` of
+the gradient for some programs) must agree with JAX's (``jax.grad``,
+``jax.jvp`` of ``jax.grad``) to 1e-9 relative.
+
+The steps avoid points where the derivative is not defined (no exact ties
+in maxima and sorts, no kinks at zero) and grow at most linearly in their
+values (products go through ``tanh``), so that the derivatives are well
+conditioned and both libraries must agree closely (nested cubics reached
+gradients of 1e18 that neither computes to better than 1e-6). JAX
+is a peer installed by CI (``pip install -e ".[peers]"``); without it the
+test is skipped.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chainrules as cr
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = pytest.importorskip("jax.numpy")
+
+SHAPE = (4, 5)
+W = np.random.default_rng(99).standard_normal((8, 8)) * 0.4
+
+#: elementwise steps: smooth everywhere the programs reach
+UNARY = [
+    lambda xp, v: xp.sin(v),
+    lambda xp, v: xp.tanh(v),
+    lambda xp, v: xp.exp(xp.tanh(v)),
+    lambda xp, v: xp.log1p(v * v),
+    lambda xp, v: xp.sqrt(v * v + 1.0),
+    lambda xp, v: xp.sqrt(v * v + 0.5) * xp.tanh(v),
+    lambda xp, v: xp.arctan(v),
+    lambda xp, v: 1.0 / (1.0 + v * v),
+    lambda xp, v: xp.cosh(xp.tanh(v)),
+    lambda xp, v: xp.maximum(v, 0.1 * v + 0.05),
+    lambda xp, v: xp.clip(v, -0.8, 0.9) + 0.01 * v,
+    lambda xp, v: xp.where(v > 0.2, v * v, -v),
+    lambda xp, v: xp.tanh(v) ** 3 - 0.5 * v,
+    lambda xp, v: xp.expm1(xp.tanh(v)),
+    lambda xp, v: xp.logaddexp(v, 0.3),
+    lambda xp, v: xp.arctan2(v, 1.3),
+    lambda xp, v: xp.hypot(v, 0.7),
+    lambda xp, v: xp.sinc(v),
+    lambda xp, v: xp.power(xp.tanh(v) ** 2 + 1.0, 0.7) * v,
+    lambda xp, v: v / xp.sqrt(xp.mean(v * v) + 1.0),
+]
+
+
+def _mixing(shape):
+    """Steps that mix entries or change the shape, for values of ``shape``:
+    ``(function of (xp, v), the shape it gives)``."""
+    m, n = shape
+    a = np.asarray(W[:n, :n])
+    steps = [
+        (lambda xp, v: v.T, (n, m)),
+        (lambda xp, v: v[::-1], (m, n)),
+        (lambda xp, v: xp.cumsum(v, axis=1), (m, n)),
+        (lambda xp, v: v - xp.mean(v, axis=0, keepdims=True), (m, n)),
+        (lambda xp, v: v / (xp.sum(v * v, axis=1, keepdims=True) + 1.0), (m, n)),
+        (lambda xp, v: xp.concatenate([v, v[:1] * 2.0 + 0.1], axis=0), (m + 1, n)),
+        (lambda xp, v: xp.stack([v[:, 0], v[:, -1]], axis=1), (m, 2)),
+        (lambda xp, v: v.reshape(n, m), (n, m)),
+        (lambda xp, v: xp.sort(v, axis=1), (m, n)),
+        (lambda xp, v: v @ xp.asarray(a), (m, n)),
+        (lambda xp, v: xp.einsum("ij,ij->ij", v, xp.tanh(v[::-1])), (m, n)),
+        (lambda xp, v: xp.max(v, axis=1, keepdims=True) + v, (m, n)),
+        (lambda xp, v: v - xp.log(xp.sum(xp.exp(v), axis=0, keepdims=True)), (m, n)),
+        (lambda xp, v: xp.roll(v, 1, axis=0), (m, n)),
+        (lambda xp, v: xp.tanh(xp.flip(v, axis=1)) * v, (m, n)),
+        (lambda xp, v: xp.outer(xp.tanh(v[:, 0]), xp.tanh(v[0, :])) + v, (m, n)),
+        (lambda xp, v: xp.prod(xp.tanh(v[:, :2]) * 0.5 + 1.5, axis=1, keepdims=True) * v,
+         (m, n)),
+        (lambda xp, v: xp.linalg.norm(v, axis=0, keepdims=True) + v, (m, n)),
+        (lambda xp, v: xp.var(xp.tanh(v), axis=1, keepdims=True) * v, (m, n)),
+        (lambda xp, v: xp.linalg.solve(xp.asarray(W[:m, :m]) + 3.0 * xp.eye(m), v), (m, n)),
+        (lambda xp, v: v[xp.asarray([2, 0, 1])] if m >= 3 else v, (3, n) if m >= 3 else (m, n)),
+        (lambda xp, v: xp.swapaxes(v, 0, 1) @ xp.tanh(v), (n, n)),
+        (lambda xp, v: v + xp.sum(v, axis=0)[None, :] * 0.1, (m, n)),
+    ]
+    if m > 2:
+        steps.append((lambda xp, v: v[1:] - v[:-1], (m - 1, n)))
+    if n > 2:
+        steps.append((lambda xp, v: v[:, 1:] * xp.tanh(v[:, :-1]), (m, n - 1)))
+    return steps
+
+
+@st.composite
+def programs(draw):
+    """A list of ``("u", k)`` (the k-th unary step) and ``("m", k)`` (the
+    k-th mixing step for the shape at that point, modulo how many there
+    are), between two and seven long."""
+    return draw(st.lists(st.tuples(st.sampled_from("um"), st.integers(0, 10 ** 6)),
+                         min_size=2, max_size=7))
+
+
+def _run(program, xp):
+    def f(x):
+        v, shape = x, SHAPE
+        for kind, k in program:
+            if kind == "u":
+                v = UNARY[k % len(UNARY)](xp, v)
+            else:
+                steps = _mixing(shape)
+                step, shape = steps[k % len(steps)]
+                v = step(xp, v)
+        return xp.sum(v * xp.cos(v)) + 0.1 * xp.sum(v ** 2)
+    return f
+
+
+def _close(a, b, value):
+    """Within 1e-9 of the largest entry of ``b``, or of rounding errors
+    of the loss's scale: a saturated ``tanh`` makes a whole gradient tiny
+    (1e-8), and ``1 - tanh(v)**2`` then cancels to a few ulps of 1."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and np.isfinite(b).all()
+    return np.max(np.abs(a - b)) <= 1e-9 * np.max(np.abs(b)) + 1e-13 * (1 + abs(value))
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(), st.integers(0, 2 ** 16))
+def test_random_program_matches_jax(program, seed):
+    rng = np.random.default_rng(seed)
+    x, v = rng.standard_normal(SHAPE), rng.standard_normal(SHAPE)
+    f, fj = _run(program, np), _run(program, jnp)
+    ref_value = float(fj(jnp.asarray(x)))
+    ref_grad = np.asarray(jax.grad(fj)(jnp.asarray(x)))
+    ref_hvp = np.asarray(jax.jvp(jax.grad(fj), (jnp.asarray(x),), (jnp.asarray(v),))[1])
+    value, grad = cr.value_and_grad(f)(x)
+    assert abs(value - ref_value) <= 1e-9 * (abs(ref_value) + 1), (value, ref_value)
+    assert _close(grad, ref_grad, value), program
+    assert _close(cr.hvp(f, x, v), ref_hvp, value), program
+    if seed % 4 == 0:  # the whole Hessian, one batched sweep, for some programs
+        hess = cr.hessian(f)(x).reshape(x.size, x.size)
+        assert _close(hess @ v.ravel(), ref_hvp.ravel(), value), program
