@@ -1,6 +1,7 @@
 """Random NumPy programs against JAX.
 
-Hypothesis draws a program: a chain of steps over a (4, 5) float64 array,
+Hypothesis draws a program: a chain of steps over a (4, 5) float64 array
+(or a (256, 300) one, large enough to be fused),
 each an elementwise function or an operation that mixes entries or changes
 the shape (slices, transposes, reductions broadcast back, sorts, cumsums,
 concatenations, matrix products, a solve, einsum, a log-sum-exp), ending in
@@ -13,9 +14,12 @@ the gradient for some programs) must agree with JAX's (``jax.grad``,
 
 The steps avoid points where the derivative is not defined (no exact ties
 in maxima and sorts, no kinks at zero) and grow at most linearly in their
-values (products go through ``tanh``), so that the derivatives are well
+values, by factors that do not grow with the size (products go through
+``tanh``, sums are divided by their length), so that the derivatives are well
 conditioned and both libraries must agree closely (nested cubics reached
-gradients of 1e18 that neither computes to better than 1e-6). JAX
+gradients of 1e18 that neither computes to better than 1e-6). ``sinc`` is
+left out: near 0 JAX's derivative loses digits (1.4e-7 relative at
+sin(x) = -2.2e-5, against mpmath) where chainrules' series is exact. JAX
 is a peer installed by CI (``pip install -e ".[peers]"``); without it the
 test is skipped.
 """
@@ -32,7 +36,9 @@ jax.config.update("jax_enable_x64", True)
 jnp = pytest.importorskip("jax.numpy")
 
 SHAPE = (4, 5)
-W = np.random.default_rng(99).standard_normal((8, 8)) * 0.4
+#: large enough that the sweeps fuse, in blocks, on threads
+LARGE = (256, 300)
+W = np.random.default_rng(99).standard_normal((300, 300))
 
 #: elementwise steps: smooth everywhere the programs reach
 UNARY = [
@@ -47,27 +53,34 @@ UNARY = [
     lambda xp, v: xp.cosh(xp.tanh(v)),
     lambda xp, v: xp.maximum(v, 0.1 * v + 0.05),
     lambda xp, v: xp.clip(v, -0.8, 0.9) + 0.01 * v,
-    lambda xp, v: xp.where(v > 0.2, v * v, -v),
+    lambda xp, v: xp.where(v > 0.2, v * xp.tanh(v), -v),
     lambda xp, v: xp.tanh(v) ** 3 - 0.5 * v,
     lambda xp, v: xp.expm1(xp.tanh(v)),
     lambda xp, v: xp.logaddexp(v, 0.3),
     lambda xp, v: xp.arctan2(v, 1.3),
     lambda xp, v: xp.hypot(v, 0.7),
-    lambda xp, v: xp.sinc(v),
     lambda xp, v: xp.power(xp.tanh(v) ** 2 + 1.0, 0.7) * v,
     lambda xp, v: v / xp.sqrt(xp.mean(v * v) + 1.0),
 ]
+
+
+def _log_softmax(xp, v):
+    """Over axis 0, shifted by the maximum: unshifted, ``exp`` of a cumsum's
+    hundreds overflows, and JAX's HVP of it was off by 38 where chainrules'
+    agreed with differences of the gradient to 2e-7."""
+    top = xp.max(v, axis=0, keepdims=True)
+    return v - top - xp.log(xp.sum(xp.exp(v - top), axis=0, keepdims=True))
 
 
 def _mixing(shape):
     """Steps that mix entries or change the shape, for values of ``shape``:
     ``(function of (xp, v), the shape it gives)``."""
     m, n = shape
-    a = np.asarray(W[:n, :n])
+    a = W[:n, :n] / np.sqrt(n)
     steps = [
         (lambda xp, v: v.T, (n, m)),
         (lambda xp, v: v[::-1], (m, n)),
-        (lambda xp, v: xp.cumsum(v, axis=1), (m, n)),
+        (lambda xp, v: xp.cumsum(v, axis=1) / n, (m, n)),
         (lambda xp, v: v - xp.mean(v, axis=0, keepdims=True), (m, n)),
         (lambda xp, v: v / (xp.sum(v * v, axis=1, keepdims=True) + 1.0), (m, n)),
         (lambda xp, v: xp.concatenate([v, v[:1] * 2.0 + 0.1], axis=0), (m + 1, n)),
@@ -77,18 +90,19 @@ def _mixing(shape):
         (lambda xp, v: v @ xp.asarray(a), (m, n)),
         (lambda xp, v: xp.einsum("ij,ij->ij", v, xp.tanh(v[::-1])), (m, n)),
         (lambda xp, v: xp.max(v, axis=1, keepdims=True) + v, (m, n)),
-        (lambda xp, v: v - xp.log(xp.sum(xp.exp(v), axis=0, keepdims=True)), (m, n)),
+        (lambda xp, v: _log_softmax(xp, v), (m, n)),
         (lambda xp, v: xp.roll(v, 1, axis=0), (m, n)),
         (lambda xp, v: xp.tanh(xp.flip(v, axis=1)) * v, (m, n)),
         (lambda xp, v: xp.outer(xp.tanh(v[:, 0]), xp.tanh(v[0, :])) + v, (m, n)),
         (lambda xp, v: xp.prod(xp.tanh(v[:, :2]) * 0.5 + 1.5, axis=1, keepdims=True) * v,
          (m, n)),
-        (lambda xp, v: xp.linalg.norm(v, axis=0, keepdims=True) + v, (m, n)),
+        (lambda xp, v: xp.linalg.norm(v, axis=0, keepdims=True) / m + v, (m, n)),
         (lambda xp, v: xp.var(xp.tanh(v), axis=1, keepdims=True) * v, (m, n)),
-        (lambda xp, v: xp.linalg.solve(xp.asarray(W[:m, :m]) + 3.0 * xp.eye(m), v), (m, n)),
+        (lambda xp, v: xp.linalg.solve(xp.asarray(W[:m, :m] / np.sqrt(m)) + 3.0 * xp.eye(m),
+                                       v), (m, n)),
         (lambda xp, v: v[xp.asarray([2, 0, 1])] if m >= 3 else v, (3, n) if m >= 3 else (m, n)),
-        (lambda xp, v: xp.swapaxes(v, 0, 1) @ xp.tanh(v), (n, n)),
-        (lambda xp, v: v + xp.sum(v, axis=0)[None, :] * 0.1, (m, n)),
+        (lambda xp, v: xp.swapaxes(v, 0, 1) @ xp.tanh(v) / m, (n, n)),
+        (lambda xp, v: v + xp.sum(v, axis=0)[None, :] / m, (m, n)),
     ]
     if m > 2:
         steps.append((lambda xp, v: v[1:] - v[:-1], (m - 1, n)))
@@ -108,7 +122,7 @@ def programs(draw):
 
 def _run(program, xp):
     def f(x):
-        v, shape = x, SHAPE
+        v, shape = x, x.shape
         for kind, k in program:
             if kind == "u":
                 v = UNARY[k % len(UNARY)](xp, v)
@@ -129,11 +143,9 @@ def _close(a, b, value):
     return np.max(np.abs(a - b)) <= 1e-9 * np.max(np.abs(b)) + 1e-13 * (1 + abs(value))
 
 
-@settings(max_examples=60, deadline=None)
-@given(programs(), st.integers(0, 2 ** 16))
-def test_random_program_matches_jax(program, seed):
+def _check(program, seed, shape, hessian):
     rng = np.random.default_rng(seed)
-    x, v = rng.standard_normal(SHAPE), rng.standard_normal(SHAPE)
+    x, v = rng.standard_normal(shape), rng.standard_normal(shape)
     f, fj = _run(program, np), _run(program, jnp)
     ref_value = float(fj(jnp.asarray(x)))
     ref_grad = np.asarray(jax.grad(fj)(jnp.asarray(x)))
@@ -142,6 +154,21 @@ def test_random_program_matches_jax(program, seed):
     assert abs(value - ref_value) <= 1e-9 * (abs(ref_value) + 1), (value, ref_value)
     assert _close(grad, ref_grad, value), program
     assert _close(cr.hvp(f, x, v), ref_hvp, value), program
-    if seed % 4 == 0:  # the whole Hessian, one batched sweep, for some programs
+    if hessian:  # the whole Hessian, one batched sweep
         hess = cr.hessian(f)(x).reshape(x.size, x.size)
         assert _close(hess @ v.ravel(), ref_hvp.ravel(), value), program
+
+
+@settings(max_examples=50, deadline=None)
+@given(programs(), st.integers(0, 2 ** 16))
+def test_random_program_matches_jax(program, seed):
+    _check(program, seed, SHAPE, hessian=seed % 4 == 0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(programs(), st.integers(0, 2 ** 16))
+def test_large_random_program_matches_jax(program, seed):
+    """76,800 elements: regions of elementwise rules are fused (at the
+    library's own thresholds), and split into blocks and over two threads."""
+    with cr.fusion(threads=2):
+        _check(program, seed, LARGE, hessian=False)
