@@ -94,7 +94,7 @@ del _op
 #: Python numbers (NumPy computes with them in the other operand's dtype)
 #: and the NumPy scalar type each stands for alone
 PYTHON_NUMBERS = {bool: np.float64, int: np.float64, float: np.float64,
-                   complex: np.complex128}
+                  complex: np.complex128}
 
 
 def call_partial(d, *args):
