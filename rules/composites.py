@@ -17,6 +17,7 @@ Statistics, order statistics and the NaN-skipping reductions are in
 import numpy as np
 
 from chainrules.arrays import ndim_of, shape_of
+from chainrules.derived_common import widened
 from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
 from chainrules.tracing import is_traced, untraced
@@ -233,7 +234,9 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
         raise MissingRuleError("numpy.interp with traced xp (the sample coordinates) has "
                                "no rule; differentiate x and fp, keep xp constant")
     xpv = np.asarray(xp, dtype=float)
-    fp = _asarray(fp)
+    # NumPy interpolates in float64 (complex128): float32 values differenced
+    # as they are would round the slopes, and the result, to float32
+    fp = widened(_asarray(fp), np.dtype(np.complex128))
     x = _asarray(x)
     xv = np.asarray(untraced(x), dtype=float)
     if period is not None:

@@ -75,6 +75,30 @@ def test_r_and_c_with_traced_pieces():
     np.testing.assert_array_equal(cnp.r_[0:1:3j], np.r_[0:1:3j])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_interp_of_narrow_samples_is_computed_in_double(dtype):
+    """np.interp works in float64 (complex128) whatever its inputs: with
+    float32 or complex64 samples the traced value is NumPy's, bit for bit,
+    the derivatives those of the widened samples, and a traced fp keeps its
+    dtype."""
+    x = np.array([0.15, 0.55, 0.85, -0.2, 1.3])
+    xp = np.array([0.0, 0.3, 0.7, 1.0], np.float32)
+    fp = np.array([1.0, 2.3, 0.7, 1.9], np.float32) + (0.3j if dtype == np.complex64 else 0)
+    fp = fp.astype(dtype)
+    wide = fp.astype(np.complex128 if dtype == np.complex64 else np.float64)
+    w = np.linspace(0.5, 1.5, 5)
+
+    def loss(x, fp):
+        return np.real(np.sum(np.interp(x, xp, fp) * w))
+
+    value, g = cr.value_and_grad(loss)(x, fp)
+    assert value == loss(x, fp)
+    np.testing.assert_array_equal(g, cr.grad(loss)(x, wide))
+    gf = cr.grad(loss, argnums=1)(x, fp)
+    assert gf.dtype == dtype
+    np.testing.assert_array_equal(gf, cr.grad(loss, argnums=1)(x, wide).astype(dtype))
+
+
 def test_traced_xp_and_spacing_raise_clear_errors():
     with pytest.raises(cr.MissingRuleError, match="xp"):
         cr.grad(lambda xp: np.sum(np.interp(0.5, xp, np.array([0.0, 1.0]))))(np.array([0., 1.]))
