@@ -14,6 +14,7 @@ as ``max``'s are). Supported methods: ``linear`` (the default), ``lower``,
 import numpy as np
 
 from chainrules.arrays import ndim_of, shape_of
+from chainrules.derived_common import widened
 from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
 from chainrules.tracing import is_traced, untraced
@@ -96,7 +97,7 @@ def _corrcoef(x, y=None, rowvar=True, *, dtype=None):
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
-def _quantile(a, q, axis, keepdims, method, skip_nan, name):
+def _quantile(a, q, axis, keepdims, method, skip_nan, name, dtype=None):
     if method not in _METHODS:
         raise MissingRuleError(
             f"numpy.{name} with method={method!r} has no rule; use one of {_METHODS}")
@@ -105,7 +106,11 @@ def _quantile(a, q, axis, keepdims, method, skip_nan, name):
                                "respect to the probability is not implemented)")
     a = _asarray(a)
     xv = np.asarray(array_value(a))
-    qv = np.asarray(q, dtype=float)
+    # the ranks in q's dtype when it is a float one, as NumPy computes them
+    # (np.float32(0.4) * 5 is 2.0 in float32, 2.0000000298 in float64)
+    qv = np.asarray(q)
+    if qv.dtype.kind != "f":
+        qv = qv.astype(float)
     nd = ndim_of(a)
     if nd == 0 and axis is not None:  # as NumPy: no axis to take quantiles along
         raise np.exceptions.AxisError(axis if isinstance(axis, int) else axis[0], 0)
@@ -115,7 +120,7 @@ def _quantile(a, q, axis, keepdims, method, skip_nan, name):
     valid = ~np.isnan(xv) if skip_nan else np.ones(xv.shape, bool)
     n = np.sum(valid, axis=axes, keepdims=True)  # shape kd
     qq = np.reshape(qv, qv.shape + (1,) * nd)
-    pos = qq * (n - 1)
+    pos = qq * (n - 1).astype(qq.dtype)
     lo = np.floor(pos)
     frac = pos - lo
     if method == "lower":
@@ -157,7 +162,18 @@ def _quantile(a, q, axis, keepdims, method, skip_nan, name):
     v_lo, v_hi = at(lo), at(hi)
     y = pick(v_lo)
     if np.any(frac != 0):
-        y = y + frac.astype(y.dtype) * (pick(v_hi) - y)
+        # as NumPy, in the dtype of its result (float32 values with an
+        # array of q interpolate in float64): the mean of the middle two
+        # for a median, else its lerp, a + (b - a) t below t = 0.5 and
+        # b - (b - a) (1 - t) from there
+        y_hi = pick(v_hi)
+        if name in ("median", "nanmedian"):  # (an odd count in a slice: its middle one)
+            y = np.where(frac != 0, (y + y_hi) / 2, y)
+        else:
+            rdt = array_value(y).dtype if dtype is None else dtype
+            d = y_hi - y  # (in the values' dtype, as NumPy)
+            y = np.where(frac >= 0.5, widened(y_hi, rdt) - d * (1.0 - frac).astype(rdt),
+                         widened(y, rdt) + d * frac.astype(rdt))
     if skip_nan:  # all-NaN slices give NaN, as NumPy
         y = np.where(n > 0, y, np.nan)
     if not keepdims:
@@ -176,10 +192,14 @@ def _qdecomp(op, name, scale, skip_nan):
             raise MissingRuleError(f"numpy.{name} with weights= has no rule")
         if interpolation is not None:
             method = interpolation
-        y = _quantile(a, np.asarray(q, dtype=float) / scale, axis, bool(keepdims),
-                      method, skip_nan, name)
+        if is_traced(q):
+            raise MissingRuleError(f"numpy.{name}: q is a constant (the derivative with "
+                                   "respect to the probability is not implemented)")
         # the dtype NumPy gives (it depends on q's kind and the method)
-        out_dt = op(np.zeros((1,), array_value(a).dtype), q, method=method).dtype
+        out_dt = op(np.zeros((1,), array_value(_asarray(a)).dtype), q, method=method).dtype
+        # (q / 100 in q's own dtype, as NumPy: np.float32(40) is 0.4 in float32)
+        y = _quantile(a, np.true_divide(q, scale) if scale != 1 else q, axis, bool(keepdims),
+                      method, skip_nan, name, out_dt)
         return y if array_value(y).dtype == out_dt else y.astype(out_dt)
     decompose(op)(qfun)
     return qfun

@@ -157,3 +157,40 @@ def test_trim_zeros_follows_numpy_on_every_axis_form():
                 out, t = cr.jvp(lambda x: np.trim_zeros(x, trim, **kw), (v,), (2 * v,))
                 np.testing.assert_array_equal(out, ref)
                 np.testing.assert_array_equal(t, 2 * ref)
+
+
+_Q_FORMS = {"percentile": [30, 37.5, [10, 60], np.array([25.0, 50, 75]), np.float32(40)],
+            "quantile": [0.3, [0.1, 0.55], np.array(0.9), np.float32(0.4)]}
+
+
+@pytest.mark.parametrize("name", ["percentile", "quantile", "nanpercentile", "nanquantile",
+                                  "median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_quantiles_take_numpys_values_bit_for_bit(name, dtype):
+    """The traced quantiles are NumPy's own values and dtypes: the ranks in
+    q's dtype (np.float32(40) / 100 is rounded to float32 first), the
+    difference of the neighbours in the values' dtype, then NumPy's lerp in
+    its result's dtype, and a median as the mean of its middle two. Slices
+    of odd and even counts, with NaNs for the nan* functions."""
+    rng = np.random.default_rng(5)
+    op = getattr(np, name)
+    base = name.replace("nan", "")
+    for shape, axis in (((7,), None), ((8,), None), ((4, 6), 1), ((5, 4), 0),
+                        ((3, 4, 2), (0, 2))):
+        x = rng.standard_normal(shape).astype(dtype)
+        if name.startswith("nan"):
+            x.flat[::5] = np.nan  # slices of several counts
+        calls = ([{}] if base == "median" else
+                 [{"q": q, "method": m} for q in _Q_FORMS[base]
+                  for m in ("linear", "midpoint", "lower", "nearest")])
+        for kw in calls:
+            kw = dict(kw)
+            q = kw.pop("q", None)
+
+            def f(x):
+                return op(x, axis=axis, **kw) if q is None else op(x, q, axis=axis, **kw)
+
+            expect = f(x)
+            got = cr.jvp(f, (x,), (np.ones_like(x),))[0]
+            assert np.asarray(got).dtype == np.asarray(expect).dtype, (shape, q, kw)
+            np.testing.assert_array_equal(got, expect, err_msg=f"{shape} {q} {kw}")
