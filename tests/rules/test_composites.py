@@ -171,7 +171,12 @@ def test_quantiles_take_numpys_values_bit_for_bit(name, dtype):
     q's dtype (np.float32(40) / 100 is rounded to float32 first), the
     difference of the neighbours in the values' dtype, then NumPy's lerp in
     its result's dtype, and a median as the mean of its middle two. Slices
-    of odd and even counts, with NaNs for the nan* functions."""
+    of odd and even counts, with NaNs for the nan* functions. Bit for bit
+    from NumPy 2.4, which interpolates with a Python q in the values' dtype;
+    before it, NumPy took some of these steps in float64, and the values
+    agree to float32's rounding (a rank off by an ulp of q moves the value
+    by about 1e-8 of its size)."""
+    exact = np.lib.NumpyVersion(np.__version__) >= "2.4.0"
     rng = np.random.default_rng(5)
     op = getattr(np, name)
     base = name.replace("nan", "")
@@ -193,4 +198,8 @@ def test_quantiles_take_numpys_values_bit_for_bit(name, dtype):
             expect = f(x)
             got = cr.jvp(f, (x,), (np.ones_like(x),))[0]
             assert np.asarray(got).dtype == np.asarray(expect).dtype, (shape, q, kw)
-            np.testing.assert_array_equal(got, expect, err_msg=f"{shape} {q} {kw}")
+            if exact:
+                np.testing.assert_array_equal(got, expect, err_msg=f"{shape} {q} {kw}")
+            else:
+                np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-7,
+                                           err_msg=f"{shape} {q} {kw}")
