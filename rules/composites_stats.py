@@ -101,9 +101,6 @@ def _quantile(a, q, axis, keepdims, method, skip_nan, name, dtype=None):
     if method not in _METHODS:
         raise MissingRuleError(
             f"numpy.{name} with method={method!r} has no rule; use one of {_METHODS}")
-    if is_traced(q):
-        raise MissingRuleError(f"numpy.{name}: q is a constant (the derivative with "
-                               "respect to the probability is not implemented)")
     a = _asarray(a)
     xv = np.asarray(array_value(a))
     # the ranks in q's dtype when it is a float one, as NumPy computes them
