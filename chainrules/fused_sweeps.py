@@ -179,9 +179,44 @@ def _describe(rule, dtypes, dtype):
     return None
 
 
+def _index_part(p):
+    """A hashable form of one part of a basic index, or NotImplemented."""
+    if p is None or p is Ellipsis:
+        return p
+    if type(p) is slice:
+        parts = tuple(_index_part(q) for q in (p.start, p.stop, p.step))
+        if any(q is NotImplemented or q is Ellipsis for q in parts):
+            return NotImplemented
+        return ("slice",) + parts
+    if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+        return int(p)
+    return NotImplemented
+
+
+def _gather_key(rule):
+    """``(input id, the index as a hashable key)`` of a gather ``x[index]``
+    (a rule with ``gather_index``), or None."""
+    index = getattr(rule, "gather_index", None)
+    if index is None:
+        return None
+    ins = rule.inputs()
+    if len(ins) != 1:
+        return None
+    parts = tuple(_index_part(p) for p in (index if type(index) is tuple else (index,)))
+    if any(p is NotImplemented for p in parts):
+        return None
+    return ins[0], type(index) is tuple, parts
+
+
 def find_regions(tape, outputs, keep=(), min_size=0):
     """The regions to fuse: a list of ``(member node ids in tape order, region
-    input ids, code key)``; roots smaller than ``min_size`` are not fused."""
+    input ids, code key, aliases)``; roots smaller than ``min_size`` are not
+    fused. ``aliases``: ``(gather id, region input id)`` pairs, gathers of
+    one node at one index read by the region: the region takes the first
+    as its input wherever any of them is read, so their cotangents are
+    one sum, computed in the region's program, and one add into the
+    node's cotangent (shifted slices of one image, ``x[:-1] - x[1:]`` and
+    ``x[:-1] * 2``)."""
     rules, shapes, dtypes = tape.rules, tape.shapes, tape.dtypes
     fusible = _FUSIBLE
     # the shapes large enough, from the few distinct shapes of the tape: a
@@ -199,6 +234,8 @@ def find_regions(tape, outputs, keep=(), min_size=0):
             d = _describe(rules[i], dtypes, dtype)
             if d is not None:
                 described[i] = d
+    gathers = tuple((i, k) for i in range(len(rules)) if shapes[i] in big
+                    and (k := _gather_key(rules[i])) is not None)
     wiring = []
     for rule in rules:
         if rule is None:
@@ -210,7 +247,7 @@ def find_regions(tape, outputs, keep=(), min_size=0):
     # wiring, shapes and dtypes, the fusible rules' descriptions, which fix
     # their linearity, the outputs, the thresholds), none of the values
     structure = (tuple(wiring), tuple(shapes), tuple(dtypes), tuple(described.items()),
-                 tuple(outputs), tuple(keep), min_size, MIN_NONLINEAR, MAX_MEMBERS)
+                 gathers, tuple(outputs), tuple(keep), min_size, MIN_NONLINEAR, MAX_MEMBERS)
     found = _plans.get(structure)
     if found is None:
         global _plans_nodes
@@ -218,14 +255,15 @@ def find_regions(tape, outputs, keep=(), min_size=0):
             _plans.clear()
             _plans_nodes = 0
         found = _plans[structure] = _grow_regions(rules, shapes, dtypes, wiring, described,
-                                                  cand, outputs, keep)
+                                                  cand, outputs, keep, dict(gathers))
         _plans_nodes += len(rules)
     return found
 
 
-def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep):
+def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep, gathers):
     """``find_regions`` of a tape structure not seen before: each region
-    grown from its root through members read by one member only."""
+    grown from its root through members read by one member only.
+    ``gathers``: ``_gather_key`` by node id."""
     uses = [0] * len(rules)
     for ins in wiring:
         if ins is not None:
@@ -238,6 +276,7 @@ def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep)
         uses[k] += 2
     claimed = set()
     found = []
+    pinned = {o for o in outputs if o is not None} | set(keep)
     for i in reversed(cand):
         if i in claimed or i not in described:
             continue
@@ -259,15 +298,33 @@ def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep)
         local = {nid: k for k, nid in enumerate(order)}
         ins = sorted({j for m in order for j in members[m][1]
                       if j is not None and j not in local})
+        alias = _aliases(ins, gathers, pinned)
+        if alias:
+            ins = [j for j in ins if j not in alias]
         at = {nid: j for j, nid in enumerate(ins)}
+        at.update((j, at[a]) for j, a in alias.items())
         key = [dtype.str]
         for m in order:
             desc, srcs = members[m]
             key.append((desc, tuple(None if s is None else
                                     ("member", local[s]) if s in local else ("input", at[s])
                                     for s in srcs)))
-        found.append((tuple(order), tuple(ins), tuple(key)))
+        found.append((tuple(order), tuple(ins), tuple(key), tuple(alias.items())))
     return found
+
+
+def _aliases(ins, gathers, pinned):
+    """``{gather id: the region input taken for it}`` among the region
+    inputs ``ins``: a gather of the node and index of an earlier one. A
+    node whose cotangent is asked for (``pinned``) is never merged."""
+    first, alias = {}, {}
+    for j in ins:
+        k = gathers.get(j)
+        if k is not None and j not in pinned:
+            a = first.setdefault(k, j)
+            if a != j:
+                alias[j] = a
+    return alias
 
 
 def _code(key, order, rules):
@@ -330,14 +387,14 @@ def fuse(tape, outputs, keep=(), second_order=False):
     rules = tape.rules
     count = 0
     min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
-    for order, ins, key in find_regions(tape, outputs, keep, min_size):
+    for order, ins, key, alias in find_regions(tape, outputs, keep, min_size):
         code = _code(key, order, rules)
         if code is None:
             continue
         members = [rules[m] for m in order]
         root = order[-1]
         rules[root] = FusedRegion(tuple(ins), tuple(order), members, code,
-                                  tuple(tape.shapes[j] for j in ins), tape.shapes[root])
+                                  tuple(tape.shapes[j] for j in ins), tape.shapes[root], alias)
         for m in order[:-1]:
             rules[m] = None
         count += 1
@@ -399,12 +456,15 @@ class FusedRegion(ReverseRule):
     ``inputs()`` are the region's inputs; ``members`` the rules it stands
     for and ``nodes`` their NodeIds, in tape order (the root last)."""
 
-    __slots__ = ("ins", "nodes", "members", "code", "in_shapes", "shape", "cache")
+    __slots__ = ("ins", "nodes", "members", "code", "in_shapes", "shape", "cache", "alias")
 
     cot_skippable = True
 
-    def __init__(self, ins, nodes, members, code, in_shapes, shape):
+    def __init__(self, ins, nodes, members, code, in_shapes, shape, alias=()):
         self.ins = ins
+        # (gather id, region input id): a member reads the gather, whose
+        # value and tangent are the input's (``find_regions``)
+        self.alias = alias
         self.nodes = nodes
         self.members = members
         self.code = code
@@ -562,6 +622,8 @@ class FusedRegion(ReverseRule):
     def _member_tangents(self, tangents, batched):
         """Every node's tangent (by NodeId) from the region inputs' ``tangents``."""
         t = dict(zip(self.ins, tangents))
+        for j, a in self.alias:
+            t[j] = t[a]
         for nid, m in zip(self.nodes, self.members):
             ts = tuple(t.get(j, ZERO) for j in m.inputs())
             t[nid] = (ZERO if all(isinstance(a, Structural) for a in ts)
@@ -598,4 +660,8 @@ class FusedRegion(ReverseRule):
             for j, a, ad in res:
                 pa, pad = cots.get(j, (ZERO, ZERO))
                 cots[j] = (plus(pa, _zero(a)), plus(pad, _zero(ad)))
+        for j, a in self.alias:  # a gather's cotangent is its input's
+            c, cd = cots.pop(j, (ZERO, ZERO))
+            pa, pad = cots.get(a, (ZERO, ZERO))
+            cots[a] = (plus(pa, c), plus(pad, cd))
         return [(j,) + cots.get(j, (ZERO, ZERO)) for j in self.ins]

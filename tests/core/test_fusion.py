@@ -398,6 +398,139 @@ def test_an_output_inside_a_region_keeps_its_cotangent():
     np.testing.assert_allclose(g, g0, rtol=1e-15)
 
 
+
+# -- gathers of one node at one index, read by one region ----------------------------
+def _tv(x):
+    """Smoothed total variation: ``x[:-1, :-1]`` is gathered twice."""
+    dx = x[1:, :-1] - x[:-1, :-1]
+    dy = x[:-1, 1:] - x[:-1, :-1]
+    return np.sum(np.sqrt(dx * dx + dy * dy + 1e-3))
+
+
+def _regions_made(call):
+    """The FusedRegion rules ``call()`` made."""
+    made = []
+    real = fusion.FusedRegion.__init__
+
+    def init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        made.append(self)
+
+    with mock.patch.object(fusion.FusedRegion, "__init__", init):
+        call()
+    return made
+
+
+def test_a_node_gathered_twice_at_one_index_is_one_region_input():
+    x = np.cos(np.arange(30.0)).reshape(5, 6)
+    made = _regions_made(lambda: cr.grad(_tv)(x))
+    assert len(made) == 1
+    # x[1:, :-1], x[:-1, :-1] (read by both differences) and x[:-1, 1:]
+    assert len(made[0].inputs()) == 3 and len(made[0].alias) == 1
+    d = made[0].alias[0]
+    assert d[0] != d[1] and d[1] in made[0].inputs() and d[0] not in made[0].inputs()
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.complex128])
+def test_merged_gathers_agree_in_every_sweep(dt):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 7)).astype(dt)
+    v = rng.standard_normal((6, 7)).astype(dt)
+    if dt is np.complex128:
+        x = x + 0.5j * rng.standard_normal((6, 7))
+
+    def f(x):  # real-valued for complex x too
+        d = x[1:] - x[:-1]
+        e = x[:-1] * x[:-1]
+        return np.sum(np.real(d * np.conj(d)) + np.real(np.sin(e) * np.conj(e)))
+
+    real = dt is not np.complex128
+    loss = _tv if real else f
+    _agree(*_both(lambda: cr.grad(loss)(x)), "grad")
+    _agree(*_both(lambda: cr.hvp(loss, x, v)), "hvp")
+    _agree(*_both(lambda: cr.jvp(loss, (x,), (v,))), "jvp")
+    if real:
+        _agree(*_both(lambda: cr.hessian(loss)(x[:4, :4])), "hessian")
+        _agree(*_both(lambda: cr.jacobian(lambda x: np.sqrt(
+            (x[1:] - x[:-1]) ** 2 + (x[:-1] * 2.0) ** 2 + 1.0))(x[:, 0])), "jacobian")
+    # against the closed form of the total variation's gradient
+    if real:
+        x64 = x.astype(np.float64)
+        dx = x64[1:, :-1] - x64[:-1, :-1]
+        dy = x64[:-1, 1:] - x64[:-1, :-1]
+        s = np.sqrt(dx * dx + dy * dy + 1e-3)
+        want = np.zeros_like(x64)
+        want[1:, :-1] += dx / s
+        want[:-1, 1:] += dy / s
+        want[:-1, :-1] -= (dx + dy) / s
+        tol = 1e-13 if dt is np.float64 else 1e-5
+        np.testing.assert_allclose(cr.grad(_tv)(x), want, rtol=tol, atol=tol)
+
+
+def test_gathers_at_other_indices_or_of_other_nodes_stay_apart(plans):
+    """Tapes alike but for their indices: from the cache of structures, a
+    tape whose gathers differ is not merged as another's were."""
+    x = np.linspace(-1.0, 1.0, 12)
+    y = np.cos(x)
+
+    def same(x, y):
+        return np.sum(np.sin(x[:-1]) * np.cos(x[:-1]))
+
+    def shifted(x, y):
+        return np.sum(np.sin(x[:-1]) * np.cos(x[1:]))
+
+    def spelled_otherwise(x, y):  # one slice, written two ways: left apart
+        return np.sum(np.sin(x[:-1]) * np.cos(x[0:-1]))
+
+    def other_node(x, y):
+        return np.sum(np.sin(x[:-1]) * np.cos(y[:-1]))
+
+    for f, merged in ((same, 1), (shifted, 0), (same, 1), (spelled_otherwise, 0),
+                      (other_node, 0)):
+        made = _regions_made(lambda: cr.grad(f, argnums=(0, 1))(x, y))
+        assert [len(r.alias) for r in made] == [merged], f.__name__
+        _agree(*_both(lambda: cr.grad(f, argnums=(0, 1))(x, y)), f.__name__)
+        _agree(*_both(lambda: cr.hvp(lambda x: f(x, y), x, y)), f.__name__)
+
+
+def test_a_gathered_output_keeps_its_own_cotangent():
+    def f(x):
+        a, b = x[:-1], x[:-1]
+        return np.sum(np.sin(a) * np.cos(b)), b
+
+    x = np.linspace(-1.0, 1.0, 9)
+    seed = (1.0, np.arange(8.0))
+    _, pull = cr.vjp(f, x)
+    with cr.fusion(False):
+        _, pull0 = cr.vjp(f, x)
+    _agree(pull(seed), pull0(seed), "vjp")
+    np.testing.assert_allclose(
+        pull(seed)[0][:-1], np.cos(2 * x[:-1]) + np.arange(8.0), rtol=1e-14)
+
+
+def test_merged_gathers_one_by_one_in_nested_differentiation():
+    # the inner tape's region reads traced values: its members run alone,
+    # and the merged gather's cotangent and tangent are its input's
+    x = np.cos(np.arange(20.0)).reshape(4, 5)
+    outer = lambda x: np.sum(cr.grad(_tv)(x) * np.sin(x))  # noqa: E731
+    gg = cr.grad(outer)(x)
+    h = cr.hvp(outer, x, np.cos(x))
+    with cr.fusion(False):
+        gg0, h0 = cr.grad(outer)(x), cr.hvp(outer, x, np.cos(x))
+    _agree(gg, gg0, "grad of grad")
+    _agree(h, h0, "hvp of grad")
+    np.testing.assert_allclose(gg, gg0, rtol=1e-12, atol=1e-14)
+    # an HVP inside: the members' tangents, from the region inputs' ones
+    inner = lambda x: np.sum(cr.hvp(_tv, x, np.cos(x)) * np.sin(x))  # noqa: E731
+    gh = cr.grad(inner)(x)
+    jv = cr.jvp(lambda x: cr.jvp(_tv, (x,), (np.sin(x),))[1], (x,), (np.cos(x),))
+    with cr.fusion(False):
+        gh0 = cr.grad(inner)(x)
+        jv0 = cr.jvp(lambda x: cr.jvp(_tv, (x,), (np.sin(x),))[1], (x,), (np.cos(x),))
+    _agree(gh, gh0, "grad of hvp")
+    _agree(jv, jv0, "jvp of jvp")
+
+
 # -- regions found once per tape structure ---------------------------------------------
 @pytest.fixture
 def plans(monkeypatch):
