@@ -542,12 +542,38 @@ class FusedRegion(ReverseRule):
         if not _array(g):
             return self._unfused_pullback(g, False)
         u = _uniform(g)
-        out = self._run("pullback", u is not None, {"g": g if u is None else u})
+        if u is not None and u == 1 and self.code.dtype.kind == "f":
+            out = self._run_one()
+        else:
+            out = self._run("pullback", u is not None, {"g": g if u is None else u})
         if out is None:
             return self._unfused_pullback(g, False)
         root = self.shape
         return [(j, ZERO if c is None else _fit(c, s, root))
                 for j, c, s in zip(self.ins, out, self.in_shapes)]
+
+    def _run_one(self):
+        """The pullback of the uniform cotangent 1 (a sum's, in a gradient),
+        which the program reads as the constant 1: scalar factors that
+        fold to one (``0.5 / y`` and ``2 x``) cost no pass. Its results are
+        functions of the members' values only; computed here rather than
+        kept (``hoist=False``), they are arrays of this call's making,
+        never a kept partial or a member's value."""
+        out = self._run("pullback", "one", {}, hoist=False)
+        if out is None:
+            return None
+        kinds = iter(self.code.program("pullback", "one", False)[1].kinds)
+        dtype = self.code.dtype
+        res = []
+        for c in out:
+            if c is not None:
+                kind = next(kinds)
+                if kind == "const":  # (a Python number: of the region's dtype)
+                    c = dtype.type(c)
+                elif kind == "var":  # a member's value: never handed on itself
+                    c = c.copy()
+            res.append(c)
+        return res
 
     def pushforward(self, tangents, batched=False):
         has_t = tuple(_array(t) for t in tangents)

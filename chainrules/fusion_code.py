@@ -25,6 +25,8 @@ becomes a subtraction; the results equal the rules' own to a few units in the
 last place (``tests/core/test_fusion.py`` states the bound).
 """
 
+import math
+
 import numpy as np
 
 from . import elementwise_expr as ee
@@ -137,8 +139,31 @@ class _Algebra:
             s = None
         if pa is None and pb is None:
             return s if s is not None else ee.constant(1)
+        if s is not None:
+            s, pa, pb = self._fold(s, pa, pb)
         p = pa if pb is None else pb if pa is None else ee.apply(_mul, (pa, pb))
         return p if s is None else ee.apply(_mul, (s, p))
+
+    def _fold(self, s, pa, pb):
+        """A constant scalar factor ``s``, a power of two, taken into the
+        numerator of an array factor ``c / y`` (``c`` a constant, ``y``
+        real): ``2 * (0.5 / y)`` is ``1.0 / y``, one pass over the data
+        less. Scaling by a power of two is exact, so both are the same
+        number unless ``c / y`` is subnormal (where ``1.0 / y`` is the more
+        accurate). Returns ``(s or None, pa, pb)``."""
+        if not (self._weak(s) and type(s.value) in (int, float) and s.value
+                and math.isfinite(s.value) and math.frexp(s.value)[0] in (0.5, -0.5)):
+            return s, pa, pb
+        for k, f in enumerate((pa, pb)):
+            if (f is not None and f.op == "divide" and self._weak(f.args[0])
+                    and type(f.args[0].value) in (int, float)
+                    and f.args[1].dtype is not None and f.args[1].dtype.kind == "f"):
+                c = s.value * f.args[0].value
+                if not math.isfinite(c):
+                    break
+                f = ee.apply(np.divide, (ee.constant(float(c)), f.args[1]))
+                return (None, f, pb) if k == 0 else (None, pa, f)
+        return s, pa, pb
 
     def add(self, a, b):
         if a is None:
@@ -284,8 +309,10 @@ class RegionCode:
             tm, _ = self._tangents(alg, variant)
             return (tm[-1],)
         if mode == "pullback":
+            # variant: False, True (a uniform cotangent, bound to a scalar),
+            # or "one" (the uniform cotangent 1, a constant)
             uniform = variant
-            g = self._var("g")
+            g = ee.constant(1) if variant == "one" else self._var("g")
             alg = _Algebra((id(g),) if uniform else ())
             cots, _ = self._reverse(alg, g, None, None)
             return tuple(cots)

@@ -531,6 +531,69 @@ def test_merged_gathers_one_by_one_in_nested_differentiation():
     _agree(jv, jv0, "jvp of jvp")
 
 
+
+# -- the uniform cotangent 1 ----------------------------------------------------------
+def test_powers_of_two_fold_into_a_constant_numerator():
+    from chainrules.fusion_code import _Algebra
+    from chainrules import elementwise_expr as ee
+
+    alg = _Algebra()
+    y = ee.placeholder("y", np.dtype(np.float64))
+    x = ee.placeholder("x", np.dtype(np.float64))
+    half = ee.apply(np.divide, (ee.constant(0.5), y))
+    # 2 * (0.5 / y) * x: the 2 and the 0.5 are one factor 1.0, no pass
+    e = alg.mul(ee.apply(np.multiply, (ee.constant(2), x)), half)
+    assert e is ee.apply(np.multiply, (x, ee.apply(np.divide, (ee.constant(1.0), y))))
+    assert alg.mul(ee.constant(-4), half) is ee.apply(np.divide, (ee.constant(-2.0), y))
+    # not a power of two, or a complex denominator: the scalar stays apart
+    assert alg.mul(ee.constant(3), half).op == "multiply"
+    z = ee.placeholder("z", np.dtype(np.complex128))
+    assert alg.mul(ee.constant(2), ee.apply(np.divide, (ee.constant(0.5), z))).op == "multiply"
+    # the values: the same numbers, but where 0.5 / y is subnormal (y = 7e307:
+    # rounded to fewer bits before the 2 scales it), and there no further
+    # from the exact value
+    yv = np.array([3.0, 1e-300, -0.1, 7e307])
+    xv = np.array([1.5, 2.0, -3.0, 1.0])
+    fused, plain = ee.evaluate(e, {"x": xv, "y": yv}), 2 * xv * (0.5 / yv)
+    np.testing.assert_array_equal(fused[:3], plain[:3])
+    exact = np.longdouble(xv[3]) / np.longdouble(yv[3])
+    assert abs(fused[3] - exact) <= abs(plain[3] - exact) and fused[3] != plain[3]
+
+
+def test_the_gradient_program_of_a_norm_folds_its_constants():
+    """TV's region (``sqrt`` of a sum of squares) pulls the sum's cotangent 1
+    back in five passes: ``1 / s``, three products, one subtraction."""
+    x = np.cos(np.arange(30.0)).reshape(5, 6)
+    made = _regions_made(lambda: cr.grad(_tv)(x))
+    prog = made[0].code.program("pullback", "one", False)[1]
+    assert [st[1] for st in prog.steps] == [np.divide, np.multiply, np.multiply,
+                                            np.multiply, np.subtract]
+
+
+def test_results_for_the_cotangent_one_are_arrays_of_their_own():
+    """A region input's cotangent that is a member's value (``w`` in
+    ``x * w``) or a constant comes back as a new array of the region's
+    dtype, never the value itself."""
+    for dt in (np.float64, np.float32):
+        w = np.linspace(1.0, 2.0, 6).astype(dt)
+        keep = w.copy()
+
+        def f(x, y, z):  # the cotangents of x and z: w and 2
+            return np.sum(np.sin(y) * np.cos(y) + x * w + z * 2.0)
+
+        x, y, z = np.linspace(-1.0, 1.0, 6).astype(dt), np.ones(6, dt), np.zeros(6, dt)
+        (gx, gy, gz), plain = _both(lambda: cr.grad(f, argnums=(0, 1, 2))(x, y, z))
+        _agree((gx, gy, gz), plain, str(dt))
+        assert gx.dtype == gz.dtype == dt and not np.shares_memory(gx, w)
+        np.testing.assert_array_equal(gx, w)
+        np.testing.assert_array_equal(gz, 2.0)
+        gx += 1.0
+        gz += 1.0
+        np.testing.assert_array_equal(w, keep)
+        # a second call: nothing it computed was changed by the writes
+        _agree(cr.grad(f, argnums=(0, 1, 2))(x, y, z), plain, "again")
+
+
 # -- regions found once per tape structure ---------------------------------------------
 @pytest.fixture
 def plans(monkeypatch):
