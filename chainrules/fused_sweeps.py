@@ -179,23 +179,31 @@ def _describe(rule, dtypes, dtype):
     return None
 
 
+def _int_or_none(q):
+    """An int or None as itself (NumPy's ints as ints), else NotImplemented."""
+    if q is None or type(q) is int:
+        return q
+    if isinstance(q, (int, np.integer)) and not isinstance(q, (bool, np.bool_)):
+        return int(q)
+    return NotImplemented
+
+
 def _index_part(p):
     """A hashable form of one part of a basic index, or NotImplemented."""
-    if p is None or p is Ellipsis:
-        return p
     if type(p) is slice:
-        parts = tuple(_index_part(q) for q in (p.start, p.stop, p.step))
-        if any(q is NotImplemented or q is Ellipsis for q in parts):
-            return NotImplemented
-        return ("slice",) + parts
-    if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
-        return int(p)
-    return NotImplemented
+        parts = (_int_or_none(p.start), _int_or_none(p.stop), _int_or_none(p.step))
+        return NotImplemented if NotImplemented in parts else ("slice",) + parts
+    if p is Ellipsis:
+        return p
+    return _int_or_none(p)
 
 
 def _gather_key(rule):
     """``(input id, the index as a hashable key)`` of a gather ``x[index]``
-    (a rule with ``gather_index``), or None."""
+    (a rule with ``gather_index``), or None. Regions read gathers of one
+    node at one index as one input: shifted slices of one image,
+    ``x[1:] - x[:-1]`` and ``x[:-1] * 2``, add one cotangent into the
+    image's, computed as a sum in the region's program."""
     index = getattr(rule, "gather_index", None)
     if index is None:
         return None
@@ -210,13 +218,7 @@ def _gather_key(rule):
 
 def find_regions(tape, outputs, keep=(), min_size=0):
     """The regions to fuse: a list of ``(member node ids in tape order, region
-    input ids, code key, aliases)``; roots smaller than ``min_size`` are not
-    fused. ``aliases``: ``(gather id, region input id)`` pairs, gathers of
-    one node at one index read by the region: the region takes the first
-    as its input wherever any of them is read, so their cotangents are
-    one sum, computed in the region's program, and one add into the
-    node's cotangent (shifted slices of one image, ``x[:-1] - x[1:]`` and
-    ``x[:-1] * 2``)."""
+    input ids, code key)``; roots smaller than ``min_size`` are not fused."""
     rules, shapes, dtypes = tape.rules, tape.shapes, tape.dtypes
     fusible = _FUSIBLE
     # the shapes large enough, from the few distinct shapes of the tape: a
@@ -234,8 +236,6 @@ def find_regions(tape, outputs, keep=(), min_size=0):
             d = _describe(rules[i], dtypes, dtype)
             if d is not None:
                 described[i] = d
-    gathers = tuple((i, k) for i in range(len(rules)) if shapes[i] in big
-                    and (k := _gather_key(rules[i])) is not None)
     wiring = []
     for rule in rules:
         if rule is None:
@@ -247,7 +247,7 @@ def find_regions(tape, outputs, keep=(), min_size=0):
     # wiring, shapes and dtypes, the fusible rules' descriptions, which fix
     # their linearity, the outputs, the thresholds), none of the values
     structure = (tuple(wiring), tuple(shapes), tuple(dtypes), tuple(described.items()),
-                 gathers, tuple(outputs), tuple(keep), min_size, MIN_NONLINEAR, MAX_MEMBERS)
+                 tuple(outputs), tuple(keep), min_size, MIN_NONLINEAR, MAX_MEMBERS)
     found = _plans.get(structure)
     if found is None:
         global _plans_nodes
@@ -255,15 +255,14 @@ def find_regions(tape, outputs, keep=(), min_size=0):
             _plans.clear()
             _plans_nodes = 0
         found = _plans[structure] = _grow_regions(rules, shapes, dtypes, wiring, described,
-                                                  cand, outputs, keep, dict(gathers))
+                                                  cand, outputs, keep)
         _plans_nodes += len(rules)
     return found
 
 
-def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep, gathers):
+def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep):
     """``find_regions`` of a tape structure not seen before: each region
-    grown from its root through members read by one member only.
-    ``gathers``: ``_gather_key`` by node id."""
+    grown from its root through members read by one member only."""
     uses = [0] * len(rules)
     for ins in wiring:
         if ins is not None:
@@ -276,7 +275,6 @@ def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep,
         uses[k] += 2
     claimed = set()
     found = []
-    pinned = {o for o in outputs if o is not None} | set(keep)
     for i in reversed(cand):
         if i in claimed or i not in described:
             continue
@@ -298,33 +296,53 @@ def _grow_regions(rules, shapes, dtypes, wiring, described, cand, outputs, keep,
         local = {nid: k for k, nid in enumerate(order)}
         ins = sorted({j for m in order for j in members[m][1]
                       if j is not None and j not in local})
-        alias = _aliases(ins, gathers, pinned)
-        if alias:
-            ins = [j for j in ins if j not in alias]
         at = {nid: j for j, nid in enumerate(ins)}
-        at.update((j, at[a]) for j, a in alias.items())
         key = [dtype.str]
         for m in order:
             desc, srcs = members[m]
             key.append((desc, tuple(None if s is None else
                                     ("member", local[s]) if s in local else ("input", at[s])
                                     for s in srcs)))
-        found.append((tuple(order), tuple(ins), tuple(key), tuple(alias.items())))
+        found.append((tuple(order), tuple(ins), tuple(key)))
     return found
 
 
-def _aliases(ins, gathers, pinned):
+def _aliases(ins, rules, pinned):
     """``{gather id: the region input taken for it}`` among the region
-    inputs ``ins``: a gather of the node and index of an earlier one. A
-    node whose cotangent is asked for (``pinned``) is never merged."""
-    first, alias = {}, {}
+    inputs ``ins``: a gather of the node and index of an earlier one (the
+    values and tangents of the two are the same). A node whose cotangent
+    is asked for (``pinned``) is never merged."""
+    parents = {}
     for j in ins:
-        k = gathers.get(j)
-        if k is not None and j not in pinned:
-            a = first.setdefault(k, j)
-            if a != j:
-                alias[j] = a
+        r = rules[j]
+        if getattr(r, "gather_index", None) is not None and j not in pinned:
+            src = r.inputs()
+            if len(src) == 1:
+                parents.setdefault(src[0], []).append(j)
+    alias = {}
+    for js in parents.values():
+        if len(js) > 1:  # (rare: the keys are made only then)
+            first = {}
+            for j in js:
+                k = _gather_key(rules[j])
+                if k is not None:
+                    a = first.setdefault(k, j)
+                    if a != j:
+                        alias[j] = a
     return alias
+
+
+def _merged(ins, key, alias):
+    """A region's inputs and code key with each aliased gather read as the
+    input it stands for."""
+    kept = tuple(j for j in ins if j not in alias)
+    at = {j: p for p, j in enumerate(kept)}
+    new = {p: at[alias.get(j, j)] for p, j in enumerate(ins)}
+    key = (key[0],) + tuple(
+        (desc, tuple(("input", new[s[1]]) if s is not None and s[0] == "input" else s
+                     for s in srcs))
+        for desc, srcs in key[1:])
+    return kept, key
 
 
 def _code(key, order, rules):
@@ -387,7 +405,16 @@ def fuse(tape, outputs, keep=(), second_order=False):
     rules = tape.rules
     count = 0
     min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
-    for order, ins, key, alias in find_regions(tape, outputs, keep, min_size):
+    pinned = None
+    for order, ins, key in find_regions(tape, outputs, keep, min_size):
+        if pinned is None:
+            pinned = {o for o in outputs if o is not None} | set(keep)
+        alias = _aliases(ins, rules, pinned)
+        if alias:
+            ins, key = _merged(ins, key, alias)
+            alias = tuple(alias.items())
+        else:
+            alias = ()
         code = _code(key, order, rules)
         if code is None:
             continue
