@@ -29,7 +29,7 @@ from chainrules.broadcast import unbroadcast_batched
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.registry import accepts_sequences, non_differentiable, register
 from chainrules.tangents import ZERO, is_zero
-from chainrules.tracing import untraced
+from chainrules.tracing import is_traced, untraced
 
 from ._util import array_value
 from ._linalg_batch import broadcasting_pb, broadcasting_pf, fold_columns, lift, solve_rhs
@@ -448,6 +448,14 @@ def _extreme_mask(v, axis, want_max):
     return m / np.sum(m, axis=axis, keepdims=True)
 
 
+def _extreme_dropped(s, ord_):
+    """The weights of ``_w_matrix``'s singular values before zero singular
+    values are dropped."""
+    if ord_ == "nuc":
+        return np.ones(np.shape(s), real_dtype(array_value(s).dtype))
+    return _extreme_mask(s, -1, ord_ > 0)
+
+
 def _norm_weights(r):
     """W with d||x|| = Re sum(conj-free W * dx) over the reduced axes, and
     the reduced axes (a tuple) and whether they are matrix axes."""
@@ -520,11 +528,29 @@ def _w_matrix(x, y, axes, ord_, keepdims):
     if ord_ in ("nuc", 2, -2):
         xm, perm = _move_last(x, axes)
         u, s, vh = np.linalg.svd(xm, full_matrices=False)
-        if ord_ == "nuc":
-            wm = u @ vh
-        else:
-            sel = _extreme_mask(s, -1, ord_ > 0)
-            wm = (u * as_row(sel)) @ vh
+        # a zero singular value's pair of vectors is LAPACK's choice (any
+        # sign, any vector of a left null space): like abs at 0, its weight
+        # is 0, so W is the subgradient of least norm, a function of x
+        sv = array_value(s)
+        tol = np.max(sv, axis=-1, keepdims=True) * (max(xm.shape[-2:]) *
+                                                    np.finfo(real_dtype(sv.dtype)).eps)
+        keep = (sv > tol).astype(real_dtype(sv.dtype))
+        sel = keep if ord_ == "nuc" else _extreme_mask(s, -1, ord_ > 0) * keep
+        on = array_value(sel) > 0
+        if is_traced(x) and not on.all():  # differentiated again (an HVP)
+            if np.any(array_value(sel) != _extreme_dropped(s, ord_)):
+                # W jumps where a singular value it weighs leaves zero
+                raise DomainError(
+                    f"numpy.linalg.norm(ord={ord_!r}): the matrix is rank deficient, and "
+                    "the norm has no second derivative where a singular value it depends "
+                    "on is zero (its gradient, the subgradient of least norm there, "
+                    "jumps); regularise the matrix (add a small multiple of the identity) "
+                    "or use ord='fro'")
+            # only the vectors W weighs: those of a zero singular value of a
+            # non-square matrix have infinite tangents, and 0 * inf is NaN
+            idx = np.flatnonzero(np.any(on.reshape(-1, on.shape[-1]), axis=0))
+            u, sel, vh = u[..., idx], sel[..., idx], vh[..., idx, :]
+        wm = (u * as_row(sel)) @ vh
         wm = conj(wm)
         return np.transpose(wm, np.argsort(perm))
     raise MissingRuleError(f"numpy.linalg.norm: no derivative for ord={ord_!r}")

@@ -166,6 +166,54 @@ def test_norm_at_zero_is_finite():
     np.testing.assert_array_equal(g, 0.0)
 
 
+# rank deficient: B's second column is twice its first
+B_LOW = np.array([[1.0, 2.0], [2.0, 4.0], [0.5, 1.0]])
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 0.0], [0.0, 0.0]]), B_LOW, B_LOW.T,
+                               np.stack([B_LOW, B_LOW + np.eye(3, 2)])])
+def test_matrix_norms_at_a_zero_singular_value_take_the_least_norm_subgradient(a):
+    """A zero singular value's vectors are LAPACK's choice (any sign, any
+    vector of a left null space); the gradient leaves them out, as abs'(0)
+    is 0: the nuclear norm's is the sum of u v^T over the non-zero singular
+    values, and the smallest singular value's is 0 where it is 0."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    on = s > 1e-12 * s.max(axis=-1, keepdims=True)
+    nuc = cr.grad(lambda x: np.sum(np.linalg.norm(x, "nuc", axis=(-2, -1))))(a)
+    np.testing.assert_allclose(nuc, (u * on[..., None, :]) @ vh, atol=1e-14)
+    low = cr.grad(lambda x: np.sum(np.linalg.norm(x, -2, axis=(-2, -1))))(a)
+    last = u[..., :, -1:] * vh[..., -1:, :]
+    np.testing.assert_allclose(low, np.where(on[..., -1:, None], last, 0.0), atol=1e-14)
+    zero = cr.grad(lambda x: np.sum(np.linalg.norm(x, 2, axis=(-2, -1))))(0 * a)
+    np.testing.assert_array_equal(zero, 0.0)
+
+
+@pytest.mark.parametrize("a", [B_LOW, B_LOW.T, np.stack([B_LOW, B_LOW])])
+def test_matrix_norm_hessians_at_a_zero_singular_value(a):
+    """The largest singular value of a rank-deficient non-square matrix has
+    a second derivative: the HVP agrees with differences of the gradient
+    (it was NaN: the zero singular value's vectors have infinite tangents).
+    The nuclear norm and the smallest singular value, which weigh the zero
+    singular value, have none there: DomainError."""
+    v = np.cos(np.arange(a.size)).reshape(a.shape)
+
+    def spectral(x):
+        return np.sum(np.linalg.norm(x, 2, axis=(-2, -1)))
+
+    h = cr.hvp(spectral, a, v)
+    e = 1e-6
+    fd = (cr.grad(spectral)(a + e * v) - cr.grad(spectral)(a - e * v)) / (2 * e)
+    np.testing.assert_allclose(h, fd, atol=1e-8)
+    for o in ("nuc", -2):
+        with pytest.raises(cr.DomainError, match="rank deficient"):
+            cr.hvp(lambda x: np.sum(np.linalg.norm(x, o, axis=(-2, -1))), a, v)
+    # full rank: the nuclear norm's HVP agrees with differences too
+    b = a + np.eye(*a.shape[-2:])
+    nuc = lambda x: np.sum(np.linalg.norm(x, "nuc", axis=(-2, -1)))  # noqa: E731
+    fd = (cr.grad(nuc)(b + e * v) - cr.grad(nuc)(b - e * v)) / (2 * e)
+    np.testing.assert_allclose(cr.hvp(nuc, b, v), fd, atol=1e-8)
+
+
 def test_scipy_linalg_functions_and_plain_scipy_error():
     sl = pytest.importorskip("scipy.linalg")
     from chainrules.rules import scipy_linalg as csl
