@@ -22,18 +22,44 @@ left out: near 0 JAX's derivative loses digits (1.4e-7 relative at
 sin(x) = -2.2e-5, against mpmath) where chainrules' series is exact. JAX
 is a peer installed by CI (``pip install -e ".[peers]"``); without it the
 test is skipped.
+
+A second family of steps reaches the rules beyond NumPy's elementwise
+core: SciPy's special functions, complex intermediates (``exp(1j v)``,
+FFTs), and matrix functions of a well-conditioned symmetric positive
+definite matrix built from the values (inverse, Cholesky, determinants,
+eigenvalues and eigenvectors, ``expm``, triangular and Cholesky solves),
+SVD, QR, pinv and spectral and nuclear norms of full-rank matrices (the
+values plus twice the identity), quantiles and medians,
+``interp``, ``polyval``, ``convolve``, ``kron``, padding and tiling. Their
+matrices have distinct eigenvalues and full rank, where the derivatives
+exist: at a repeated eigenvalue or a rank-deficient QR chainrules raises
+``DomainError`` instead.
 """
+
+import types
 
 import numpy as np
 import pytest
+import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chainrules as cr
+import chainrules.scipy.linalg
+import chainrules.scipy.special
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 jnp = pytest.importorskip("jax.numpy")
+import jax.scipy.linalg  # noqa: E402
+import jax.scipy.special  # noqa: E402
+
+#: the SciPy functions of each side: SciPy's ufuncs trace as they are;
+#: chainrules' own versions of the functions that convert their arguments
+SCIPY = {np: types.SimpleNamespace(special=scipy.special, lse=chainrules.scipy.special,
+                                   linalg=chainrules.scipy.linalg),
+         jnp: types.SimpleNamespace(special=jax.scipy.special, lse=jax.scipy.special,
+                                    linalg=jax.scipy.linalg)}
 
 SHAPE = (4, 5)
 #: large enough that the sweeps fuse, in blocks, on threads
@@ -111,6 +137,99 @@ def _mixing(shape):
     return steps
 
 
+#: elementwise steps of the second family
+UNARY_MORE = [
+    lambda xp, v: SCIPY[xp].special.erf(v),
+    lambda xp, v: SCIPY[xp].special.expit(v),
+    lambda xp, v: SCIPY[xp].special.gammaln(v * v + 1.0),
+    lambda xp, v: SCIPY[xp].special.digamma(v * v + 1.0),
+    lambda xp, v: SCIPY[xp].special.xlogy(v * v + 0.5, v * v + 1.0),
+    lambda xp, v: SCIPY[xp].special.log_ndtr(v),
+    lambda xp, v: SCIPY[xp].special.ndtri(SCIPY[xp].special.expit(v) * 0.9 + 0.05),
+    lambda xp, v: SCIPY[xp].special.i0(xp.tanh(v)),
+    lambda xp, v: SCIPY[xp].special.erfc(v),
+    lambda xp, v: xp.abs(v + 0.123),
+    lambda xp, v: xp.cbrt(v * v + 1.0),
+    lambda xp, v: xp.log10(v * v + 1.0),
+    lambda xp, v: xp.exp2(xp.tanh(v)),
+    lambda xp, v: xp.arcsinh(v),
+    lambda xp, v: xp.abs(xp.exp(1j * v) * (v + 2.0j)),
+    lambda xp, v: xp.real(xp.exp((0.3 + 0.7j) * xp.tanh(v))),
+    lambda xp, v: xp.angle(v + 1.5j),
+    lambda xp, v: xp.fmax(v, 0.2 * v + 0.011),
+    lambda xp, v: xp.sign(v + 0.123) * v * v,
+]
+
+
+def _spd(xp, v):
+    """A symmetric positive definite matrix of ``v``'s rows, its
+    eigenvalues apart (the diagonal 1, 2, ..., m)."""
+    m, n = v.shape
+    return v @ v.T / n + xp.diag(xp.arange(1.0, m + 1.0))
+
+
+def _mixing_more(shape):
+    """``_mixing`` of the second family."""
+    m, n = shape
+    k = min(m, n)
+    sp = SCIPY
+    steps = [
+        (lambda xp, v: xp.linalg.inv(_spd(xp, v)) @ v, (m, n)),
+        (lambda xp, v: xp.linalg.cholesky(_spd(xp, v)) @ v, (m, n)),
+        (lambda xp, v: v * xp.linalg.slogdet(_spd(xp, v))[1] / m, (m, n)),
+        (lambda xp, v: v * xp.linalg.det(_spd(xp, v) / m), (m, n)),
+        (lambda xp, v: v + xp.linalg.eigvalsh(_spd(xp, v))[:, None] / m, (m, n)),
+        (lambda xp, v: (xp.linalg.eigh(_spd(xp, v))[1] ** 2) @ v, (m, n)),
+        (lambda xp, v: v + xp.linalg.svd(v + 2.0 * xp.eye(m, n), compute_uv=False)[0] / m,
+         (m, n)),
+        (lambda xp, v: xp.linalg.pinv(v + 2.0 * xp.eye(m, n)) / m, (n, m)),
+        (lambda xp, v: xp.linalg.qr(v + 3.0 * xp.eye(m, n))[1 if m >= n else 0],
+         (k, n) if m >= n else (m, k)),
+        (lambda xp, v: xp.linalg.matrix_power(_spd(xp, v) / m, 3) @ v, (m, n)),
+        (lambda xp, v: v * xp.linalg.norm(v + 2.0 * xp.eye(m, n), 2) / m, (m, n)),
+        (lambda xp, v: v * xp.linalg.norm(v + 2.0 * xp.eye(m, n), "nuc") / (m * n), (m, n)),
+        (lambda xp, v: sp[xp].linalg.solve_triangular(xp.linalg.cholesky(_spd(xp, v)), v,
+                                                      lower=True), (m, n)),
+        (lambda xp, v: sp[xp].linalg.cho_solve((xp.linalg.cholesky(_spd(xp, v)), True), v),
+         (m, n)),
+        (lambda xp, v: sp[xp].linalg.expm(_spd(xp, v) / (4.0 * m)) @ v, (m, n)),
+        (lambda xp, v: xp.abs(xp.fft.fft(v, axis=1)) / n, (m, n)),
+        (lambda xp, v: xp.fft.irfft(xp.fft.rfft(v, axis=1) * xp.exp(-0.1 * xp.arange(n // 2 + 1)),
+                                    n=n, axis=1), (m, n)),
+        (lambda xp, v: xp.real(xp.fft.ifft2(xp.fft.fft2(v) * (1 + 0.5j))), (m, n)),
+        (lambda xp, v: sp[xp].lse.logsumexp(v, axis=1, keepdims=True) + v, (m, n)),
+        (lambda xp, v: sp[xp].lse.softmax(v, axis=0) * n, (m, n)),
+        (lambda xp, v: v * xp.std(v, axis=0, keepdims=True), (m, n)),
+        (lambda xp, v: v + xp.ptp(v, axis=1, keepdims=True), (m, n)),
+        (lambda xp, v: xp.cumprod(xp.tanh(v) * 0.2 + 1.0, axis=0) / m, (m, n)),
+        (lambda xp, v: xp.take_along_axis(v, xp.argsort(v, axis=1), axis=1), (m, n)),
+        (lambda xp, v: xp.tensordot(v, xp.tanh(v), axes=([0], [0])) / m, (n, n)),
+        (lambda xp, v: v + xp.trace(_spd(xp, v)) / m, (m, n)),
+        (lambda xp, v: xp.tril(v) + xp.triu(v, 1) * 0.5, (m, n)),
+        (lambda xp, v: xp.pad(v, ((1, 0), (0, 2))), (m + 1, n + 2)),
+        (lambda xp, v: xp.tile(v, (1, 2)), (m, 2 * n)),
+        (lambda xp, v: xp.repeat(v, 2, axis=0), (2 * m, n)),
+        (lambda xp, v: xp.average(v, axis=0, weights=xp.arange(1.0, m + 1))[None, :] + v, (m, n)),
+        (lambda xp, v: xp.polyval(xp.tanh(v[0, :3]), xp.tanh(v)), (m, n)),
+        (lambda xp, v: xp.convolve(v.ravel(), xp.array([0.2, 0.5, 0.3]), mode="same")
+         .reshape(m, n), (m, n)),
+        (lambda xp, v: xp.linalg.norm(v, axis=1, ord=1, keepdims=True) / n + v, (m, n)),
+        (lambda xp, v: xp.percentile(v, 30.0, axis=1, keepdims=True) + v, (m, n)),
+        (lambda xp, v: xp.median(v, axis=0, keepdims=True) + v, (m, n)),
+        (lambda xp, v: xp.interp(xp.tanh(v), xp.linspace(-1.0, 1.0, 7),
+                                 xp.cos(xp.arange(7.0))) + v, (m, n)),
+        (lambda xp, v: xp.linalg.solve(_spd(xp, v), v), (m, n)),
+        (lambda xp, v: xp.hstack([v, xp.sin(v)]), (m, 2 * n)),
+        (lambda xp, v: xp.vstack([v, xp.tanh(v) ** 2]), (2 * m, n)),
+    ]
+    if n > 1:
+        steps.append((lambda xp, v: xp.diff(v, axis=1), (m, n - 1)))
+    if m > 1 and n > 1:
+        steps.append((lambda xp, v: xp.kron(v[:2, :2], xp.tanh(v)) / 2.0, (2 * m, 2 * n)))
+    # (steps that would make the matrices larger than 12 x 12 are left out)
+    return [(f, sh) for f, sh in steps if sh[0] <= 12 and sh[1] <= 12]
+
+
 @st.composite
 def programs(draw):
     """A list of ``("u", k)`` (the k-th unary step) and ``("m", k)`` (the
@@ -120,14 +239,14 @@ def programs(draw):
                          min_size=2, max_size=7))
 
 
-def _run(program, xp):
+def _run(program, xp, unary=UNARY, mixing=_mixing):
     def f(x):
         v, shape = x, x.shape
         for kind, k in program:
             if kind == "u":
-                v = UNARY[k % len(UNARY)](xp, v)
+                v = unary[k % len(unary)](xp, v)
             else:
-                steps = _mixing(shape)
+                steps = mixing(shape)
                 step, shape = steps[k % len(steps)]
                 v = step(xp, v)
         return xp.sum(v * xp.cos(v)) + 0.1 * xp.sum(v ** 2)
@@ -143,10 +262,10 @@ def _close(a, b, value):
     return np.max(np.abs(a - b)) <= 1e-9 * np.max(np.abs(b)) + 1e-13 * (1 + abs(value))
 
 
-def _check(program, seed, shape, hessian):
+def _check(program, seed, shape, hessian, family=(UNARY, _mixing)):
     rng = np.random.default_rng(seed)
     x, v = rng.standard_normal(shape), rng.standard_normal(shape)
-    f, fj = _run(program, np), _run(program, jnp)
+    f, fj = _run(program, np, *family), _run(program, jnp, *family)
     ref_value = float(fj(jnp.asarray(x)))
     ref_grad = np.asarray(jax.grad(fj)(jnp.asarray(x)))
     ref_hvp = np.asarray(jax.jvp(jax.grad(fj), (jnp.asarray(x),), (jnp.asarray(v),))[1])
@@ -172,3 +291,9 @@ def test_large_random_program_matches_jax(program, seed):
     library's own thresholds), and split into blocks and over two threads."""
     with cr.fusion(threads=2):
         _check(program, seed, LARGE, hessian=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs(), st.integers(0, 2 ** 16))
+def test_random_program_of_scipy_linalg_and_complex_steps_matches_jax(program, seed):
+    _check(program, seed, SHAPE, hessian=seed % 4 == 0, family=(UNARY_MORE, _mixing_more))
