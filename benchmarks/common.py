@@ -100,7 +100,7 @@ WORKLOADS = {
               "w.r.t. all weights".format(*MLP_SIZES, MLP_BATCH),
         short="MLP value_and_grad",
         metric="ratio",
-        goals=[("numpy.hand", 1.15)], line=None),
+        goals=[("numpy.hand", 1.1)], line=None),
     "rosen_hvp": dict(
         title=f"Rosenbrock, n = {ROSEN_N:.0e}, Hessian-vector product",
         short="Rosenbrock HVP",
@@ -110,7 +110,7 @@ WORKLOADS = {
         title="MLP loss, Hessian-vector product w.r.t. the first weight matrix",
         short="MLP HVP (W1)",
         metric="ratio",
-        goals=[("numpy.hand", 1.15)], line=None),
+        goals=[("numpy.hand", 1.1)], line=None),
     "lstm_grad": dict(
         title=f"LSTM language-model step, hidden {LSTM_HIDDEN}, sequence {LSTM_SEQ}, "
               f"batch {LSTM_BATCH}, vocabulary {LSTM_VOCAB}, value_and_grad",
