@@ -36,7 +36,7 @@ LAYERS = [
     {"tracing"},
     {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
      "elementwise_expr", "elementwise_threads", "elementwise_chunks", "fusion_code",
-     "fused_sweeps", "derived_nary", "primitives", "transpose"},
+     "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "second_order", "writes"},
 ]
