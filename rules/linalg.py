@@ -448,14 +448,6 @@ def _extreme_mask(v, axis, want_max):
     return m / np.sum(m, axis=axis, keepdims=True)
 
 
-def _extreme_dropped(s, ord_):
-    """The weights of ``_w_matrix``'s singular values before zero singular
-    values are dropped."""
-    if ord_ == "nuc":
-        return np.ones(np.shape(s), real_dtype(array_value(s).dtype))
-    return _extreme_mask(s, -1, ord_ > 0)
-
-
 def _norm_weights(r):
     """W with d||x|| = Re sum(conj-free W * dx) over the reduced axes, and
     the reduced axes (a tuple) and whether they are matrix axes."""
@@ -532,13 +524,14 @@ def _w_matrix(x, y, axes, ord_, keepdims):
         # sign, any vector of a left null space): like abs at 0, its weight
         # is 0, so W is the subgradient of least norm, a function of x
         sv = array_value(s)
-        tol = np.max(sv, axis=-1, keepdims=True) * (max(xm.shape[-2:]) *
-                                                    np.finfo(real_dtype(sv.dtype)).eps)
-        keep = (sv > tol).astype(real_dtype(sv.dtype))
-        sel = keep if ord_ == "nuc" else _extreme_mask(s, -1, ord_ > 0) * keep
-        on = array_value(sel) > 0
+        rdt = real_dtype(sv.dtype)
+        tol = np.max(sv, axis=-1, keepdims=True) * (max(xm.shape[-2:]) * np.finfo(rdt).eps)
+        weights = (np.ones(sv.shape, rdt) if ord_ == "nuc"
+                   else _extreme_mask(s, -1, ord_ > 0))
+        sel = weights * (sv > tol).astype(rdt)
+        on = sel > 0
         if is_traced(x) and not on.all():  # differentiated again (an HVP)
-            if np.any(array_value(sel) != _extreme_dropped(s, ord_)):
+            if np.any(sel != weights):
                 # W jumps where a singular value it weighs leaves zero
                 raise DomainError(
                     f"numpy.linalg.norm(ord={ord_!r}): the matrix is rank deficient, and "
