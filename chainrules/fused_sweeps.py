@@ -195,22 +195,16 @@ def _index_part(p):
     return _int_or_none(p)
 
 
-def _gather_key(rule):
-    """``(input id, the index as a hashable key)`` of a gather ``x[index]``
-    (a rule with ``gather_index``), or None. Regions read gathers of one
-    node at one index as one input: shifted slices of one image,
-    ``x[1:] - x[:-1]`` and ``x[:-1] * 2``, add one cotangent into the
-    image's, computed as a sum in the region's program."""
-    index = getattr(rule, "gather_index", None)
-    if index is None:
-        return None
-    ins = rule.inputs()
-    if len(ins) != 1:
-        return None
+def _index_key(index):
+    """A basic index (``gather_index``) as a hashable key, or None. Regions
+    read gathers of one node at one index as one input (``_aliases``):
+    shifted slices of one image, ``x[1:] - x[:-1]`` and ``x[:-1] * 2``, add
+    one cotangent into the image's, computed as a sum in the region's
+    program."""
     parts = tuple(_index_part(p) for p in (index if type(index) is tuple else (index,)))
     if any(p is NotImplemented for p in parts):
         return None
-    return ins[0], type(index) is tuple, parts
+    return type(index) is tuple, parts
 
 
 def find_regions(tape, outputs, keep=(), min_size=0):
@@ -321,7 +315,7 @@ def _aliases(ins, rules, pinned):
         if len(js) > 1:  # (rare: the keys are made only then)
             first = {}
             for j in js:
-                k = _gather_key(rules[j])
+                k = _index_key(rules[j].gather_index)
                 if k is not None:
                     a = first.setdefault(k, j)
                     if a != j:

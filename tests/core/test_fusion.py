@@ -468,8 +468,8 @@ def test_merged_gathers_agree_in_every_sweep(dt):
 
 
 def test_gathers_at_other_indices_or_of_other_nodes_stay_apart(plans):
-    """Tapes alike but for their indices: from the cache of structures, a
-    tape whose gathers differ is not merged as another's were."""
+    """Tapes alike but for their indices share their cached regions; each
+    merges its gathers by its own indices only."""
     x = np.linspace(-1.0, 1.0, 12)
     y = np.cos(x)
 
