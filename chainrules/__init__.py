@@ -11,7 +11,8 @@ from .errors import (AutodiffError, ComplexOutputError, DomainError, EscapedTrac
                      GraphFreedError, HvpNotSupported, MissingRuleError,
                      NonDifferentiableInputError,
                      NonScalarOutputError, NumericalInstabilityError, RuleError,
-                     TangentShapeError, TruthValueError, UntraceableError)
+                     StagingError, StagingWarning, TangentShapeError, TruthValueError,
+                     UntraceableError)
 from .graph import Gradients, MultiOutput, Tape
 from .registry import non_differentiable, register, rrule
 from .rule import NodeId, ReverseRule
@@ -23,6 +24,7 @@ from .linearization import hessian_operator, hessp, linearize, linearize_grad
 from .checkpoint import checkpoint, checkpoint_sequential
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_anomaly_mode
 from .fused_sweeps import fusion
+from .jit import jit
 from . import transpose as _transpose  # noqa: E402,F401  (installs the engine's hook)
 from . import twin_hints as _twin_hints  # noqa: E402,F401  (installs the guards' hook)
 from . import second_order as _second_order  # noqa: E402,F401  (second order by replay)
@@ -50,6 +52,7 @@ __all__ = [
     "jacobian", "hessian", "linearize", "linearize_grad", "hessian_operator", "hessp",
     "checkpoint", "checkpoint_sequential",
     "detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "fusion",
+    "jit", "StagingError", "StagingWarning",
 ]
 
 #: submodules that are part of the public surface (``chainrules.numpy.array``,

@@ -216,3 +216,28 @@ class RuleError(AutodiffError, TypeError):
     ...     print(type(e).__name__)
     RuleError
     """
+
+
+class StagingError(AutodiffError, RuntimeError):
+    """``cr.jit(f, strict=True)`` could not stage ``f``: the recording met
+    something a plan cannot replay (a conversion to a plain array, a write
+    into an argument), its replay differed from an eager call (random draws
+    inside ``f``, a global that changed), or its guards kept failing. The
+    message says which, and where in the user's code. Without
+    ``strict=True`` the function runs eagerly instead, after one
+    ``StagingWarning``.
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> f = cr.jit(lambda x: np.sum(np.asarray(x)), strict=True)
+    >>> try:
+    ...     f(np.ones(2))
+    ... except cr.StagingError as e:
+    ...     print(type(e).__name__)
+    StagingError
+    """
+
+
+class StagingWarning(UserWarning):
+    """``cr.jit`` runs a function eagerly from now on; the message says why."""

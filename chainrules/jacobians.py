@@ -33,6 +33,7 @@ from .errors import MissingRuleError, NonDifferentiableInputError
 from .fused_sweeps import fuse
 from .graph import Tape
 from .tangents import NOTANGENT, ZERO, Structural
+from .staging import Staged
 from .tracing import Traced, untraced
 
 __all__ = ["jacobian", "hessian"]
@@ -216,6 +217,12 @@ def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False, chunk_si
                             holomorphic=holomorphic, chunk_size=chunk_size))
 
 
+#: array types whose values are at hand (a staged value of ``cr.jit`` holds
+#: its concrete array: assembling a Jacobian of it is recorded, not computed
+#: ahead)
+_EAGER_TYPES = (np.ndarray, Traced, Staged)
+
+
 def _refuse_lazy(args, nums, what):
     """Jacobians and Hessians are assembled one basis direction at a time
     into NumPy arrays: for a lazy argument (dask) that would compute it
@@ -225,7 +232,7 @@ def _refuse_lazy(args, nums, what):
         if not -len(args) <= k < len(args):
             continue  # trace_args reports the out-of-range argnums
         for leaf in pytree.flatten(args[k])[0]:
-            if is_array(leaf) and type(leaf) is not np.ndarray and type(leaf) is not Traced:
+            if is_array(leaf) and type(leaf) not in _EAGER_TYPES:
                 raise MissingRuleError(
                     f"{what}: argument {k} is a {type(leaf).__module__}."
                     f"{type(leaf).__qualname__}, a lazy array; Jacobians and Hessians are "

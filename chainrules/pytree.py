@@ -56,6 +56,11 @@ class TreeDef:
         self.keys = keys
         self.children = children
 
+    def __hash__(self):
+        # dict keys are hashable: a staged plan's cache keys a call by its
+        # arguments' structure
+        return hash((self.kind, self.node_type, self.keys, self.children))
+
     def __eq__(self, other):
         return (isinstance(other, TreeDef) and self.kind == other.kind
                 and self.node_type is other.node_type and self.keys == other.keys

@@ -26,7 +26,7 @@ PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
     {"errors", "arrays", "pytree", "array_methods", "guards", "user_code", "fp_warnings",
-     "transformed"},
+     "transformed", "staging", "plan"},
     {"tangents"},
     {"rule"},
     {"registry"},
@@ -38,7 +38,7 @@ LAYERS = [
      "elementwise_expr", "elementwise_threads", "elementwise_chunks", "fusion_code",
      "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
-     "second_order", "writes"},
+     "second_order", "writes", "jit"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 

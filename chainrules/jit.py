@@ -1,0 +1,375 @@
+"""``cr.jit``: record a function once per signature, replay it as a plan.
+
+The first call of a signature runs the function on staged values
+(``chainrules.staging``), which computes the answer as an eager call does
+and records every NumPy call made on them: the function's own, and those
+of the rules and sweeps of any transformation inside it. The recording
+becomes a ``Plan`` (``chainrules.plan``): generated straight-line code. The
+second call replays the plan and also runs the function eagerly, and
+compares: a difference (random draws inside the function, a global that
+changed) means the function is not staged. From the third call on, the plan
+alone runs. Where a guard of the plan fails (Python control flow that went
+another way), another variant is recorded, up to ``max_variants``; past
+that, and for a recording that cannot be replayed, the function runs
+eagerly after one ``StagingWarning`` (a ``StagingError`` with
+``strict=True``).
+"""
+
+import functools
+import threading
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from .anomaly import is_anomaly_enabled
+from .errors import StagingError, StagingWarning
+from .plan import GuardFailed, Plan
+from .pytree import flatten, unflatten
+from .staging import Recorder, Ref, Staged
+
+__all__ = ["jit", "Jitted"]
+
+#: how many signatures one jitted function keeps plans for (least recently
+#: used first out)
+CACHE_SIZE = 64
+
+_PY_NUMBERS = (bool, int, float, complex)
+
+
+def _leaf_key(x):
+    """``(kind, key)`` of an argument leaf: ``"d"`` dynamic (an ndarray, a
+    NumPy scalar, a Python number), ``"s"`` static (hashable: part of the
+    key), ``"e"`` a value that is not staged (a traced value of an
+    enclosing transformation, a dask array, an unhashable object)."""
+    t = type(x)
+    if t is np.ndarray:
+        return "d", ("a", x.shape, x.dtype.str)
+    if t in _PY_NUMBERS:
+        return "d", ("p", t)
+    if isinstance(x, np.generic):
+        return "d", ("n", x.dtype.str)
+    if hasattr(t, "__array_function__") or hasattr(t, "__array_ufunc__") \
+            or isinstance(x, np.ndarray):
+        return "e", None
+    try:
+        hash(x)
+    except TypeError:
+        return "e", None
+    return "s", (t, x)
+
+
+_ndarray = np.ndarray
+
+
+def _simple_key(args):
+    """The signature of a call whose arguments are all ndarrays and Python
+    floats (the common call), or ``None``."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is _ndarray:
+            key.append((a.shape, a.dtype))
+        elif t is float or t is int:
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
+
+
+def _close(a, b):
+    """Whether an eager and a staged result agree: the same structure, and
+    values equal up to the rounding of another order of operations."""
+    ta, tb = type(a), type(b)
+    if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.kind not in "fc":
+            return np.array_equal(a, b)
+        eps = np.finfo(a.dtype).eps
+        scale = np.max(np.abs(b), initial=0.0) if b.size else 0.0
+        with np.errstate(invalid="ignore"):
+            return bool(np.allclose(a, b, rtol=256 * eps, atol=256 * eps * scale,
+                                    equal_nan=True))
+    if ta is not tb and not (ta in _PY_NUMBERS and tb in _PY_NUMBERS):
+        return False
+    if ta in (float, complex):
+        return _close(np.asarray(a), np.asarray(b))
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values that do not compare
+        return a is b
+
+
+class _Entry:
+    __slots__ = ("variants", "eager")
+
+    def __init__(self):
+        self.variants = []
+        self.eager = None  # the reason the signature runs eagerly
+
+
+class Jitted:
+    """A function staged by ``cr.jit``: call it as the function."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), strict=False,
+                 max_variants=8, cache_size=CACHE_SIZE):
+        if not callable(fun):
+            raise TypeError(f"cr.jit needs a callable, not {type(fun).__name__}")
+        if isinstance(static_argnums, int):
+            static_argnums = (static_argnums,)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        self.fun = fun
+        self.static_argnums = frozenset(static_argnums)
+        self.static_argnames = frozenset(static_argnames)
+        self.strict = strict
+        self.max_variants = max_variants
+        self.cache_size = cache_size
+        self._cache = OrderedDict()
+        self._lock = threading.Lock()
+        self._warned = set()
+        functools.update_wrapper(self, fun)
+
+    # -- the signature -----------------------------------------------------------
+    def _split(self, args, kwargs):
+        """``(key, dynamic values, rebuild)`` or ``None`` when the call is not
+        staged (``rebuild(values)`` gives back ``(args, kwargs)`` with the
+        dynamic leaves replaced)."""
+        n = len(args)
+        static = [None] * n
+        dyn_args = list(args)
+        for i in self.static_argnums:
+            j = i if i >= 0 else n + i
+            if 0 <= j < n:
+                static[j] = args[j]
+                dyn_args[j] = None
+        static_kw = {k: v for k, v in kwargs.items() if k in self.static_argnames}
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        try:
+            skey = (tuple(static), tuple(sorted(static_kw.items())))
+            hash(skey)
+        except TypeError:
+            raise TypeError("cr.jit: a static argument must be hashable "
+                            "(static_argnums / static_argnames)") from None
+        if not kwargs and not self.static_argnums:
+            key = _simple_key(args)
+            if key is not None:
+                return key, list(args), lambda values: (tuple(values), {})
+        leaves, tree = flatten((dyn_args, dyn_kw))
+        keys = []
+        dyn_pos = []
+        for i, x in enumerate(leaves):
+            kind, k = _leaf_key(x)
+            if kind == "e":
+                return None
+            keys.append(k)
+            if kind == "d":
+                dyn_pos.append(i)
+        key = (tree, tuple(keys), skey)
+
+        def rebuild(values):
+            lv = list(leaves)
+            for i, v in zip(dyn_pos, values):
+                lv[i] = v
+            a, kw = unflatten(tree, lv)
+            for j, s in enumerate(static):
+                if s is not None or j in self.static_argnums or (j - n) in self.static_argnums:
+                    a[j] = args[j]
+            kw.update(static_kw)
+            return tuple(a), kw
+
+        return key, [leaves[i] for i in dyn_pos], rebuild
+
+    # -- calls ---------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if is_anomaly_enabled():
+            # anomaly mode checks each operation as it runs, naming the op
+            # and the user's line: eager calls do that
+            return self.fun(*args, **kwargs)
+        if not kwargs and not self.static_argnums:
+            key = _simple_key(args)
+            if key is not None:
+                # the common call (arrays and numbers, positionally) of a
+                # checked plan: its first variant runs directly
+                entry = self._cache.get(key)
+                if entry is not None and entry.variants:
+                    plan = entry.variants[0]
+                    if plan.checked:
+                        try:
+                            out = plan.run(*args)
+                        except GuardFailed:
+                            pass
+                        else:
+                            try:
+                                self._cache.move_to_end(key)
+                            except KeyError:  # evicted by another thread meanwhile
+                                pass
+                            return out
+        split = self._split(args, kwargs)
+        if split is None:
+            return self.fun(*args, **kwargs)
+        key, values, rebuild = split
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                entry = self._cache[key] = _Entry()
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            else:
+                self._cache.move_to_end(key)
+        if entry.eager is not None:
+            return self.fun(*args, **kwargs)
+        failed = None
+        for plan in list(entry.variants):
+            try:
+                out = plan(*values)
+            except GuardFailed as e:
+                failed = e
+                continue
+            if not plan.checked:
+                return self._check(entry, plan, out, args, kwargs)
+            return out
+        if len(entry.variants) >= self.max_variants:
+            return self._give_up(entry, f"its guards keep failing (the guard at "
+                                        f"{failed.line} took another value in "
+                                        f"{self.max_variants} recorded variants)",
+                                 args, kwargs)
+        return self._record(entry, values, rebuild, args, kwargs)
+
+    def _record(self, entry, values, rebuild, args, kwargs):
+        rec = Recorder()
+        staged = [rec.new(v, is_input=True) for v in values]
+        a, kw = rebuild(staged)
+        out = self.fun(*a, **kw)
+        leaves, tree = flatten(out)
+        tpl = []
+        concrete = []
+        for x in leaves:
+            if type(x) is Staged:
+                if x.rec is not rec:
+                    rec.taint("a result is a staged value of another recording")
+                tpl.append(Ref(x.i))
+                concrete.append(x.value)
+            elif isinstance(x, np.ndarray):
+                if type(x) is not np.ndarray:
+                    rec.taint(f"a result is of type {type(x).__name__}")
+                tpl.append(x)
+                concrete.append(x.copy())
+            else:
+                if hasattr(type(x), "__array_function__") and not isinstance(x, np.generic):
+                    rec.taint(f"a result is of type {type(x).__name__}")
+                tpl.append(x)
+                concrete.append(x)
+        result = unflatten(tree, concrete)
+        if rec.tainted is not None:
+            self._give_up(entry, rec.tainted, None, None)
+            return result
+        plan = Plan(rec.steps, [s.i for s in staged], tpl, tree,
+                    name=_plan_name(self.fun))
+        with self._lock:
+            entry.variants.insert(0, plan)
+        return result
+
+    def _check(self, entry, plan, staged_out, args, kwargs):
+        eager_out = self.fun(*args, **kwargs)
+        la, ta = flatten(staged_out)
+        lb, tb = flatten(eager_out)
+        same = ta == tb and len(la) == len(lb) and all(_close(x, y) for x, y in zip(la, lb))
+        if not same:
+            with self._lock:
+                if plan in entry.variants:
+                    entry.variants.remove(plan)
+            self._give_up(entry, "its replay differed from an eager call (random numbers "
+                                 "drawn inside the function, a global or closed-over value "
+                                 "that was rebound or computed from outside its arguments, "
+                                 "the time, ...)", None, None)
+            return eager_out
+        plan.checked = True
+        return staged_out
+
+    def _give_up(self, entry, reason, args, kwargs):
+        msg = (f"cr.jit: {_plan_name(self.fun)} is not staged: {reason}; it runs eagerly "
+               "(each call traces it again)")
+        if self.strict:
+            raise StagingError(msg)
+        entry.eager = reason
+        if reason not in self._warned:
+            self._warned.add(reason)
+            warnings.warn(msg, StagingWarning, stacklevel=4)
+        if args is None:
+            return None
+        return self.fun(*args, **kwargs)
+
+    # -- looking at plans ------------------------------------------------------------
+    def plan(self, *args, **kwargs):
+        """The plan of this signature (recorded now if there is none yet):
+        ``print(f.plan(x))`` shows its generated code; ``None`` when the
+        signature runs eagerly."""
+        split = self._split(args, kwargs)
+        if split is None:
+            return None
+        key, values, rebuild = split
+        with self._lock:
+            entry = self._cache.get(key)
+        if entry is None or not entry.variants and entry.eager is None:
+            self(*args, **kwargs)
+            with self._lock:
+                entry = self._cache.get(key)
+        if entry is None or entry.eager is not None or not entry.variants:
+            return None
+        return entry.variants[0]
+
+    def cache_info(self):
+        """``{"signatures", "plans", "eager"}``: how many signatures are
+        cached, how many plans (variants) they hold, how many run eagerly."""
+        with self._lock:
+            entries = list(self._cache.values())
+        return {"signatures": len(entries),
+                "plans": sum(len(e.variants) for e in entries),
+                "eager": sum(e.eager is not None for e in entries)}
+
+    def clear_cache(self):
+        with self._lock:
+            self._cache.clear()
+
+
+def _plan_name(fun):
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    return name if name.isidentifier() else "plan"
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), strict=False, max_variants=8,
+        cache_size=CACHE_SIZE):
+    """Stage ``fun``: record it once per signature, replay the recording.
+
+    ``fun`` is any function of arrays, NumPy scalars, Python numbers and
+    pytrees of them, including a transformation (``cr.jit(cr.value_and_grad(
+    loss))``, ``cr.jit(lambda x, v: cr.hvp(f, x, v))``). The signature of a
+    call is its arguments' structure, shapes and dtypes, and the values of
+    its static arguments (``static_argnums``, ``static_argnames``:
+    hashable, baked into the plan).
+
+    * The first call of a signature runs ``fun`` and records a plan; the
+      second replays the plan and also runs ``fun`` eagerly to check that
+      the two agree; later calls replay the plan only, running none of
+      ``fun``'s Python code.
+    * Python control flow on values (``if x.sum() > 0``, ``int(n)``,
+      ``.item()``) is kept right by guards: a replay whose guard sees
+      another value records another variant (at most ``max_variants``).
+    * Arrays ``fun`` reads from outside its arguments (closed over, global)
+      are read by reference at replay: an in-place change is seen.
+    * What cannot be staged (a conversion of a value to a plain array, a
+      write into an argument, an impure function, guards that keep failing)
+      runs eagerly after one ``StagingWarning``, or raises ``StagingError``
+      with ``strict=True``.
+
+    Used as ``@cr.jit`` or ``@cr.jit(static_argnums=...)`` too. The jitted
+    function's ``plan(*args)`` returns the plan of a signature (print it to
+    see the generated code), ``cache_info()`` the cache's counts.
+    """
+    if fun is None:
+        return lambda f: Jitted(f, static_argnums, static_argnames, strict, max_variants,
+                                cache_size)
+    return Jitted(fun, static_argnums, static_argnames, strict, max_variants, cache_size)

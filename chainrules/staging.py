@@ -1,0 +1,539 @@
+"""Recording the NumPy calls a function makes, for staged plans (``cr.jit``).
+
+A staged call runs the function once on ``Staged`` values: an array type
+below every tape that holds the concrete value and implements NumPy's
+protocols, so that every NumPy call on it (the user's, the rules', the
+sweeps') computes as usual on the concrete values and is appended to the
+``Recorder`` as a step. The derivative machinery above sees an array of
+another type, as it sees a dask array: it never converts it.
+
+Whatever turns a staged value into a Python value (``bool``, ``int``,
+``float``, ``operator.index``, ``item()``, ``tolist()``, a NumPy function
+answering with a Python number) returns the concrete answer and records a
+**guard**: the plan computes the same value again at replay and compares.
+A step whose output's shape can depend on the values (a boolean mask,
+``np.nonzero``, ``np.unique``, ...) is followed by a guard on that shape.
+What a recording cannot follow marks it **tainted**, with the reason: a
+conversion to a plain array (``np.asarray``, a SciPy function that makes
+one), a write of staged values into a plain array or into an argument.
+The answer computed is still right (the concrete values are NumPy's own);
+the function is then not staged.
+
+Plain arrays that reach a step (closed over, global, made inside the
+function) are held by the plan by reference: an in-place change of a
+closed-over array is seen at replay.
+"""
+
+import operator
+import sys
+
+import numpy as np
+
+from .array_methods import ArrayMethods
+from .user_code import is_internal
+
+__all__ = ["Staged", "Recorder", "Ref", "is_staged"]
+
+_ndarray = np.ndarray
+_generic = np.generic
+
+
+class Ref:
+    """A staged value in a step's arguments: the plan's variable ``i``."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return f"v{self.i}"
+
+
+def _user_line():
+    """``"file:line"`` of the first frame outside chainrules, NumPy and
+    SciPy, or ``"<unknown>"`` where frames cannot be read."""
+    try:
+        f = sys._getframe(2)
+    except (AttributeError, ValueError):
+        return "<unknown>"
+    while f is not None:
+        if not is_internal(f.f_code):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
+
+
+class Recorder:
+    """The steps recorded while a function runs on staged values.
+
+    ``steps``: ``("call", fn, args, kwargs, out)`` (``out`` the structure of
+    the result with a ``Ref`` for each staged value, or ``None`` for a call
+    made for its effect on an argument) and ``("guard", kind, ref, expected,
+    line)``. ``tainted``: why the recording cannot be replayed, or
+    ``None``."""
+
+    __slots__ = ("steps", "n", "tainted", "inputs", "guards")
+
+    def __init__(self):
+        self.steps = []
+        self.n = 0
+        self.tainted = None
+        self.inputs = []
+        self.guards = 0
+
+    def new(self, value, is_input=False):
+        s = Staged(value, self.n, self)
+        self.n += 1
+        if is_input:
+            self.inputs.append(s)
+        return s
+
+    def taint(self, reason):
+        if self.tainted is None:
+            self.tainted = f"{reason} (at {_user_line()})"
+
+    def guard(self, kind, ref, expected):
+        self.steps.append(("guard", kind, ref, expected, _user_line()))
+        self.guards += 1
+
+    # -- templates of arguments ------------------------------------------------
+    def template(self, obj):
+        """``obj`` with each staged value of this recording replaced by its
+        ``Ref``, and its concrete form (each staged value by its value)."""
+        t = type(obj)
+        if t is Staged:
+            if obj.rec is not self:
+                self.taint("a staged value of another recording was used")
+            return Ref(obj.i), obj.value
+        if t is tuple or t is list:
+            pairs = [self.template(o) for o in obj]
+            return t(p[0] for p in pairs), t(p[1] for p in pairs)
+        if t is dict:
+            tpl, con = {}, {}
+            for k, v in obj.items():
+                tpl[k], con[k] = self.template(v)
+            return tpl, con
+        if t is slice:
+            parts = [self.template(p) for p in (obj.start, obj.stop, obj.step)]
+            if any(type(p[0]) is Ref for p in parts):
+                self.taint("a slice bound that is a staged value")
+            return obj, slice(*(p[1] for p in parts))
+        return obj, obj
+
+    def wrap(self, value, what):
+        """The result of a recorded call as staged values, with its output
+        template: arrays and NumPy scalars become staged values; tuples and
+        lists are walked; other values are returned as they are (``None``
+        in the template)."""
+        t = type(value)
+        if t is _ndarray or isinstance(value, _generic):
+            s = self.new(value)
+            return s, Ref(s.i)
+        if isinstance(value, (tuple, list)):
+            pairs = [self.wrap(v, what) for v in value]
+            staged = [p[0] for p in pairs]
+            tpl = tuple(p[1] for p in pairs)
+            if hasattr(value, "_fields"):
+                return type(value)(*staged), tpl
+            return (t(staged) if t in (tuple, list) else staged), tpl
+        return value, None
+
+    def holds_inputs(self, value):
+        """Whether ``value`` (a concrete array) may share memory with an
+        argument of the staged function."""
+        for s in self.inputs:
+            v = s.value
+            if type(v) is _ndarray and np.may_share_memory(v, value):
+                return True
+        return False
+
+
+#: NumPy functions whose result depends on shapes and dtypes only: a Python
+#: value they return is not a guard
+SHAPE_FUNCTIONS = {np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj,
+                   np.isrealobj, np.can_cast, np.may_share_memory,
+                   np.shares_memory}
+
+#: NumPy functions whose output shape can depend on the input values: a
+#: guard on the output's shape follows them
+DYNAMIC_SHAPE = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.compress,
+                 np.extract, np.trim_zeros, np.setdiff1d, np.union1d, np.intersect1d,
+                 np.setxor1d, np.delete, np.insert, np.repeat, np.resize, np.histogram,
+                 np.bincount, np.unique_values, np.unique_counts, np.unique_inverse,
+                 np.unique_all}
+
+#: NumPy functions that write into an argument (its position)
+IN_PLACE = {np.copyto: 0, np.put: 0, np.putmask: 0, np.place: 0, np.fill_diagonal: 0,
+            np.put_along_axis: 0}
+
+
+def _shape_guards(rec, out):
+    """A guard on the shape of each staged value in ``out``."""
+    if type(out) is Staged:
+        rec.guard("shape", Ref(out.i), np.shape(out.value))
+    elif isinstance(out, (tuple, list)):
+        for o in out:
+            _shape_guards(rec, o)
+
+
+def _foreign(types):
+    for t in types:
+        if t is not Staged and not issubclass(t, (_ndarray, _generic)):
+            return True
+    return False
+
+
+def _call(rec, fn, args, kwargs, dynamic_shape=False):
+    """Record ``fn(*args, **kwargs)`` and compute it on the concrete values."""
+    atpl, acon = rec.template(args)
+    ktpl, kcon = rec.template(kwargs)
+    value = fn(*acon, **kcon)
+    out, otpl = rec.wrap(value, fn)
+    if otpl is None or type(otpl) is tuple and all(o is None for o in otpl):
+        if fn in SHAPE_FUNCTIONS:
+            return out  # decided by shapes and dtypes: nothing to replay
+        # a value that is not an array (a Python number, a dtype, None): the
+        # plan computes it again and guards it
+        ref = Ref(rec.n)
+        rec.n += 1
+        rec.steps.append(("call", fn, atpl, ktpl, ref))
+        rec.guard("value", ref, value)
+        return out
+    rec.steps.append(("call", fn, atpl, ktpl, otpl))
+    if dynamic_shape:
+        _shape_guards(rec, out)
+    return out
+
+
+def _written(rec, target, what):
+    """Check a write into ``target`` (an argument of an in-place call):
+    staged, of this recording, not an argument of the staged function."""
+    if type(target) is not Staged:
+        rec.taint(f"{what} writes staged values into a plain array")
+        return False
+    if rec.holds_inputs(target.value):
+        rec.taint(f"{what} writes into an argument of the staged function")
+        return False
+    return True
+
+
+def _bool_index(index):
+    """Whether an index holds a staged boolean array (a mask)."""
+    items = index if type(index) is tuple else (index,)
+    for i in items:
+        if type(i) is Staged and np.result_type(i.value) == np.bool_ and np.ndim(i.value):
+            return True
+        if type(i) is _ndarray and i.dtype == np.bool_:
+            continue
+    return False
+
+
+def _same(a, b):
+    if a == b:
+        return True
+    try:
+        return a != a and b != b  # both NaN
+    except Exception:  # pragma: no cover - values without !=
+        return False
+
+
+class Staged(ArrayMethods):
+    """A value of a function being staged: an array (or NumPy scalar) whose
+    NumPy calls are recorded."""
+
+    __slots__ = ("value", "i", "rec")
+    __array_priority__ = 20.0
+
+    def __init__(self, value, i, rec):
+        self.value = value
+        self.i = i
+        self.rec = rec
+
+    # -- NumPy protocols ---------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        for x in inputs:
+            tx = type(x)
+            if tx is not Staged and hasattr(tx, "__array_ufunc__") \
+                    and not issubclass(tx, (_ndarray, _generic)):
+                return NotImplemented
+        rec = self.rec
+        fn = ufunc if method == "__call__" else getattr(ufunc, method)
+        out = kwargs.get("out")
+        if out is not None:
+            outs = out if type(out) is tuple else (out,)
+            for o in outs:
+                if o is not None and not _written(rec, o, f"{ufunc.__name__}(out=...)"):
+                    return fn(*rec.template(inputs)[1], **rec.template(kwargs)[1])
+            atpl, acon = rec.template(inputs)
+            ktpl, kcon = rec.template(kwargs)
+            fn(*acon, **kcon)
+            rec.steps.append(("call", fn, atpl, ktpl, None))
+            return out if type(out) is not tuple or len(out) != 1 else out[0]
+        if method == "at":
+            if not _written(rec, inputs[0], f"{ufunc.__name__}.at"):
+                return fn(*rec.template(inputs)[1], **rec.template(kwargs)[1])
+            atpl, acon = rec.template(inputs)
+            fn(*acon)
+            rec.steps.append(("call", fn, atpl, {}, None))
+            return None
+        return _call(rec, fn, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if _foreign(types):
+            return NotImplemented
+        rec = self.rec
+        pos = IN_PLACE.get(func)
+        if pos is not None:
+            target = args[pos] if len(args) > pos else next(iter(kwargs.values()), None)
+            if not _written(rec, target, func.__name__):
+                return func(*rec.template(args)[1], **rec.template(kwargs)[1])
+            atpl, acon = rec.template(args)
+            ktpl, kcon = rec.template(kwargs)
+            r = func(*acon, **kcon)
+            rec.steps.append(("call", func, atpl, ktpl, None))
+            return r
+        return _call(rec, func, args, kwargs, dynamic_shape=func in DYNAMIC_SHAPE)
+
+    def __array__(self, dtype=None, copy=None):
+        self.rec.taint("a staged value was converted to a plain array (np.asarray, or a "
+                       "function that makes one, such as SciPy's)")
+        v = self.value
+        if dtype is not None:
+            v = np.asarray(v, dtype=dtype)
+        return np.array(v, copy=True) if copy else np.asarray(v)
+
+    # -- conversions to Python values: guards ----------------------------------
+    def _convert(self, kind, fn):
+        r = fn(self.value)
+        self.rec.guard(kind, Ref(self.i), r)
+        return r
+
+    def __bool__(self):
+        return self._convert("bool", bool)
+
+    def __float__(self):
+        return self._convert("float", float)
+
+    def __int__(self):
+        return self._convert("int", int)
+
+    def __index__(self):
+        return self._convert("index", operator.index)
+
+    def __complex__(self):
+        return self._convert("complex", complex)
+
+    def item(self, *args):
+        if args:
+            return self._convert("item", lambda v: v.item(*args)) if not any(
+                type(a) is Staged for a in args) else self._taint_item()
+        return self._convert("item", lambda v: v.item())
+
+    def _taint_item(self):
+        self.rec.taint("item() at a staged index")
+        return self.value.item()
+
+    def tolist(self):
+        return self._convert("tolist", lambda v: v.tolist())
+
+    def __repr__(self):
+        return f"Staged({self.value!r})"
+
+    def __str__(self):
+        return str(self.value)
+
+    def __format__(self, spec):
+        return format(self.value, spec)
+
+    __hash__ = None
+
+    # -- attributes (static for a signature) -----------------------------------
+    @property
+    def shape(self):
+        return np.shape(self.value)
+
+    @property
+    def ndim(self):
+        return np.ndim(self.value)
+
+    @property
+    def dtype(self):
+        v = self.value
+        return v.dtype if hasattr(v, "dtype") else np.result_type(v)
+
+    @property
+    def size(self):
+        return np.size(self.value)
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        for i in range(len(self.value)):
+            yield self[i]
+
+    # -- indexing and writes ---------------------------------------------------------
+    def __getitem__(self, index):
+        return _call(self.rec, operator.getitem, (self, index), {},
+                     dynamic_shape=_bool_index(index))
+
+    def __setitem__(self, index, value):
+        rec = self.rec
+        if not _written(rec, self, "item assignment"):
+            self.value[rec.template(index)[1]] = rec.template(value)[1]
+            return
+        atpl, acon = rec.template((self, index, value))
+        operator.setitem(*acon)
+        rec.steps.append(("call", operator.setitem, atpl, {}, None))
+
+    def fill(self, value):
+        self[...] = value
+
+    def copy(self, order="K"):
+        return np.copy(self, order=order)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        return _call(self.rec, _astype, (self, dtype), {"casting": casting, "copy": copy})
+
+    def view(self, *args, **kwargs):
+        return _call(self.rec, _view, (self,) + args, kwargs)
+
+    def conjugate(self):
+        return np.conjugate(self)
+
+    def flatten(self, order="C"):
+        return _call(self.rec, _flatten, (self,), {"order": order})
+
+    def sort(self, axis=-1, kind=None, order=None):
+        self[...] = np.sort(self, axis=axis, kind=kind, order=order)
+
+    def nonzero(self):
+        return np.nonzero(self)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return round(self._convert("float", float))
+        return np.round(self, ndigits)
+
+    # -- operators (those ArrayMethods leaves out) -----------------------------------
+    def __add__(self, other):
+        return np.add(self, other)
+
+    def __radd__(self, other):
+        return np.add(other, self)
+
+    def __sub__(self, other):
+        return np.subtract(self, other)
+
+    def __rsub__(self, other):
+        return np.subtract(other, self)
+
+    def __mul__(self, other):
+        return np.multiply(self, other)
+
+    def __rmul__(self, other):
+        return np.multiply(other, self)
+
+    def __truediv__(self, other):
+        return np.true_divide(self, other)
+
+    def __rtruediv__(self, other):
+        return np.true_divide(other, self)
+
+    def __pow__(self, other):
+        return np.power(self, other)
+
+    def __rpow__(self, other):
+        return np.power(other, self)
+
+    def __matmul__(self, other):
+        return np.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return np.matmul(other, self)
+
+    def __pos__(self):
+        return np.positive(self)
+
+    def __invert__(self):
+        return np.invert(self)
+
+    def __and__(self, other):
+        return np.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return np.bitwise_and(other, self)
+
+    def __or__(self, other):
+        return np.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return np.bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return np.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return np.bitwise_xor(other, self)
+
+    def __lshift__(self, other):
+        return np.left_shift(self, other)
+
+    def __rshift__(self, other):
+        return np.right_shift(self, other)
+
+    # in-place operators: NumPy's, written into the staged array (a NumPy
+    # scalar is immutable: Python rebinds the name to a new value)
+    def _inplace(self, ufunc, other):
+        if type(self.value) is _ndarray:
+            return ufunc(self, other, out=self)
+        return ufunc(self, other)
+
+    def __iadd__(self, other):
+        return self._inplace(np.add, other)
+
+    def __isub__(self, other):
+        return self._inplace(np.subtract, other)
+
+    def __imul__(self, other):
+        return self._inplace(np.multiply, other)
+
+    def __itruediv__(self, other):
+        return self._inplace(np.true_divide, other)
+
+    def __ipow__(self, other):
+        return self._inplace(np.power, other)
+
+    def __ifloordiv__(self, other):
+        return self._inplace(np.floor_divide, other)
+
+    def __imod__(self, other):
+        return self._inplace(np.remainder, other)
+
+    def __imatmul__(self, other):
+        return self._inplace(np.matmul, other)
+
+
+def _astype(x, dtype, casting="unsafe", copy=True):
+    return x.astype(dtype, casting=casting, copy=copy)
+
+
+def _view(x, *args, **kwargs):
+    return x.view(*args, **kwargs)
+
+
+def _flatten(x, order="C"):
+    return x.flatten(order=order)
+
+
+def is_staged(x):
+    return type(x) is Staged
