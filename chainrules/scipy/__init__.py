@@ -12,6 +12,7 @@ protocol can intercept; call the versions here instead::
     stats.norm.logpdf(x, loc=mu, scale=sigma)
     optimize.rosen(x)
     spatial.distance.pdist(X, "cosine")
+    interpolate.CubicSpline(x, y)(t)
 
 ``scipy.fft`` needs no twin: its transforms dispatch to a backend that
 chainrules registers, so ``scipy.fft.rfft(x)`` on a traced ``x``
@@ -20,4 +21,4 @@ for use where another backend of ``scipy.fft`` is put first.
 """
 
 from . import linalg, special  # noqa: F401
-from . import fft, integrate, optimize, signal, spatial, stats  # noqa: F401
+from . import fft, integrate, interpolate, optimize, signal, spatial, stats  # noqa: F401

@@ -1,0 +1,10 @@
+"""Differentiable ``scipy.interpolate``: the interpolants with SciPy's names
+and signatures, whose data values and query points may be traced (the
+sample coordinates stay constants). See each module for the derivative's
+convention at breakpoints."""
+
+from ._ppoly import PPoly
+from ._cubic import Akima1DInterpolator, CubicHermiteSpline, CubicSpline, PchipInterpolator
+
+__all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
+           "Akima1DInterpolator"]

@@ -1,0 +1,218 @@
+"""Cubic interpolants of ``scipy.interpolate`` as piecewise polynomials
+with traced data values: ``CubicHermiteSpline``, ``CubicSpline``,
+``PchipInterpolator``, ``Akima1DInterpolator``.
+
+Each is the cubic Hermite polynomial of the values ``y`` and the slopes
+``s`` at the breakpoints. ``CubicSpline``'s slopes solve a linear system
+whose matrix depends on ``x`` only, so they are a linear map of ``y`` (plus
+a constant from nonzero boundary derivatives): the map is read off SciPy's
+own solver, run once on the unit vectors (an ``n x n`` matrix, ``n`` the
+number of points), and applied with a differentiable product.
+``PchipInterpolator`` and ``Akima1DInterpolator`` choose their slopes
+nonlinearly; they are written here with NumPy operations that carry
+derivatives, and their branches (a zero slope where the secants change
+sign, Akima's mean where its weights vanish) are picked on the values:
+at the points where the branch changes the derivative is one-sided, the
+branch the values are on.
+"""
+
+import numpy as np
+import scipy.interpolate as _si
+
+from chainrules.tracing import is_traced, untraced
+
+from ._ppoly import PPoly, _column, any_traced, constant
+
+__all__ = ["CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
+           "Akima1DInterpolator"]
+
+
+def hermite_coefficients(x, y, s):
+    """Coefficients (4, n-1, ...) of the cubic Hermite interpolant of
+    values ``y`` and slopes ``s`` (both along axis 0)."""
+    h = _column(np.diff(x), np.ndim(y))
+    secant = (y[1:] - y[:-1]) / h
+    c0 = (s[:-1] + s[1:] - 2 * secant) / (h * h)
+    c1 = (3 * secant - 2 * s[:-1] - s[1:]) / h
+    return np.stack([c0, c1, s[:-1], y[:-1]])
+
+
+def _widen(y):
+    """SciPy computes in float64 or complex128."""
+    kind = np.result_type(y).kind
+    dt = np.complex128 if kind == "c" else np.float64
+    return y if np.result_type(y) == dt else y.astype(dt)
+
+
+def _set_from(obj, ref, c):
+    obj._set(c, ref.x, ref.extrapolate, ref.axis)
+
+
+class CubicHermiteSpline(PPoly):
+    """``scipy.interpolate.CubicHermiteSpline``: values ``y`` and slopes
+    ``dydx`` may be traced."""
+
+    def __init__(self, x, y, dydx, axis=0, extrapolate=None):
+        x = constant(x, "the sample points x", "CubicHermiteSpline")
+        ref = _si.CubicHermiteSpline(x, untraced(y), untraced(dydx), axis, extrapolate)
+        if not any_traced(y, dydx):
+            return _set_from(self, ref, ref.c)
+        yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+        st = _widen(np.moveaxis(dydx, axis % np.ndim(dydx), 0))
+        _set_from(self, ref, hermite_coefficients(ref.x, yt, st))
+
+
+def _homogeneous(bc_type, rest):
+    """The boundary conditions with every prescribed derivative value 0
+    (shape ``rest``); None when there is no nonzero value (the map is then
+    linear)."""
+    if isinstance(bc_type, str):
+        return bc_type, False
+    ends, affine = [], False
+    for end in bc_type:
+        if isinstance(end, str):
+            ends.append(end)
+        else:
+            order, value = end
+            if is_traced(value):
+                constant(value, "a boundary derivative value", "CubicSpline")
+            affine = affine or bool(np.any(np.asarray(value) != 0))
+            ends.append((order, np.zeros(rest)))
+    return tuple(ends), affine
+
+
+def _periodic_basis(n, periodic):
+    """Unit data vectors (columns); for periodic data the first is
+    ``e_0 + e_{n-1}``, the data's first and last values being one."""
+    if not periodic:
+        return np.eye(n)
+    basis = np.eye(n)[:, :n - 1]
+    basis[n - 1, 0] = 1.0
+    return basis
+
+
+def _coordinates(yt, periodic):
+    """The data in the basis of ``_periodic_basis``: for periodic data the
+    first coordinate is the mean of the first and last values (equal on
+    valid data; the mean makes the map symmetric in them)."""
+    if not periodic:
+        return yt
+    return np.concatenate([(0.5 * (yt[:1] + yt[-1:])), yt[1:-1]], axis=0)
+
+
+def _slopes_of(spline):
+    """The slopes at every breakpoint of a cubic PPoly (SciPy's)."""
+    c, h = spline.c, np.diff(spline.x)
+    hh = _column(h[-1:], c.ndim - 1)[0]
+    last = c[2, -1] + 2 * c[1, -1] * hh + 3 * c[0, -1] * hh * hh
+    return np.concatenate([c[2], last[None]], axis=0)
+
+
+class CubicSpline(CubicHermiteSpline):
+    """``scipy.interpolate.CubicSpline`` (every ``bc_type``); the data
+    ``y`` and the query points may be traced. Its slopes are a linear map
+    of ``y`` (memory ``n**2`` for ``n`` points)."""
+
+    def __init__(self, x, y, axis=0, bc_type="not-a-knot", extrapolate=None):
+        x = constant(x, "the sample points x", "CubicSpline")
+        ref = _si.CubicSpline(x, untraced(y), axis, bc_type, extrapolate)
+        if not is_traced(y):
+            return _set_from(self, ref, ref.c)
+        yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+        n, rest = np.shape(yt)[0], np.shape(yt)[1:]
+        periodic = bc_type == "periodic" or (not isinstance(bc_type, str) and any(
+            isinstance(e, str) and e == "periodic" for e in bc_type))
+        basis = _periodic_basis(n, periodic)
+        hom, affine = _homogeneous(bc_type, (basis.shape[1],))
+        slope_map = _slopes_of(_si.CubicSpline(x, basis, 0, hom))   # (n, nb)
+        s = np.tensordot(slope_map, _coordinates(yt, periodic), axes=([1], [0]))
+        if affine:
+            s = s + _slopes_of(_si.CubicSpline(x, np.zeros((n,) + rest), 0, bc_type))
+        _set_from(self, ref, hermite_coefficients(ref.x, yt, s))
+
+
+def _pchip_end(h0, h1, m0, m1):
+    d = ((2 * h0 + h1) * m0 - h0 * m1) / (h0 + h1)
+    dv, m0v, m1v = untraced(d), untraced(m0), untraced(m1)
+    zero = np.sign(dv) != np.sign(m0v)
+    three = ~zero & (np.sign(m0v) != np.sign(m1v)) & (np.abs(dv) > 3.0 * np.abs(m0v))
+    return np.where(zero, 0.0, np.where(three, 3.0 * m0, d))
+
+
+def pchip_slopes(x, yt):
+    h = _column(np.diff(x), np.ndim(yt))
+    m = (yt[1:] - yt[:-1]) / h
+    if np.shape(yt)[0] == 2:
+        return np.concatenate([m, m], axis=0)
+    mv = untraced(m)
+    flat = (np.sign(mv[1:]) != np.sign(mv[:-1])) | (mv[1:] == 0) | (mv[:-1] == 0)
+    w1 = 2 * h[1:] + h[:-1]
+    w2 = h[1:] + 2 * h[:-1]
+    # 1 / (the weighted harmonic mean) on safe denominators: where a secant is
+    # 0 the slope is 0 and this branch is not taken
+    one = np.ones_like(mv[1:])
+    m_lo = np.where(flat, one, m[:-1])
+    m_hi = np.where(flat, one, m[1:])
+    inner = np.where(flat, 0.0, (w1 + w2) / (w1 / m_lo + w2 / m_hi))
+    first = _pchip_end(h[0], h[1], m[0], m[1])
+    last = _pchip_end(h[-1], h[-2], m[-1], m[-2])
+    return np.concatenate([first[None], inner, last[None]], axis=0)
+
+
+class PchipInterpolator(CubicHermiteSpline):
+    """``scipy.interpolate.PchipInterpolator`` with traced ``y``: the
+    slopes are differentiated where they are smooth in ``y``; at data where
+    neighbouring secants change sign or vanish the slope is 0 and its
+    derivative is taken as 0 (one-sided: the values' branch)."""
+
+    def __init__(self, x, y, axis=0, extrapolate=None):
+        x = constant(x, "the sample points x", "PchipInterpolator")
+        ref = _si.PchipInterpolator(x, untraced(y), axis, extrapolate)
+        if not is_traced(y):
+            return _set_from(self, ref, ref.c)
+        yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+        _set_from(self, ref, hermite_coefficients(ref.x, yt, pchip_slopes(ref.x, yt)))
+
+
+def akima_slopes(x, yt, method):
+    h = _column(np.diff(x), np.ndim(yt))
+    sec = (yt[1:] - yt[:-1]) / h
+    if np.shape(yt)[0] == 2:
+        return np.concatenate([sec, sec], axis=0)
+    l1 = 2 * sec[:1] - sec[1:2]
+    l0 = 2 * l1 - sec[:1]
+    r1 = 2 * sec[-1:] - sec[-2:-1]
+    r2 = 2 * r1 - sec[-1:]
+    m = np.concatenate([l0, l1, sec, r1, r2], axis=0)
+    dm = np.abs(m[1:] - m[:-1])
+    if method == "makima":
+        pm = np.abs(m[1:] + m[:-1])
+        f1 = dm[2:] + 0.5 * pm[2:]
+        f2 = dm[:-2] + 0.5 * pm[:-2]
+    else:
+        f1, f2 = dm[2:], dm[:-2]
+    f12 = f1 + f2
+    f12v = untraced(f12)
+    mmax = np.max(f12v) if f12v.size else -np.inf
+    defined = f12v > 1e-9 * mmax
+    mean = 0.5 * (m[3:] + m[:-3])
+    safe = np.where(defined, f12, 1.0)
+    weighted = m[1:-2] + np.where(defined, f2, 0.0) / safe * (m[2:-1] - m[1:-2])
+    return np.where(defined, weighted, mean)
+
+
+class Akima1DInterpolator(CubicHermiteSpline):
+    """``scipy.interpolate.Akima1DInterpolator`` (``method`` "akima" or
+    "makima") with traced ``y``. Its slopes are weighted by absolute
+    differences of secants: where two secants are equal the weight has a
+    kink and its derivative is one-sided (NumPy's ``abs`` policy); where
+    the weights vanish the slope is the mean of the neighbouring secants."""
+
+    def __init__(self, x, y, axis=0, *, method="akima", extrapolate=None):
+        x = constant(x, "the sample points x", "Akima1DInterpolator")
+        ref = _si.Akima1DInterpolator(x, untraced(y), axis, method=method,
+                                      extrapolate=extrapolate)
+        if not is_traced(y):
+            return _set_from(self, ref, ref.c)
+        yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+        _set_from(self, ref, hermite_coefficients(ref.x, yt, akima_slopes(ref.x, yt, method)))
