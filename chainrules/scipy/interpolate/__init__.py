@@ -4,7 +4,9 @@ sample coordinates stay constants). See each module for the derivative's
 convention at breakpoints."""
 
 from ._ppoly import PPoly
+from ._bspline import BSpline, make_interp_spline
+from ._interp1d import interp1d
 from ._cubic import Akima1DInterpolator, CubicHermiteSpline, CubicSpline, PchipInterpolator
 
 __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
-           "Akima1DInterpolator"]
+           "Akima1DInterpolator", "BSpline", "make_interp_spline", "interp1d"]

@@ -1,0 +1,226 @@
+"""B-splines, ``scipy.interpolate.BSpline`` and ``make_interp_spline``,
+with traced coefficients, data values and query points.
+
+A query's knot interval is found on its value and the spline is evaluated
+there by de Boor's recursion, written with differentiable arithmetic in
+the query and the coefficients; intervals are ``[t[l], t[l+1])`` (the last
+closed), so at a knot the derivative in the query is that of the piece
+that starts there. The interpolating spline's coefficients are a linear
+map of the data (the collocation matrix depends on ``x`` and the knots
+only): the map is read off SciPy's solver run once on the unit vectors
+(``n x n`` memory for ``n`` points) and applied with a differentiable
+product; nonzero boundary derivatives add a constant.
+"""
+
+import numpy as np
+import scipy.interpolate as _si
+
+from chainrules.tracing import is_traced, untraced
+
+from ._ppoly import _column, any_traced, constant, to_axis
+from ._cubic import _coordinates, _periodic_basis, _widen
+
+__all__ = ["BSpline", "make_interp_spline"]
+
+
+def _pad(c, length):
+    """Coefficients padded with zeros to ``length`` (SciPy's splder and
+    splantider work on as many coefficients as knots)."""
+    extra = length - np.shape(c)[0]
+    if extra <= 0:
+        return c
+    return np.concatenate([c, np.zeros((extra,) + np.shape(c)[1:], dtype=np.result_type(c))])
+
+
+def de_boor(t, c, k, xq, extrapolate):
+    """Values at the (1-D) query points ``xq`` of the spline ``(t, c, k)``,
+    shape ``(len(xq),) + c.shape[1:]``."""
+    n = len(t) - k - 1
+    rest = np.shape(c)[1:]
+    nd = 1 + len(rest)
+    if extrapolate == "periodic":
+        xq = t[k] + (xq - t[k]) % (t[n] - t[k])
+        extrapolate = False
+    # the end pieces extend outwards; for k > 0 an empty interval at an end
+    # (a knot repeated more than k + 1 times) holds no piece (for k = 0, as
+    # in SciPy, the last coefficient holds from the last knot on)
+    proper = np.flatnonzero(t[k:n] < t[k + 1:n + 1]) + k if k else [0, n - 1]
+    lq = np.clip(np.searchsorted(t, xq, side="right") - 1, proper[0], proper[-1])
+    d = c[lq[:, None] - k + np.arange(k + 1)]                  # (nq, k+1, ...)
+    xc = _column(xq, 2)
+    for r in range(1, k + 1):
+        i = np.arange(k + 1 - r)
+        left = t[lq[:, None] - k + i + r]
+        right = t[lq[:, None] + 1 + i]
+        alpha = (xc - left) / (right - left)
+        alpha = np.reshape(alpha, np.shape(alpha) + (1,) * (nd - 1))
+        d = (1 - alpha) * d[:, :-1] + alpha * d[:, 1:]
+    out = d[:, 0]
+    if k == 0:
+        out = out + 0 * _column(xq, nd)
+    if not extrapolate:
+        outside = _column((xq < t[k]) | (xq > t[n]), nd)
+        out = np.where(outside, np.nan, out)
+    return out
+
+
+def derivative_tck(t, c, k, nu):
+    """Knots, coefficients and degree of the ``nu``-th derivative."""
+    c = _pad(c, len(t))
+    for _ in range(nu):
+        dt = t[k + 1:-1] - t[1:-k - 1]
+        if np.any(dt == 0):
+            raise ValueError(
+                f"The spline has internal repeated knots and is not differentiable {nu} times")
+        c = (c[1:-1 - k] - c[:-2 - k]) * k / _column(dt, np.ndim(c))
+        c = _pad(c, np.shape(c)[0] + k)
+        t, k = t[1:-1], k - 1
+    return t, c, k
+
+
+def antiderivative_tck(t, c, k, nu):
+    c = _pad(c, len(t))
+    for _ in range(nu):
+        dt = _column(t[k + 1:] - t[:-k - 1], np.ndim(c))
+        c = np.cumsum(c[:-k - 1] * dt, axis=0) / (k + 1)
+        c = np.concatenate([0 * c[:1], c] + [c[-1:]] * (k + 2), axis=0)
+        t = np.r_[t[0], t, t[-1]]
+        k += 1
+    return t, c, k
+
+
+class BSpline:
+    """``scipy.interpolate.BSpline`` whose coefficients ``c`` and query
+    points may be traced (the knots ``t`` are constants)."""
+
+    def __init__(self, t, c, k, extrapolate=True, axis=0):
+        t = constant(t, "the knots t", "BSpline")
+        ref = _si.BSpline(t, untraced(c), k, extrapolate, axis)
+        if is_traced(c):
+            c = _widen(np.moveaxis(c, ref.axis, 0))
+        else:
+            c = ref.c
+        self._set(ref.t, c, ref.k, ref.extrapolate, ref.axis)
+
+    def _set(self, t, c, k, extrapolate, axis):
+        self.t, self.c, self.k = np.asarray(t, dtype=float), c, int(k)
+        self.extrapolate, self.axis = extrapolate, axis
+        return self
+
+    @classmethod
+    def construct_fast(cls, t, c, k, extrapolate=True, axis=0):
+        return object.__new__(cls)._set(t, c, k, extrapolate, axis)
+
+    @property
+    def tck(self):
+        return self.t, self.c, self.k
+
+    def _plain(self):
+        return _si.BSpline.construct_fast(self.t, self.c, self.k, self.extrapolate, self.axis)
+
+    def __call__(self, x, nu=0, extrapolate=None):
+        if extrapolate is None:
+            extrapolate = self.extrapolate
+        if not any_traced(self.c, x):
+            return self._plain()(x, nu, extrapolate)
+        if nu < 0:
+            raise ValueError("Order of derivative cannot be negative")
+        t, c, k = derivative_tck(self.t, self.c, self.k, nu) if nu else self.tck
+        if k < 0:
+            t, c, k = t, 0 * c, 0
+        x = x if is_traced(x) else np.asarray(x, dtype=float)
+        shape = np.shape(x)
+        out = de_boor(t, c, k, np.reshape(x, (-1,)), extrapolate)
+        out = np.reshape(out, shape + np.shape(c)[1:])
+        return to_axis(out, len(shape), self.axis)
+
+    def derivative(self, nu=1):
+        if not is_traced(self.c):
+            d = self._plain().derivative(nu)
+            return BSpline.construct_fast(d.t, d.c, d.k, d.extrapolate, d.axis)
+        t, c, k = derivative_tck(self.t, self.c, self.k, nu)
+        return BSpline.construct_fast(t, c, k, self.extrapolate, self.axis)
+
+    def antiderivative(self, nu=1):
+        extrapolate = False if self.extrapolate == "periodic" else self.extrapolate
+        if not is_traced(self.c):
+            d = self._plain().antiderivative(nu)
+            return BSpline.construct_fast(d.t, d.c, d.k, d.extrapolate, d.axis)
+        t, c, k = antiderivative_tck(self.t, self.c, self.k, nu)
+        return BSpline.construct_fast(t, c, k, extrapolate, self.axis)
+
+    def integrate(self, a, b, extrapolate=None):
+        """The definite integral over ``[a, b]``; ``a`` and ``b`` may be traced.
+        Without extrapolation the bounds are clipped to the base interval, as
+        in SciPy."""
+        if extrapolate is None:
+            extrapolate = self.extrapolate
+        if not any_traced(self.c, a, b):
+            return self._plain().integrate(a, b, extrapolate)
+        sign = 1
+        if b < a:
+            a, b, sign = b, a, -1
+        n = len(self.t) - self.k - 1
+        ts, te = self.t[self.k], self.t[n]
+        if extrapolate != "periodic" and not extrapolate:
+            a = np.where(a < ts, ts, a)
+            b = np.where(b > te, te, b)
+        t, c, k = antiderivative_tck(self.t, self.c, self.k, 1)
+
+        def F(v, ext):
+            v = v if is_traced(v) else np.asarray(v, dtype=float)
+            return de_boor(t, c, k, np.reshape(v, (1,)), ext)[0]
+
+        if extrapolate != "periodic":
+            return sign * (F(b, bool(extrapolate)) - F(a, bool(extrapolate)))
+        period = te - ts
+        n_periods = np.floor((b - a) / period)
+        left = (b - a) - n_periods * period
+        total = n_periods * (F(te, False) - F(ts, False))
+        a = ts + (a - ts) % period
+        b = a + left
+        if b <= te:
+            total = total + F(b, False) - F(a, False)
+        else:
+            total = total + F(te, False) - F(a, False) + F(ts + b - te, False) - F(ts, False)
+        return sign * total
+
+
+def _homogeneous_ends(bc_type, rest):
+    """``bc_type`` with zero derivative values, and whether any given value
+    is nonzero (the coefficients are then affine in the data)."""
+    if bc_type is None or isinstance(bc_type, str):
+        return bc_type, False
+    ends, affine = [], False
+    for end in bc_type:
+        if end is None or isinstance(end, str):
+            ends.append(end)
+            continue
+        conds = []
+        for order, value in end:
+            constant(value, "a boundary derivative value", "make_interp_spline")
+            affine = affine or bool(np.any(np.asarray(value) != 0))
+            conds.append((order, np.zeros(rest)))
+        ends.append(conds)
+    return tuple(ends), affine
+
+
+def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=True):
+    """``scipy.interpolate.make_interp_spline`` with traced ``y``: returns
+    the ``BSpline`` twin."""
+    x = constant(x, "the sample points x", "make_interp_spline")
+    t = None if t is None else constant(t, "the knots t", "make_interp_spline")
+    ref = _si.make_interp_spline(x, untraced(y), k, t, bc_type, axis, check_finite)
+    if not is_traced(y):
+        return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
+    yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+    n, rest = np.shape(yt)[0], np.shape(yt)[1:]
+    periodic = bc_type == "periodic"
+    basis = _periodic_basis(n, periodic)
+    hom, affine = _homogeneous_ends(bc_type, (basis.shape[1],))
+    cmap = _si.make_interp_spline(x, basis, k, t, hom, 0, check_finite).c
+    c = np.tensordot(cmap, _coordinates(yt, periodic), axes=([1], [0]))
+    if affine:
+        c = c + _si.make_interp_spline(x, np.zeros((n,) + rest), k, t, bc_type, 0,
+                                       check_finite).c
+    return BSpline.construct_fast(ref.t, c, ref.k, ref.extrapolate, ref.axis)
