@@ -6,7 +6,9 @@ convention at breakpoints."""
 from ._ppoly import PPoly
 from ._bspline import BSpline, make_interp_spline
 from ._interp1d import interp1d
+from ._nd import RegularGridInterpolator, griddata, interpn
 from ._cubic import Akima1DInterpolator, CubicHermiteSpline, CubicSpline, PchipInterpolator
 
 __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
-           "Akima1DInterpolator", "BSpline", "make_interp_spline", "interp1d"]
+           "Akima1DInterpolator", "BSpline", "make_interp_spline", "interp1d",
+           "RegularGridInterpolator", "interpn", "griddata"]
