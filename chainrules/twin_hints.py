@@ -98,7 +98,11 @@ def twin_for_frame(frame):
         if func in _FREEZE:
             candidates.append(f"{sub}.{dist}")
         candidates.append(f"{sub}.{dist}.{func}")
-    candidates.append(f"{sub}.{func}")
+    if not func.startswith("__"):     # a module's __init__ is no twin
+        candidates.append(f"{sub}.{func}")
+    if dist is None and "self" in local:
+        # a method of an object (scipy.interpolate.CubicSpline(x, y)(t)): its class
+        candidates.append(f"{sub}.{type(local['self']).__name__}")
     if "." in sub:
         # a function of a public submodule (scipy.signal.windows) may have its
         # twin in the subpackage's module

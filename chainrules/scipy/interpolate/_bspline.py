@@ -45,6 +45,10 @@ def de_boor(t, c, k, xq, extrapolate):
     # (a knot repeated more than k + 1 times) holds no piece (for k = 0, as
     # in SciPy, the last coefficient holds from the last knot on)
     proper = np.flatnonzero(t[k:n] < t[k + 1:n + 1]) + k if k else [0, n - 1]
+    if len(proper) == 0:
+        # a base interval of width 0 (the antiderivative of a one-point
+        # spline): the spline is 0
+        return 0 * c[:1] + 0 * _column(xq, nd)
     lq = np.clip(np.searchsorted(t, xq, side="right") - 1, proper[0], proper[-1])
     d = c[lq[:, None] - k + np.arange(k + 1)]                  # (nq, k+1, ...)
     xc = _column(xq, 2)
@@ -118,10 +122,18 @@ class BSpline:
     def _plain(self):
         return _si.BSpline.construct_fast(self.t, self.c, self.k, self.extrapolate, self.axis)
 
+    def _empty_end(self):
+        """Whether an end interval of the base interval is empty (a knot
+        repeated more than k + 1 times, as antiderivatives make): SciPy's
+        evaluation then drops the piece next to it (0 from the last knot on)."""
+        t, k = self.t, self.k
+        n = len(t) - k - 1
+        return k > 0 and (t[k] == t[k + 1] or t[n - 1] == t[n])
+
     def __call__(self, x, nu=0, extrapolate=None):
         if extrapolate is None:
             extrapolate = self.extrapolate
-        if not any_traced(self.c, x):
+        if not any_traced(self.c, x) and not self._empty_end():
             return self._plain()(x, nu, extrapolate)
         if nu < 0:
             raise ValueError("Order of derivative cannot be negative")
@@ -155,8 +167,9 @@ class BSpline:
         in SciPy."""
         if extrapolate is None:
             extrapolate = self.extrapolate
-        if not any_traced(self.c, a, b):
-            return self._plain().integrate(a, b, extrapolate)
+        # computed here on plain values too: SciPy's own integral drops the
+        # last piece of a spline of degree 0 and fails on complex
+        # coefficients with trailing axes
         sign = 1
         if b < a:
             a, b, sign = b, a, -1

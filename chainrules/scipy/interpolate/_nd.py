@@ -15,8 +15,10 @@ result's dtype. The result is then computed from the traced values.
   of 1-D interpolating splines on SciPy's knots; each axis' coefficient map
   is read off SciPy's 1-D solver and the basis is evaluated by de Boor's
   recursion at the query. SciPy solves the same system iteratively
-  (``gcrotmk``), so its values agree to its solver's tolerance; here the
-  solve is direct.
+  (``gcrotmk``, to a relative tolerance of 1e-5 by default), so its values
+  agree to its solver's tolerance; here the solve is direct (for plain
+  values too, so that a traced call and a plain one agree), and equals
+  SciPy's with ``solver=scipy.sparse.linalg.spsolve``.
 * griddata linear: barycentric coordinates in the Delaunay simplex found on
   the query's value, affine in the query and linear in the data; nearest:
   a gather; 1-D data: ``interp1d``'s twin, as SciPy does.
@@ -87,7 +89,8 @@ class RegularGridInterpolator:
 
     def __call__(self, xi, method=None, *, nu=None):
         method = self.method if method is None else method
-        if not any_traced(self._values, xi):
+        spline = method in _SPLINE_DEGREES and nu is None
+        if not any_traced(self._values, xi) and not spline:
             return self._ref(xi, method, nu=nu)
         expected = self._ref(untraced(xi), method, nu=nu)   # SciPy's checks and dtype
         if method not in ("linear", "nearest") + tuple(_SPLINE_DEGREES) or nu is not None:
@@ -150,8 +153,10 @@ class RegularGridInterpolator:
 
     def _spline(self, cols, k):
         grid, values = self._ref._grid, self._values
-        knots = self._ref._spline.t
-        coef = values
+        # SciPy's knots: not-a-knot along each axis, as its 1-D interpolant's
+        knots = [_si.make_interp_spline(g, np.zeros(len(g)), k).t for g in grid]
+        coef = values.astype(np.complex128 if np.result_type(values).kind == "c"
+                             else np.float64)
         for d, (g, t) in enumerate(zip(grid, knots)):
             cmap = _si.make_interp_spline(g, np.eye(len(g)), k, t=t).c
             coef = np.moveaxis(np.tensordot(cmap, coef, axes=([1], [d])), 0, d)
