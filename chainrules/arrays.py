@@ -6,7 +6,7 @@ read the attribute when there is one, so they never record anything.
 
 import numpy as np
 
-__all__ = ["shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
+__all__ = ["computes_eagerly", "shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
            "is_array", "zeros_like_value", "ones_like_value"]
 
 
@@ -86,6 +86,16 @@ def uniform_value(a):
     if t is not None and t[0] == getattr(a, "name", None):
         return t[1]
     return None
+
+
+def computes_eagerly(v):
+    """True for an ndarray and for array types that compute each NumPy call
+    at once on values at hand (a staged value of ``cr.jit``, which records
+    the call as well): a rule may use the in-place and value-dependent
+    forms NumPy has (``np.add.at``) on them, as on ndarrays, where a lazy
+    type (dask) has none."""
+    tv = type(v)
+    return tv is _ndarray or getattr(tv, "_computes_eagerly", False)
 
 
 #: types that implement NumPy's protocols without being arrays of data: the

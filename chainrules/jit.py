@@ -242,7 +242,14 @@ class Jitted:
         rec = Recorder()
         staged = [rec.new(v, is_input=True) for v in values]
         a, kw = rebuild(staged)
-        out = self.fun(*a, **kw)
+        try:
+            out = self.fun(*a, **kw)
+        except Exception as e:  # noqa: BLE001 - decided by the eager call below
+            # an error of the eager call is the user's: it is raised as it
+            # is; one that only the recording meets makes the signature eager
+            result = self.fun(*args, **kwargs)
+            self._give_up(entry, f"recording it raised {type(e).__name__}: {e}", None, None)
+            return result
         leaves, tree = flatten(out)
         tpl = []
         concrete = []
@@ -329,6 +336,11 @@ class Jitted:
         return {"signatures": len(entries),
                 "plans": sum(len(e.variants) for e in entries),
                 "eager": sum(e.eager is not None for e in entries)}
+
+    def eager_reasons(self):
+        """Why the signatures that run eagerly do (one string each)."""
+        with self._lock:
+            return [e.eager for e in self._cache.values() if e.eager is not None]
 
     def clear_cache(self):
         with self._lock:

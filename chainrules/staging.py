@@ -244,6 +244,8 @@ class Staged(ArrayMethods):
 
     __slots__ = ("value", "i", "rec")
     __array_priority__ = 20.0
+    #: each NumPy call is computed at once (``arrays.computes_eagerly``)
+    _computes_eagerly = True
 
     def __init__(self, value, i, rec):
         self.value = value

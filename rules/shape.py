@@ -31,7 +31,7 @@ primitive with its own rule, so adjoints built on it differentiate again.
 
 import numpy as np
 
-from chainrules.arrays import is_array
+from chainrules.arrays import computes_eagerly, is_array
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.rule import MultiOutput
@@ -67,6 +67,10 @@ def scatter_add(g, index, shape):
             out[index] = g
         else:
             np.add.at(out, index, g)
+        return out
+    if computes_eagerly(g):  # a staged value: zeros of its type, added into
+        out = np.zeros_like(g, shape=shape)
+        np.add.at(out, index, g)
         return out
     return _scatter_add_lazy(g, index, shape)
 

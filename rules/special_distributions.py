@@ -53,6 +53,8 @@ and the parameters (``alpha``, ``beta``, ``p``, ``q``) raise
 
 import numpy as np
 
+from chainrules.arrays import computes_eagerly
+
 from ._util import array_value, in_dtype_of, no_derivative, on_demand_family
 from .special_incomplete import gamma_density, gamma_dlog
 
@@ -237,7 +239,7 @@ def _smirnov_derivs(n, d):
     - 2e (a^(j-1) + (j-1) d a^(j-2)) b^(e-1) + e(e-1) d a^(j-1) b^(e-2))``.
     ``S'`` jumps at ``d = 1/n`` and ``S''`` at ``d = 2/n`` (where the term of
     ``e = 1``, ``e = 2`` enters the sum); there the values are the left-hand ones."""
-    if not all(type(array_value(v)) is np.ndarray for v in (n, d)):
+    if not all(computes_eagerly(array_value(v)) for v in (n, d)):
         # the number of terms depends on the values: no lazy form
         from chainrules.errors import MissingRuleError
 
