@@ -111,5 +111,5 @@ class interp1d:
             i = np.clip(np.searchsorted(edges, q, side=side), 1 - shift, n - shift)
             return y[i + shift - 1] + 0 * _column(q, nd)
         if self._spline is None:                 # NaN in the data: SciPy's all-NaN
-            return np.nan * (self._ref._spline(np.zeros(np.shape(q))) + _column(0 * q, nd))
+            return np.nan * (0 * _column(q, nd) + 0 * y[0])
         return self._spline(q)
