@@ -26,6 +26,7 @@ Without traced values these functions behave like ``np.array``,
 
 import numpy as np
 
+from .arrays import computes_eagerly
 from .primitives import primitive
 from .tracing import Traced, holds_traced, nested_array
 
@@ -114,6 +115,10 @@ c_ = _Concatenator(columns=True)
 
 # -- out-of-place updates (their rules: chainrules.rules.indexing) ---------------------
 def _promoted_copy(x, values):
+    # a staged value keeps its type: astype is recorded, np.asarray would
+    # convert it
+    if type(x) is not np.ndarray and computes_eagerly(x):
+        return x.astype(np.result_type(x, values), copy=True)
     x = np.asarray(x)
     return np.array(x, dtype=np.result_type(x, values), copy=True)
 

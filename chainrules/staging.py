@@ -36,6 +36,7 @@ __all__ = ["Staged", "Recorder", "Ref", "is_staged"]
 
 _ndarray = np.ndarray
 _generic = np.generic
+_NUMBERS = (bool, int, float, complex)
 
 
 class Ref:
@@ -127,7 +128,9 @@ class Recorder:
         lists are walked; other values are returned as they are (``None``
         in the template)."""
         t = type(value)
-        if t is _ndarray or isinstance(value, _generic):
+        if t is _ndarray or isinstance(value, _generic) or t in _NUMBERS:
+            # a Python number computed from staged values (np.real of a
+            # Python float) is a value of the plan too
             s = self.new(value)
             return s, Ref(s.i)
         if isinstance(value, (tuple, list)):
@@ -189,12 +192,12 @@ def _call(rec, fn, args, kwargs, dynamic_shape=False):
     atpl, acon = rec.template(args)
     ktpl, kcon = rec.template(kwargs)
     value = fn(*acon, **kcon)
+    if fn in SHAPE_FUNCTIONS:
+        return value  # decided by shapes and dtypes: nothing to replay
     out, otpl = rec.wrap(value, fn)
     if otpl is None or type(otpl) is tuple and all(o is None for o in otpl):
-        if fn in SHAPE_FUNCTIONS:
-            return out  # decided by shapes and dtypes: nothing to replay
-        # a value that is not an array (a Python number, a dtype, None): the
-        # plan computes it again and guards it
+        # a value that is not an array (a dtype, None, a string): the plan
+        # computes it again and guards it
         ref = Ref(rec.n)
         rec.n += 1
         rec.steps.append(("call", fn, atpl, ktpl, ref))

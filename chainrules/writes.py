@@ -52,6 +52,7 @@ import weakref
 import numpy as np
 
 from . import tracing
+from .arrays import computes_eagerly, is_array
 from .capture import current
 from .errors import AutodiffError, EscapedTracerError, UntraceableError
 from .numpy import index_update
@@ -203,8 +204,8 @@ def _numpy_accepts(op, x, other):
     shape): the operation run on zero arrays of the same dtypes and shapes."""
     buf = np.zeros(x.shape, x.dtype)
     o = untraced(other)
-    if isinstance(o, (np.ndarray, np.generic)):
-        o = np.zeros(o.shape, o.dtype)
+    if isinstance(o, (np.ndarray, np.generic)) or is_array(o):
+        o = np.zeros(o.shape, o.dtype)  # arrays of other types: never computed
     elif isinstance(o, (list, tuple)):
         a = np.asarray(o)
         o = np.zeros(a.shape, a.dtype)
@@ -347,7 +348,7 @@ def _buffer(func, args, kwargs):
         value = np.zeros_like(plain, *rest, **kwargs)
     else:
         value = np.full_like(plain, fill, *rest, **kwargs)
-    if type(value) is not np.ndarray or value.dtype.kind not in "fc" \
+    if not computes_eagerly(value) or value.dtype.kind not in "fc" \
             or not like.tape.active:
         if type(fill) is Traced:  # no derivative can live in the buffer
             return array_function(func, (plain, fill, *rest), kwargs)
