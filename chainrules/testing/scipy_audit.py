@@ -1,6 +1,7 @@
 """The SciPy audit: every public Python-level function (not a ufunc) of
 ``scipy.special``, ``scipy.linalg``, ``scipy.signal``, ``scipy.integrate``,
-``scipy.fft``, ``scipy.optimize`` and ``scipy.spatial.distance``, and every
+``scipy.fft``, ``scipy.optimize``, ``scipy.spatial.distance`` and
+``scipy.interpolate``, and every
 public method of the ``scipy.stats`` distributions that
 ``chainrules.scipy.stats`` covers, either
 
@@ -33,6 +34,7 @@ MODULES = {
     "scipy.optimize": "chainrules.scipy.optimize",
     "scipy.spatial.distance": "chainrules.scipy.spatial.distance",
     "scipy.fft": "chainrules.scipy.fft",
+    "scipy.interpolate": "chainrules.scipy.interpolate",
 }
 
 #: functions that trace as they are -> why
@@ -194,6 +196,21 @@ _CATEGORIES = {
         _NO_TWIN_YET + " (the rel_entr ufunc it is made of has a rule)": "jensenshannon",
         "validation and counting (boolean or integer results)": (
             "is_valid_dm is_valid_y num_obs_dm num_obs_y"),
+    },
+    "scipy.interpolate": {
+        "smoothing-spline fits whose knots FITPACK places from the data (adaptively, "
+        "for a smoothing condition): no twin; make_lsq_spline (fixed knots) and "
+        "make_smoothing_spline (given lam) have twins": (
+            "splrep splprep make_splrep make_splprep bisplrep generate_knots"),
+        "roots of a spline: no twin (differentiate them by the implicit function "
+        "theorem)": "sproot",
+        "returns np.poly1d objects, which convert their coefficients: no twin": (
+            "lagrange pade approximate_taylor_polynomial"),
+        _NO_TWIN_YET + " (polynomial interpolation through all points, linear in the "
+        "values)": "barycentric_interpolate krogh_interpolate",
+        _NO_TWIN_YET + " (knot insertion: linear in the coefficients)": "insert",
+        _NO_TWIN_YET + " (evaluates bisplrep's bivariate spline: de Boor's recursion "
+        "along each axis)": "bisplev",
     },
     "scipy.fft": {
         "no array input: sample frequencies from a length and a spacing": "fftfreq rfftfreq",

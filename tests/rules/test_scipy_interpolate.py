@@ -434,3 +434,64 @@ def test_spline_fit_example():
     J = fd(lambda v: si.CubicSpline(knots, v)(t_obs), np.zeros(8))
     best = np.linalg.lstsq(J, obs, rcond=None)[0]
     assert np.mean((J @ best - obs) ** 2) <= value
+
+
+TCK = si.splrep(X, Y)
+Q = np.array([-0.4, 0.35, 1.2, 2.05, 3.1])
+
+
+@pytest.mark.parametrize("ext", [0, 1, 3])
+@pytest.mark.parametrize("der", [0, 1, 2])
+def test_splev(ext, der):
+    t, c, k = TCK
+    expected = si.splev(Q, TCK, der, ext)
+    close(traced_value(lambda v: ci.splev(Q, (t, v, k), der, ext), c), expected)
+    close(traced_value(lambda q: ci.splev(q, TCK, der, ext), Q), expected)
+    fd_close(cr.jacobian(lambda v: ci.splev(Q, (t, v, k), der, ext))(c),
+             fd(lambda v: si.splev(Q, (t, v, k), der, ext), c))
+    fd_close(cr.jacobian(lambda q: ci.splev(q, TCK, der, ext))(Q),
+             fd(lambda q: si.splev(q, TCK, der, ext), Q))
+
+
+def test_fitpack_tuple_functions():
+    t, c, k = TCK
+    for a, b in [(0.3, 2.0), (-1.0, 5.0), (2.5, 0.1)]:
+        close(traced_value(lambda v: ci.splint(a, b, (t, v, k)), c), si.splint(a, b, TCK))
+        g = cr.grad(lambda ab: ci.splint(ab[0], ab[1], TCK))(np.array([a, b]))
+        inside = lambda z: si.splev(z, TCK) if X[0] <= z <= X[-1] else 0.0  # noqa: E731
+        np.testing.assert_allclose(g, [-inside(a), inside(b)], atol=1e-12)
+    close(traced_value(lambda v: ci.spalde(1.2, (t, v, k)), c), si.spalde(1.2, TCK))
+    for got, want in zip(traced_value(lambda q: np.stack(ci.spalde(q, TCK)), np.array(
+            [0.5, 2.0])), si.spalde([0.5, 2.0], TCK)):
+        close(got, want)
+    for n in (1, 2):
+        close(traced_value(lambda v: ci.splder((t, v, k), n)[1], c), si.splder(TCK, n)[1])
+        close(traced_value(lambda v: ci.splantider((t, v, k), n)[1], c),
+              si.splantider(TCK, n)[1])
+    # parametric coefficients: one spline per row
+    cc = [c, 2 * c]
+    out = ci.splev(Q, (t, cc, k))
+    close(np.stack(out), np.stack(si.splev(Q, (t, cc, k))))
+    with pytest.raises(MissingRuleError, match="real coefficients"):
+        cr.grad(lambda v: np.sum(np.abs(ci.splev(Q, (t, v, k)))))(c + 1j)
+    with pytest.raises(ValueError):
+        cr.grad(lambda q: np.sum(ci.splev(q, TCK, ext=2)))(Q)
+
+
+def test_fits_linear_in_the_data():
+    x = np.linspace(0.0, 3.0, 15)
+    y = np.cos(x) + 0.1 * RNG.normal(size=15)
+    t = np.r_[[0.0] * 4, 1.0, 2.0, [3.0] * 4]
+    for twin, ref in [(lambda v: ci.make_lsq_spline(x, v, t), lambda v: si.make_lsq_spline(
+            x, v, t)), (lambda v: ci.make_smoothing_spline(x, v, lam=0.02),
+                        lambda v: si.make_smoothing_spline(x, v, lam=0.02)),
+            (lambda v: ci.make_lsq_spline(x, v, t, method="norm-eq"),
+             lambda v: si.make_lsq_spline(x, v, t, method="norm-eq"))]:
+        close(traced_value(lambda v: twin(v)(TIN), y), ref(y)(TIN), 1e-11)
+        fd_close(cr.jacobian(lambda v: twin(v)(TIN))(y), fd(lambda v: ref(v)(TIN), y))
+    with pytest.raises(MissingRuleError, match="pass lam"):
+        cr.grad(lambda v: np.sum(ci.make_smoothing_spline(x, v)(TIN)))(y)
+    for der in (0, 1, [0, 2]):
+        want = si.pchip_interpolate(X, Y, TIN, der=der)
+        got = traced_value(lambda v: np.stack(ci.pchip_interpolate(X, v, TIN, der=der)), Y)
+        close(got, np.stack(want))

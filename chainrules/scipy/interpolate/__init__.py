@@ -6,9 +6,13 @@ convention at breakpoints."""
 from ._ppoly import PPoly
 from ._bspline import BSpline, make_interp_spline
 from ._interp1d import interp1d
+from ._fitpack import (make_lsq_spline, make_smoothing_spline, pchip_interpolate, spalde,
+                       splantider, splder, splev, splint)
 from ._nd import RegularGridInterpolator, griddata, interpn
 from ._cubic import Akima1DInterpolator, CubicHermiteSpline, CubicSpline, PchipInterpolator
 
 __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
            "Akima1DInterpolator", "BSpline", "make_interp_spline", "interp1d",
-           "RegularGridInterpolator", "interpn", "griddata"]
+           "RegularGridInterpolator", "interpn", "griddata", "splev", "splder",
+           "splantider", "splint", "spalde", "pchip_interpolate", "make_lsq_spline",
+           "make_smoothing_spline"]

@@ -281,6 +281,67 @@ def _bspline_direct_args(wrt):
     return sample
 
 
+def fitpack(t, c, k, x, what, der, ext):
+    """The FITPACK-style functions on a ``(t, c, k)`` tuple: splev (with
+    ``der`` and ``ext``), splint over ``x[0], x[1]``, spalde at ``x[0]``,
+    the coefficients of splder and splantider."""
+    tck = (t, c, k)
+    if what == "splev":
+        return ip.splev(x, tck, der, ext)
+    if what == "splint":
+        return ip.splint(x[0], x[1], tck)
+    if what == "spalde":
+        return ip.spalde(x[0], tck)
+    if what == "splder":
+        return ip.splder(tck, der)[1]
+    return ip.splantider(tck, der + 1)[1]
+
+
+def _fitpack_args(wrt):
+    def sample(draw, dtype):
+        from scipy.interpolate import splrep
+
+        k = draw(st.sampled_from([1, 2, 3]))
+        x = _points(draw, draw(st.integers(k + 2, k + 5)))
+        t, c, _ = splrep(x, draw(crs.arrays("float64", (len(x),))), k=k)
+        c = draw(crs.arrays(dtype if wrt == 1 else "float64", np.shape(c)))
+        what = draw(st.sampled_from(["splev", "splint", "spalde"] + (
+            ["splder", "splantider"] if wrt == 1 else [])))
+        der = draw(st.integers(0, k - 1 if what == "splder" else k))
+        if what == "splder":
+            der = max(der, 1)
+        ext = draw(st.sampled_from([0, 1, 3]))
+        shape = (2,) if what in ("splint", "spalde") else _qshape(draw)
+        q = _queries(draw, x, shape, tuple(t), outside=0.3 if what == "splev" else 0.0)
+        return (t, c, k, q.astype(dtype if wrt == 3 else "float64"), what, der, ext), {}
+    return sample
+
+
+def fit(x, y, kind, q):
+    """pchip_interpolate, make_lsq_spline (knots inside x) and
+    make_smoothing_spline (a given lam) at the queries ``q``."""
+    if kind == "pchip_interpolate":
+        return ip.pchip_interpolate(x, y, q, der=1)
+    if kind == "lsq":
+        t = np.r_[[x[0]] * 4, (x[0] + x[-1]) / 2, [x[-1]] * 4]
+        return ip.make_lsq_spline(x, y, t, k=3)(q)
+    return ip.make_smoothing_spline(x, y, lam=0.05)(q)
+
+
+def _fit_args(wrt):
+    def sample(draw, dtype):
+        kind = draw(st.sampled_from(["pchip_interpolate", "lsq", "smoothing"]))
+        n = draw(st.integers(6, 9))
+        x = _points(draw, n)
+        if kind == "pchip_interpolate":
+            y = _shaped_data(draw, n, dtype if wrt == 1 else "float64")
+        else:
+            y = draw(crs.arrays(dtype if wrt == 1 else "float64", (n,)))
+        q = _queries(draw, x, _qshape(draw), outside=0.0)
+        return (x, y, kind, q.astype(dtype if wrt == 3 else "float64")), {}
+    return sample
+
+
 if ip is not None:
     def _pair(fn, sampler, name, data_pos, query_pos, data_dtypes=FC, query_dtypes=F):
         return [RuleSpec(fn, sampler(data_pos), data_dtypes, wrt=(data_pos,),
@@ -298,3 +359,6 @@ if ip is not None:
     SPECS += _pair(scattered, _griddata_args, "griddata", 1, 2)
     SPECS += _pair(ppoly, _ppoly_args, "PPoly", 0, 2)
     SPECS += _pair(bspline, _bspline_direct_args, "BSpline", 1, 3)
+    SPECS += _pair(fitpack, _fitpack_args, "splev-splint-spalde-splder", 1, 3, data_dtypes=F)
+    SPECS += _pair(fit, _fit_args, "pchip_interpolate-make_lsq_spline-smoothing", 1, 3,
+                   data_dtypes=F)

@@ -1,0 +1,197 @@
+"""FITPACK-style functions on ``(t, c, k)`` tuples and the least-squares
+spline constructors of ``scipy.interpolate``, with traced coefficients,
+data values and query points: ``splev``, ``splder``, ``splantider``,
+``splint``, ``spalde``, ``pchip_interpolate``, ``make_lsq_spline`` and
+``make_smoothing_spline`` (with a given ``lam``).
+
+The tuple functions evaluate the ``BSpline`` twin (de Boor's recursion at
+the query's knot interval); SciPy's call on the values runs first, for its
+checks and its errors. A least-squares spline with fixed knots, weights
+and ``lam`` is a linear map of the data, read off SciPy's solver on unit
+vectors. ``make_smoothing_spline`` without ``lam`` picks ``lam`` from the
+data (generalized cross-validation), so its coefficients are not linear in
+the data: the twin asks for ``lam``.
+"""
+
+import numpy as np
+import scipy.interpolate as _si
+
+from chainrules.errors import MissingRuleError
+from chainrules.tracing import is_traced, untraced
+
+from ._bspline import BSpline, antiderivative_tck, derivative_tck
+from ._cubic import PchipInterpolator, _widen
+from ._ppoly import _column, any_traced, constant
+
+__all__ = ["splev", "splder", "splantider", "splint", "spalde", "pchip_interpolate",
+           "make_lsq_spline", "make_smoothing_spline"]
+
+
+def _parametric(c):
+    """FITPACK's test: coefficients that index twice are one spline per row."""
+    return isinstance(c, (list, tuple)) or np.ndim(c) > 1
+
+
+def _bspline_object(tck):
+    return isinstance(tck, (BSpline, _si.BSpline))
+
+
+def _one_dimensional(tck, what):
+    if np.ndim(tck.c) > 1:
+        use = "__call__(x)" if what == "splev" else "integrate()"
+        raise ValueError(f"Calling {what}() with BSpline objects with c.ndim > 1 is not "
+                         f"allowed. Use BSpline.{use} instead.")
+
+
+def _as_twin(tck):
+    if isinstance(tck, BSpline):
+        return tck
+    return BSpline.construct_fast(tck.t, tck.c, tck.k, tck.extrapolate, tck.axis)
+
+
+def _real(c):
+    if np.result_type(c).kind == "c":
+        raise MissingRuleError(
+            "splev, splint and spalde take real coefficients (SciPy's FITPACK drops the "
+            "imaginary part); evaluate complex coefficients with "
+            "chainrules.scipy.interpolate.BSpline(t, c, k)")
+
+
+def _spline(t, c, k, extrapolate=True):
+    t = constant(t, "the knots t", "splev")
+    _real(c)
+    nc = len(t) - k - 1
+    c = c[:nc] if np.shape(c)[0] > nc else c
+    return BSpline.construct_fast(np.asarray(t, dtype=float), c, k, extrapolate, 0)
+
+
+def splev(x, tck, der=0, ext=0):
+    """``scipy.interpolate.splev``: ``c`` and ``x`` may be traced."""
+    if _bspline_object(tck):
+        _one_dimensional(tck, "splev")
+        if ext != 0:
+            raise ValueError(f"Extrapolation mode {ext} is not supported by BSpline.")
+        return _as_twin(tck)(x, der, extrapolate=True)
+    t, c, k = tck
+    if _parametric(c):
+        return [splev(x, (t, ci, k), der, ext) for ci in c]
+    if not any_traced(c, x):
+        return _si.splev(x, tck, der, ext)
+    _real(c)
+    _si.splev(untraced(x), (t, untraced(c), k), der, ext)      # SciPy's checks
+    spline = _spline(t, _widen(c), k)
+    n = len(spline.t) - k - 1
+    lo, hi = spline.t[k], spline.t[n]
+    if ext == 3 and der == 0:
+        # FITPACK returns the boundary value; its derivatives extrapolate
+        x = np.where(x < lo, lo, np.where(x > hi, hi, x))
+    out = spline(x, der)
+    if ext == 1:
+        out = np.where((x < lo) | (x > hi), 0.0, out)
+    return out
+
+
+def splder(tck, n=1):
+    """``scipy.interpolate.splder``: the derivative's ``(t, c, k)``."""
+    if _bspline_object(tck):
+        return _as_twin(tck).derivative(n)
+    if n < 0:
+        return splantider(tck, -n)
+    t, c, k = tck
+    _si.splder((t, untraced(c), k), n)
+    if not is_traced(c):
+        return _si.splder(tck, n)
+    return derivative_tck(np.asarray(t, dtype=float), _widen(c), k, n)
+
+
+def splantider(tck, n=1):
+    """``scipy.interpolate.splantider``: the antiderivative's ``(t, c, k)``."""
+    if _bspline_object(tck):
+        return _as_twin(tck).antiderivative(n)
+    if n < 0:
+        return splder(tck, -n)
+    t, c, k = tck
+    if not is_traced(c):
+        return _si.splantider(tck, n)
+    return antiderivative_tck(np.asarray(t, dtype=float), _widen(c), k, n)
+
+
+def splint(a, b, tck, full_output=0):
+    """``scipy.interpolate.splint``: the spline is 0 outside its base
+    interval; ``c``, ``a`` and ``b`` may be traced."""
+    if _bspline_object(tck):
+        _one_dimensional(tck, "splint")
+        return _as_twin(tck).integrate(a, b, extrapolate=False)
+    t, c, k = tck
+    if _parametric(c):
+        return [splint(a, b, (t, ci, k), full_output) for ci in c]
+    if not any_traced(c, a, b):
+        return _si.splint(a, b, tck, full_output)
+    out = _spline(t, _widen(c), k).integrate(a, b, extrapolate=False)
+    if full_output:
+        return out, _si.splint(untraced(a), untraced(b), (t, untraced(c), k), 1)[1]
+    return out
+
+
+def spalde(x, tck):
+    """``scipy.interpolate.spalde``: every derivative, 0 to k, at ``x``."""
+    if _bspline_object(tck):
+        tck = (tck.t, tck.c, tck.k)
+    t, c, k = tck
+    if _parametric(c):
+        return [spalde(x, (t, ci, k)) for ci in c]
+    if not any_traced(c, x):
+        return _si.spalde(x, tck)
+    xs = np.reshape(x, (-1,))
+    if np.shape(xs)[0] > 1:
+        return [spalde(xs[i], tck) for i in range(np.shape(xs)[0])]
+    spline = _spline(t, _widen(c), k)
+    return np.stack([spline(xs[0], d) for d in range(k + 1)])
+
+
+def pchip_interpolate(xi, yi, x, der=0, axis=0):
+    """``scipy.interpolate.pchip_interpolate``."""
+    P = PchipInterpolator(xi, yi, axis=axis)
+    if der == 0:
+        return P(x)
+    if np.isscalar(der):
+        return P.derivative(der)(x)
+    return [P.derivative(nu)(x) for nu in der]
+
+
+def _linear_fit(build, x, y, axis, who):
+    """A spline whose coefficients are a linear map of the data: ``build(y,
+    axis)`` makes SciPy's spline; on traced ``y`` the map is read off
+    ``build`` on unit vectors."""
+    x = constant(x, "the sample points x", who)
+    ref = build(untraced(y), axis)
+    if not is_traced(y):
+        return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
+    yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+    cmap = build(np.eye(np.shape(yt)[0]), 0).c
+    c = np.tensordot(cmap, yt, axes=([1], [0]))
+    return BSpline.construct_fast(ref.t, c, ref.k, ref.extrapolate, ref.axis)
+
+
+def make_lsq_spline(x, y, t, k=3, w=None, axis=0, check_finite=True, *, method="qr"):
+    """``scipy.interpolate.make_lsq_spline`` with traced ``y`` (the knots
+    and weights are constants)."""
+    t = constant(t, "the knots t", "make_lsq_spline")
+    w = None if w is None else constant(w, "the weights w", "make_lsq_spline")
+    return _linear_fit(lambda v, ax: _si.make_lsq_spline(
+        x, v, t, k, w, ax, check_finite, method=method), x, y, axis, "make_lsq_spline")
+
+
+def make_smoothing_spline(x, y, w=None, lam=None, *, axis=0):
+    """``scipy.interpolate.make_smoothing_spline`` with traced ``y`` and a
+    given ``lam`` (the weights are constants)."""
+    w = None if w is None else constant(w, "the weights w", "make_smoothing_spline")
+    if is_traced(y) and lam is None:
+        raise MissingRuleError(
+            "make_smoothing_spline with traced y and lam=None chooses lam from y by "
+            "generalized cross-validation, and that choice has no rule here; pass lam "
+            "(for instance the one SciPy chooses on chainrules.stop_gradient(y)), and the "
+            "spline is then linear in y")
+    lam = None if lam is None else constant(lam, "lam", "make_smoothing_spline")
+    return _linear_fit(lambda v, ax: _si.make_smoothing_spline(x, v, w, lam, axis=ax),
+                       x, y, axis, "make_smoothing_spline")
