@@ -495,3 +495,18 @@ def test_fits_linear_in_the_data():
         want = si.pchip_interpolate(X, Y, TIN, der=der)
         got = traced_value(lambda v: np.stack(ci.pchip_interpolate(X, v, TIN, der=der)), Y)
         close(got, np.stack(want))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_ppoly_axis_and_float32_coefficients(axis):
+    # SciPy's layout: the order and interval axes of c stand at ``axis``
+    c = np.moveaxis(RNG.normal(size=(2, 4, 3, 5)).astype(np.float32), (0, 1),
+                    (axis, axis + 1))
+    x = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    q = np.array([[0.5, 1.5], [3.2, 4.4]])
+    expected = si.PPoly(c, x, axis=axis)(q)
+    out = traced_value(lambda v: ci.PPoly(v, x, axis=axis)(q), c)
+    assert out.dtype == expected.dtype == np.float64
+    close(out, expected)
+    g = cr.grad(lambda v: np.sum(ci.PPoly(v, x, axis=axis)(q)))(c)
+    assert g.dtype == np.float32 and g.shape == c.shape

@@ -22,6 +22,7 @@ import scipy.interpolate as _si
 from chainrules.tracing import is_traced, untraced
 
 from ._ppoly import PPoly, _column, any_traced, constant
+from ._ppoly import widen as _widen
 
 __all__ = ["CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
            "Akima1DInterpolator"]
@@ -35,13 +36,6 @@ def hermite_coefficients(x, y, s):
     c0 = (s[:-1] + s[1:] - 2 * secant) / (h * h)
     c1 = (3 * secant - 2 * s[:-1] - s[1:]) / h
     return np.stack([c0, c1, s[:-1], y[:-1]])
-
-
-def _widen(y):
-    """SciPy computes in float64 or complex128."""
-    kind = np.result_type(y).kind
-    dt = np.complex128 if kind == "c" else np.float64
-    return y if np.result_type(y) == dt else y.astype(dt)
 
 
 def _set_from(obj, ref, c):

@@ -18,7 +18,7 @@ from scipy.special import poch
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced
 
-__all__ = ["PPoly", "constant", "any_traced", "evaluate", "to_axis"]
+__all__ = ["PPoly", "constant", "any_traced", "evaluate", "to_axis", "widen"]
 
 
 def any_traced(*values):
@@ -33,6 +33,12 @@ def constant(v, what, who):
             f"keep {what} constant (chainrules.stop_gradient) and differentiate the "
             "data values and the query points")
     return np.asarray(v)
+
+
+def widen(v):
+    """SciPy computes interpolants in float64 or complex128."""
+    dt = np.complex128 if np.result_type(v).kind == "c" else np.float64
+    return v if np.result_type(v) == dt else v.astype(dt)
 
 
 def _column(v, ndim):
@@ -126,7 +132,10 @@ class PPoly:
         if is_traced(c):
             # SciPy's checks, on the values
             ref = _si.PPoly(np.zeros(np.shape(c)), x, extrapolate, axis)
-            c = c if np.result_type(c).kind in "fc" else c.astype(float)
+            if axis != 0:
+                # SciPy's layout: the order and interval axes stand at ``axis``
+                c = np.moveaxis(np.moveaxis(c, axis + 1, 0), axis + 1, 0)
+            c = widen(c)
         else:
             ref = _si.PPoly(c, x, extrapolate, axis)
             c = ref.c
