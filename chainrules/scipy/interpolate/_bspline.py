@@ -5,16 +5,17 @@ A query's knot interval is found on its value and the spline is evaluated
 there by de Boor's recursion, written with differentiable arithmetic in
 the query and the coefficients; intervals are ``[t[l], t[l+1])`` (the last
 closed), so at a knot the derivative in the query is that of the piece
-that starts there. The interpolating spline's coefficients are a linear
-map of the data (the collocation matrix depends on ``x`` and the knots
-only): the map is read off SciPy's solver run once on the unit vectors
-(``n x n`` memory for ``n`` points) and applied with a differentiable
-product; nonzero boundary derivatives add a constant.
+that starts there. The interpolating spline's coefficients solve a banded
+collocation system whose matrix depends on ``x`` and the knots only
+(``banded_coefficients``, the differentiable banded solve). Periodic
+conditions, and degree 0, use the linear map of the data read off SciPy's
+solver run once on the unit vectors (``n x n`` memory for ``n`` points).
 """
 
 import numpy as np
 import scipy.interpolate as _si
 
+from chainrules.scipy.linalg import solve_banded
 from chainrules.tracing import is_traced, untraced
 
 from ._ppoly import _column, any_traced, constant, to_axis
@@ -218,6 +219,69 @@ def _homogeneous_ends(bc_type, rest):
     return tuple(ends), affine
 
 
+def _conditions(bc_type):
+    """The derivative conditions at the two ends, each a list of
+    ``(order, value)``; ``None`` and "not-a-knot" prescribe none."""
+    def one(end):
+        if end is None or (isinstance(end, str) and end == "not-a-knot"):
+            return []
+        if isinstance(end, str):
+            return [{"clamped": (1, 0.0), "natural": (2, 0.0)}[end]]
+        return [(order, value) for order, value in end]
+    if bc_type is None or isinstance(bc_type, str):
+        return one(bc_type), one(bc_type)
+    return one(bc_type[0]), one(bc_type[1])
+
+
+def _basis_row(t, k, x0, nu):
+    """The values at ``x0`` of the ``nu``-th derivatives of every B-spline
+    (a dense row), computed by SciPy on the functions whose support holds
+    ``x0``."""
+    n = len(t) - k - 1
+    js = np.flatnonzero((t[:n] <= x0) & (t[k + 1:k + 1 + n] >= x0))
+    local = np.zeros((n, len(js)))
+    local[js, np.arange(len(js))] = 1.0
+    row = np.zeros(n)
+    row[js] = _si.BSpline(t, local, k)(x0, nu)
+    return row
+
+
+def banded_coefficients(x, yt, t, k, bc_type):
+    """The coefficients of the interpolating spline of degree ``k`` on the
+    knots ``t`` from its banded collocation system: the left end's
+    derivative conditions, one row per data point (the B-splines' values
+    there, SciPy's sparse design matrix), the right end's conditions. The
+    matrix depends on ``x`` and ``t`` only; the right-hand side stacks the
+    prescribed derivatives and the data, and the solve is the
+    differentiable banded solve."""
+    left, right = _conditions(bc_type)
+    n = len(t) - k - 1
+    design = _si.BSpline.design_matrix(x, t, k).tocoo()
+    rs, cs, vs = [design.row + len(left)], [design.col], [design.data]
+    ends = [(i, x[0], nu) for i, (nu, _) in enumerate(left)]
+    ends += [(len(left) + len(x) + i, x[-1], nu) for i, (nu, _) in enumerate(right)]
+    for i, x0, nu in ends:
+        row = _basis_row(t, k, x0, nu)
+        cols = np.flatnonzero(row)
+        rs.append(np.full(len(cols), i)), cs.append(cols), vs.append(row[cols])
+    r, c, v = np.concatenate(rs), np.concatenate(cs), np.concatenate(vs)
+    keep = v != 0
+    r, c, v = r[keep], c[keep], v[keep]
+    lower, upper = int(max(0, np.max(r - c))), int(max(0, np.max(c - r)))
+    ab = np.zeros((lower + upper + 1, n))
+    ab[upper + r - c, c] = v
+    rest = np.shape(yt)[1:]
+
+    def prescribed(conds):
+        return [np.broadcast_to(np.asarray(val, dtype=float), rest) + 0 * yt[0]
+                for _, val in conds]
+
+    b = np.concatenate([np.stack(p) for p in (prescribed(left),) if p] + [yt]
+                       + [np.stack(p) for p in (prescribed(right),) if p], axis=0)
+    coef = solve_banded((lower, upper), ab, np.reshape(b, (n, -1)))
+    return np.reshape(coef, (n,) + rest)
+
+
 def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=True):
     """``scipy.interpolate.make_interp_spline`` with traced ``y``: returns
     the ``BSpline`` twin."""
@@ -228,7 +292,10 @@ def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=Tru
         return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
     yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
     n, rest = np.shape(yt)[0], np.shape(yt)[1:]
-    periodic = bc_type == "periodic"
+    periodic = isinstance(bc_type, str) and bc_type == "periodic"
+    if not periodic and k > 0 and 0 not in rest:
+        c = banded_coefficients(x, yt, ref.t, k, bc_type)
+        return BSpline.construct_fast(ref.t, c, ref.k, ref.extrapolate, ref.axis)
     basis = _periodic_basis(n, periodic)
     hom, affine = _homogeneous_ends(bc_type, (basis.shape[1],))
     cmap = _si.make_interp_spline(x, basis, k, t, hom, 0, check_finite).c

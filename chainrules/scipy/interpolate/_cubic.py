@@ -3,11 +3,13 @@ with traced data values: ``CubicHermiteSpline``, ``CubicSpline``,
 ``PchipInterpolator``, ``Akima1DInterpolator``.
 
 Each is the cubic Hermite polynomial of the values ``y`` and the slopes
-``s`` at the breakpoints. ``CubicSpline``'s slopes solve a linear system
-whose matrix depends on ``x`` only, so they are a linear map of ``y`` (plus
-a constant from nonzero boundary derivatives): the map is read off SciPy's
-own solver, run once on the unit vectors (an ``n x n`` matrix, ``n`` the
-number of points), and applied with a differentiable product.
+``s`` at the breakpoints. ``CubicSpline``'s slopes solve a tridiagonal
+system whose matrix depends on ``x`` only and whose right-hand side is
+linear in ``y`` (plus the prescribed boundary derivatives): it is solved
+with the differentiable banded solve. Periodic data, and two or three
+points (SciPy's special cases), use the slope map read off SciPy's own
+solver run once on the unit vectors (an ``n x n`` matrix, ``n`` the number
+of points), applied with a differentiable product.
 ``PchipInterpolator`` and ``Akima1DInterpolator`` choose their slopes
 nonlinearly; they are written here with NumPy operations that carry
 derivatives, and their branches (a zero slope where the secants change
@@ -19,6 +21,7 @@ branch the values are on.
 import numpy as np
 import scipy.interpolate as _si
 
+from chainrules.scipy.linalg import solve_banded
 from chainrules.tracing import is_traced, untraced
 
 from ._ppoly import PPoly, _column, any_traced, constant
@@ -102,10 +105,63 @@ def _slopes_of(spline):
     return np.concatenate([c[2], last[None]], axis=0)
 
 
+def _ends(bc_type):
+    """The two end conditions: "not-a-knot" or ``(order, value)``."""
+    ends = (bc_type, bc_type) if isinstance(bc_type, str) else tuple(bc_type)
+    named = {"clamped": (1, 0.0), "natural": (2, 0.0)}
+    return tuple(named.get(e, e) if isinstance(e, str) else (e[0], np.asarray(e[1]))
+                 for e in ends)
+
+
+def banded_slopes(x, yt, bc_type):
+    """The slopes of the cubic spline through ``yt`` (non-periodic, four
+    points or more) from its tridiagonal system: row ``i`` of the interior
+    says that the second derivative is continuous at ``x[i]``; the end rows
+    say not-a-knot (the third derivative continuous at ``x[1]``, ``x[-2]``)
+    or prescribe the first or second derivative. The matrix depends on
+    ``x`` only; the right-hand side is linear in the data, and the solve is
+    the differentiable banded solve."""
+    n, rest = len(x), np.shape(yt)[1:]
+    nd = np.ndim(yt)
+    h = np.diff(x)
+    hc = _column(h, nd)
+    m = (yt[1:] - yt[:-1]) / hc
+    ab = np.zeros((3, n))
+    ab[1, 1:-1] = 2 * (h[:-1] + h[1:])
+    ab[0, 2:] = h[:-1]
+    ab[2, :-2] = h[1:]
+    rhs = 3 * (hc[1:] * m[:-1] + hc[:-1] * m[1:])
+    start, end = _ends(bc_type)
+    if isinstance(start, str):
+        d = x[2] - x[0]
+        ab[1, 0], ab[0, 1] = h[1], d
+        first = ((h[0] + 2 * d) * h[1] * m[0] + h[0] ** 2 * m[1]) / d
+    elif start[0] == 1:
+        ab[1, 0], ab[0, 1] = 1.0, 0.0
+        first = start[1] + 0 * m[0]
+    else:
+        ab[1, 0], ab[0, 1] = 2 * h[0], h[0]
+        first = -0.5 * start[1] * h[0] ** 2 + 3 * (yt[1] - yt[0])
+    if isinstance(end, str):
+        d = x[-1] - x[-3]
+        ab[1, -1], ab[2, -2] = h[-2], d
+        last = (h[-1] ** 2 * m[-2] + (2 * d + h[-1]) * h[-2] * m[-1]) / d
+    elif end[0] == 1:
+        ab[1, -1], ab[2, -2] = 1.0, 0.0
+        last = end[1] + 0 * m[-1]
+    else:
+        ab[1, -1], ab[2, -2] = 2 * h[-1], h[-1]
+        last = 0.5 * end[1] * h[-1] ** 2 + 3 * (yt[-1] - yt[-2])
+    b = np.concatenate([first[None], rhs, last[None]], axis=0)
+    s = solve_banded((1, 1), ab, np.reshape(b, (n, -1)))
+    return np.reshape(s, (n,) + rest)
+
+
 class CubicSpline(CubicHermiteSpline):
     """``scipy.interpolate.CubicSpline`` (every ``bc_type``); the data
-    ``y`` and the query points may be traced. Its slopes are a linear map
-    of ``y`` (memory ``n**2`` for ``n`` points)."""
+    ``y`` and the query points may be traced. Its slopes solve a banded
+    system (``banded_slopes``); periodic data and fewer than four points
+    use SciPy's slope map instead (memory ``n**2`` for ``n`` points)."""
 
     def __init__(self, x, y, axis=0, bc_type="not-a-knot", extrapolate=None):
         x = constant(x, "the sample points x", "CubicSpline")
@@ -116,6 +172,9 @@ class CubicSpline(CubicHermiteSpline):
         n, rest = np.shape(yt)[0], np.shape(yt)[1:]
         periodic = bc_type == "periodic" or (not isinstance(bc_type, str) and any(
             isinstance(e, str) and e == "periodic" for e in bc_type))
+        if n >= 4 and not periodic and 0 not in rest:
+            return _set_from(self, ref, hermite_coefficients(
+                ref.x, yt, banded_slopes(ref.x, yt, bc_type)))
         basis = _periodic_basis(n, periodic)
         hom, affine = _homogeneous(bc_type, (basis.shape[1],))
         slope_map = _slopes_of(_si.CubicSpline(x, basis, 0, hom))   # (n, nb)
