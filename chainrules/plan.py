@@ -150,6 +150,95 @@ def _defines(out, acc):
             _defines(o, acc)
 
 
+def _key(tpl):
+    """A hashable key of an argument template (``None`` where a constant
+    cannot be compared by value: it is then compared by identity)."""
+    t = type(tpl)
+    if t is Ref:
+        return ("r", tpl.i)
+    if tpl is None or t in (bool, int, float, str, complex):
+        return (t, tpl)
+    if t is tuple or t is list:
+        return (t,) + tuple(_key(x) for x in tpl)
+    if t is dict:
+        return (dict,) + tuple((k, _key(v)) for k, v in tpl.items())
+    if t is slice:
+        return (slice, _key(tpl.start), _key(tpl.stop), _key(tpl.step))
+    return ("id", id(tpl))
+
+
+def _rename(tpl, alias):
+    t = type(tpl)
+    if t is Ref:
+        j = alias.get(tpl.i)
+        return tpl if j is None else Ref(j)
+    if t is tuple or t is list:
+        return t(_rename(x, alias) for x in tpl)
+    if t is dict:
+        return {k: _rename(v, alias) for k, v in tpl.items()}
+    return tpl
+
+
+def common_subexpressions(steps, outputs):
+    """The steps with each call that repeats an earlier one (the same
+    function of the same arguments) replaced by the earlier result, where
+    no array involved is ever written: a value written in place (and every
+    value that may share its memory: a non-ufunc step's result and its
+    arguments are taken to), and the results (which the caller may write
+    into) keep their own steps."""
+    parent = {}
+
+    def find(i):
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    written = set()
+    for o in outputs:
+        _uses(o, written)
+    for step in steps:
+        if step[0] != "call":
+            continue
+        fn, args, kwargs, out = step[1:5]
+        ins = set()
+        _uses(args, ins)
+        _uses(kwargs, ins)
+        if out is None:  # a write: its target and what the call reads
+            written |= ins
+            continue
+        if not isinstance(fn, np.ufunc) or kwargs:
+            made = set()
+            _defines(out, made)
+            for a in ins:
+                for m in made:
+                    union(a, m)
+    dirty = {find(i) for i in written}
+    seen = {}
+    alias = {}
+    result = []
+    for step in steps:
+        if step[0] == "guard":
+            j = alias.get(step[2].i)
+            result.append(step if j is None else step[:2] + (Ref(j),) + step[3:])
+            continue
+        step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
+        out = step[4]
+        if type(out) is Ref and find(out.i) not in dirty:
+            key = (id(step[1]), _key(step[2]), _key(step[3]), step[5:])
+            prev = seen.get(key)
+            if prev is not None:
+                alias[out.i] = prev
+                continue
+            seen[key] = out.i
+        result.append(step)
+    return result, [_rename(o, alias) for o in outputs]
+
+
 def live_steps(steps, outputs):
     """The steps the outputs need: every guard and every write, and the calls
     whose results something kept reads."""
@@ -162,7 +251,7 @@ def live_steps(steps, outputs):
             live.add(step[2].i)
             kept.append(step)
             continue
-        _, fn, args, kwargs, out = step
+        fn, args, kwargs, out = step[1:5]
         if out is not None:
             made = set()
             _defines(out, made)
@@ -181,6 +270,7 @@ class Plan:
 
     def __init__(self, steps, inputs, outputs, out_tree, name="plan"):
         self.recorded_steps = len(steps)
+        steps, outputs = common_subexpressions(steps, outputs)
         steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
         w = _Writer()
         args = ", ".join(f"v{i}" for i in inputs)
@@ -208,7 +298,10 @@ class Plan:
                     cond = f"not _same({src}, {w.const(expected, 'g')})"
                 w.lines.append(f"    if {cond}: {fail}")
                 continue
-            _, fn, a, k, out = step
+            _, fn, a, k, out = step[:5]
+            if len(step) > 5:  # a Python operator on NumPy scalars
+                w.bind(out, f"{w.expr(a[0])} {step[5]} {w.expr(a[1])}")
+                continue
             f = w.const(fn, "f")
             parts = [w.expr(x) for x in a]
             if k:

@@ -142,6 +142,14 @@ class Recorder:
             return (t(staged) if t in (tuple, list) else staged), tpl
         return value, None
 
+    def wrap_call(self, fn, args, kwargs, value):
+        """Record ``fn(*args, **kwargs)`` whose value was computed already."""
+        atpl = self.template(args)[0]
+        ktpl = self.template(kwargs)[0]
+        out, otpl = self.wrap(value, fn)
+        self.steps.append(("call", fn, atpl, ktpl, otpl))
+        return out
+
     def holds_inputs(self, value):
         """Whether ``value`` (a concrete array) may share memory with an
         argument of the staged function."""
@@ -165,6 +173,13 @@ DYNAMIC_SHAPE = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.compress
                  np.setxor1d, np.delete, np.insert, np.repeat, np.resize, np.histogram,
                  np.bincount, np.unique_values, np.unique_counts, np.unique_inverse,
                  np.unique_all}
+
+#: ufuncs that the plan writes as Python operators on NumPy scalars
+_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
+
+#: functions whose value depends on their first argument's shape and dtype
+#: only (``full_like`` with a fill value that is not staged)
+_LIKE = {np.zeros_like, np.ones_like, np.full_like}
 
 #: NumPy functions that write into an argument (its position)
 IN_PLACE = {np.copyto: 0, np.put: 0, np.putmask: 0, np.place: 0, np.fill_diagonal: 0,
@@ -282,6 +297,16 @@ class Staged(ArrayMethods):
             fn(*acon)
             rec.steps.append(("call", fn, atpl, {}, None))
             return None
+        if method == "__call__" and not kwargs and len(inputs) == 2 and ufunc in _OPERATORS:
+            # arithmetic on NumPy scalars: the plan writes Python's operator,
+            # which NumPy's scalars compute as the ufunc does, ten times faster
+            out = _call(rec, fn, inputs, kwargs)
+            a, b = (x.value if type(x) is Staged else x for x in inputs)
+            if type(out) is Staged and isinstance(out.value, _generic) and (
+                    isinstance(a, _generic) or isinstance(b, _generic)) and not (
+                    isinstance(a, _ndarray) or isinstance(b, _ndarray)):
+                rec.steps[-1] = rec.steps[-1] + (_OPERATORS[ufunc],)
+            return out
         return _call(rec, fn, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -298,6 +323,13 @@ class Staged(ArrayMethods):
             r = func(*acon, **kcon)
             rec.steps.append(("call", func, atpl, ktpl, None))
             return r
+        if func in _LIKE and (len(args) < 2 or type(args[1]) is not Staged):
+            # zeros, ones or a constant of a staged value's shape: a NumPy
+            # scalar (immutable) is a constant of the plan
+            value = func(*rec.template(args)[1], **rec.template(kwargs)[1])
+            if isinstance(value, _generic):
+                return value
+            return rec.wrap_call(func, args, kwargs, value)
         return _call(rec, func, args, kwargs, dynamic_shape=func in DYNAMIC_SHAPE)
 
     def __array__(self, dtype=None, copy=None):

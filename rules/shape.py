@@ -68,9 +68,12 @@ def scatter_add(g, index, shape):
         else:
             np.add.at(out, index, g)
         return out
-    if computes_eagerly(g):  # a staged value: zeros of its type, added into
+    if computes_eagerly(g):  # a staged value: zeros of its type, written into
         out = np.zeros_like(g, shape=shape)
-        np.add.at(out, index, g)
+        if is_basic(index):
+            out[index] = g
+        else:
+            np.add.at(out, index, g)
         return out
     return _scatter_add_lazy(g, index, shape)
 
