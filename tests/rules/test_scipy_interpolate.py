@@ -534,3 +534,19 @@ def test_many_points_by_banded_solves(make):
     w = rng.normal(size=50)
     _, pull = cr.vjp(lambda z: make(ci, x, z)(t), y)
     assert np.dot(pull(w)[0], v) == pytest.approx(np.dot(w, tangent), rel=1e-10)
+
+
+def test_boundary_derivatives_differentiate():
+    # prescribed end derivatives enter the right-hand side linearly
+    v = np.array([0.3, -0.7])
+    for twin, ref in [
+            (lambda w: ci.CubicSpline(X, Y, bc_type=((1, w[0]), (2, w[1])))(T),
+             lambda w: si.CubicSpline(X, Y, bc_type=((1, w[0]), (2, w[1])))(T)),
+            (lambda w: ci.make_interp_spline(X, Y, bc_type=([(1, w[0])], [(2, w[1])]))(T),
+             lambda w: si.make_interp_spline(X, Y, bc_type=([(1, w[0])], [(2, w[1])]))(T))]:
+        close(traced_value(twin, v), ref(v))
+        fd_close(cr.jacobian(twin)(v), fd(ref, v))
+    # three points (SciPy's special case) keep them constant
+    with pytest.raises(MissingRuleError, match="boundary derivative"):
+        cr.grad(lambda w: np.sum(ci.CubicSpline(X[:3], Y[:3], bc_type=(
+            (1, w[0]), (2, w[1])))(T)))(v)

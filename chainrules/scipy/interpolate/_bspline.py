@@ -16,7 +16,7 @@ import numpy as np
 import scipy.interpolate as _si
 
 from chainrules.scipy.linalg import solve_banded
-from chainrules.tracing import is_traced, untraced
+from chainrules.tracing import holds_traced, is_traced, untraced
 
 from ._ppoly import _column, any_traced, constant, to_axis
 from ._cubic import _coordinates, _periodic_basis, _widen
@@ -273,7 +273,7 @@ def banded_coefficients(x, yt, t, k, bc_type):
     rest = np.shape(yt)[1:]
 
     def prescribed(conds):
-        return [np.broadcast_to(np.asarray(val, dtype=float), rest) + 0 * yt[0]
+        return [(val if is_traced(val) else np.asarray(val, dtype=float)) + 0 * yt[0]
                 for _, val in conds]
 
     b = np.concatenate([np.stack(p) for p in (prescribed(left),) if p] + [yt]
@@ -283,12 +283,13 @@ def banded_coefficients(x, yt, t, k, bc_type):
 
 
 def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=True):
-    """``scipy.interpolate.make_interp_spline`` with traced ``y``: returns
-    the ``BSpline`` twin."""
+    """``scipy.interpolate.make_interp_spline`` with traced ``y`` (and,
+    not periodic, traced prescribed boundary derivatives): returns the
+    ``BSpline`` twin."""
     x = constant(x, "the sample points x", "make_interp_spline")
     t = None if t is None else constant(t, "the knots t", "make_interp_spline")
-    ref = _si.make_interp_spline(x, untraced(y), k, t, bc_type, axis, check_finite)
-    if not is_traced(y):
+    ref = _si.make_interp_spline(x, untraced(y), k, t, untraced(bc_type), axis, check_finite)
+    if not (is_traced(y) or holds_traced(bc_type)):
         return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
     yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
     n, rest = np.shape(yt)[0], np.shape(yt)[1:]

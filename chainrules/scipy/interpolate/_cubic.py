@@ -22,7 +22,7 @@ import numpy as np
 import scipy.interpolate as _si
 
 from chainrules.scipy.linalg import solve_banded
-from chainrules.tracing import is_traced, untraced
+from chainrules.tracing import holds_traced, is_traced, untraced
 
 from ._ppoly import PPoly, _column, any_traced, constant
 from ._ppoly import widen as _widen
@@ -109,8 +109,8 @@ def _ends(bc_type):
     """The two end conditions: "not-a-knot" or ``(order, value)``."""
     ends = (bc_type, bc_type) if isinstance(bc_type, str) else tuple(bc_type)
     named = {"clamped": (1, 0.0), "natural": (2, 0.0)}
-    return tuple(named.get(e, e) if isinstance(e, str) else (e[0], np.asarray(e[1]))
-                 for e in ends)
+    return tuple(named.get(e, e) if isinstance(e, str) else
+                 (e[0], e[1] if is_traced(e[1]) else np.asarray(e[1])) for e in ends)
 
 
 def banded_slopes(x, yt, bc_type):
@@ -159,14 +159,15 @@ def banded_slopes(x, yt, bc_type):
 
 class CubicSpline(CubicHermiteSpline):
     """``scipy.interpolate.CubicSpline`` (every ``bc_type``); the data
-    ``y`` and the query points may be traced. Its slopes solve a banded
+    ``y``, the query points and (with four points or more, not periodic)
+    prescribed boundary derivatives may be traced. Its slopes solve a banded
     system (``banded_slopes``); periodic data and fewer than four points
     use SciPy's slope map instead (memory ``n**2`` for ``n`` points)."""
 
     def __init__(self, x, y, axis=0, bc_type="not-a-knot", extrapolate=None):
         x = constant(x, "the sample points x", "CubicSpline")
-        ref = _si.CubicSpline(x, untraced(y), axis, bc_type, extrapolate)
-        if not is_traced(y):
+        ref = _si.CubicSpline(x, untraced(y), axis, untraced(bc_type), extrapolate)
+        if not (is_traced(y) or holds_traced(bc_type)):
             return _set_from(self, ref, ref.c)
         yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
         n, rest = np.shape(yt)[0], np.shape(yt)[1:]

@@ -82,6 +82,23 @@ def _cubic_args(dtypes_wrt):
     return sample
 
 
+def spline_ends(x, y, t, ends, make):
+    """A cubic spline with prescribed first and second derivatives at its
+    ends (``ends``, differentiated), CubicSpline's or make_interp_spline's."""
+    if make == "CubicSpline":
+        return ip.CubicSpline(x, y, bc_type=((1, ends[0]), (2, ends[1])))(t)
+    return ip.make_interp_spline(x, y, bc_type=([(1, ends[0])], [(2, ends[1])]))(t)
+
+
+def _ends_args(draw, dtype):
+    n = draw(st.integers(4, 6))
+    x = _points(draw, n)
+    y = draw(crs.arrays("float64", (n,)))
+    ends = draw(crs.arrays(dtype, (2,)))
+    t = _queries(draw, x, _qshape(draw))
+    return (x, y, t, ends, draw(st.sampled_from(["CubicSpline", "make_interp_spline"]))), {}
+
+
 def interp_spline(x, y, t, k, bc_type, extra):
     """make_interp_spline(x, y, k, bc_type=...)(t) and its derivative,
     antiderivative and integral (a BSpline)."""
@@ -362,3 +379,5 @@ if ip is not None:
     SPECS += _pair(fitpack, _fitpack_args, "splev-splint-spalde-splder", 1, 3, data_dtypes=F)
     SPECS += _pair(fit, _fit_args, "pchip_interpolate-make_lsq_spline-smoothing", 1, 3,
                    data_dtypes=F)
+    SPECS.append(RuleSpec(spline_ends, _ends_args, F, wrt=(3,),
+                          name="scipy.interpolate.CubicSpline[boundary derivatives]"))
