@@ -75,6 +75,30 @@ class _Alias:
         return f"<alias made by {self.name}>"
 
 
+class _View:
+    """The link of a view made by a NumPy function other than indexing
+    (``reshape``, ``ravel``, ``transpose``, ``real``...): ``get(base)`` reads
+    the view from its base, ``put(base, child)`` writes the view's elements
+    back into the base (both recorded, differentiable); ``put`` is None for a
+    view NumPy makes read-only (``diagonal``)."""
+
+    __slots__ = ("name", "get", "put")
+
+    def __init__(self, name, get, put):
+        self.name = name
+        self.get = get
+        self.put = put
+
+    def __repr__(self):
+        return f"<view made by {self.name}>"
+
+
+class ReadOnlyViewError(AutodiffError, ValueError):
+    """A write into a view NumPy makes read-only (``np.diagonal``'s result,
+    the imaginary part of a real array): NumPy raises ``ValueError`` there,
+    and so does chainrules."""
+
+
 class ConstantRule(ReverseRule):
     """A node without inputs: a buffer made by ``np.zeros_like(x)`` and the
     like (constant, so every tangent and cotangent through it is zero)."""
@@ -266,6 +290,8 @@ def _component(x):
                 _refuse_alias(index.name, into=True)
             del x._base  # its base is gone: an array of its own from now on
             break
+        if type(index) is _View and index.put is None:
+            _refuse_read_only(index.name)
         chain.append(base)
         b = _base_of(base)
     tree = []
@@ -299,6 +325,28 @@ def _refuse_alias(name, into):
         "the array itself through basic indexing")
 
 
+def _refuse_read_only(name):
+    raise ReadOnlyViewError(
+        f"assignment destination is read-only: {name} returns a read-only view in NumPy, "
+        f"so writing into it (or into a view of it) raises in NumPy too; write into a copy "
+        f"(d = {name}(...).copy()), or into the array itself (np.fill_diagonal(a, v) for a "
+        "diagonal)")
+
+
+def _put(base, index, child):
+    """``base`` with the elements of its view at ``index`` replaced by ``child``."""
+    if type(index) is _View:
+        return index.put(base, child)
+    return dispatch(index_update, (base, index, child), None)
+
+
+def _get(base, index):
+    """The view of ``base`` at ``index``, read again."""
+    if type(index) is _View:
+        return index.get(base)
+    return dispatch(getitem, (base, index), None)
+
+
 def _rebind(t, new):
     if type(new) is not Traced:
         raise AutodiffError("a write into a traced value gave an untraced result")
@@ -313,14 +361,14 @@ def _assign(x, new):
     chain, tree = _component(x)
     _rebind(x, new)
     for child, base in zip(chain, chain[1:]):
-        _rebind(base, dispatch(index_update, (base, child._base[1], child), None))
+        _rebind(base, _put(base, child._base[1], child))
     on_chain = {id(t) for t in chain}
     stack = [chain[-1]]
     while stack:
         t = stack.pop()
         for w in _views(t):
             if id(w) not in on_chain:
-                _rebind(w, dispatch(getitem, (t, w._base[1]), None))
+                _rebind(w, _get(t, w._base[1]))
             stack.append(w)
 
 
@@ -403,6 +451,135 @@ def _aliasing(func, args, kwargs):
     return out
 
 
+def _viewing(func, args, kwargs):
+    """``reshape``, ``ravel``, ``transpose``, ``squeeze``, ``swapaxes``,
+    ``moveaxis``, ``diagonal``, ``real``, ``imag`` of a traced array: the
+    result is linked to its argument as a view when NumPy's result is one
+    (the primal arrays share memory, as NumPy decided for these values), so
+    that writes go through as through basic indexing; a copy is independent."""
+    out = array_function(func, args, kwargs)
+    base = args[0] if args else next(iter(kwargs.values()), None)
+    if type(out) is not Traced or type(base) is not Traced or out is base:
+        return out
+    v, b = untraced(out), untraced(base)
+    if type(v) is not np.ndarray or type(b) is not np.ndarray:  # staged: not followed
+        _add_alias([base], out, tracing.op_name(func))
+        return out
+    if func is np.imag and b.dtype.kind != "c":  # NumPy: new read-only zeros
+        _add_view(base, out, _View("numpy.imag", lambda t: array_function(
+            np.imag, (t,), {}), None))
+        return out
+    # the results are new arrays or views of the argument's buffer: bounds
+    # decide (np.shares_memory would too, at a higher cost)
+    if not np.may_share_memory(v, b):
+        return out
+    link = _link(func, b, v, args, kwargs)
+    if link is None:  # a layout chainrules does not follow: writes refused
+        _add_alias([base], out, tracing.op_name(func))
+    else:
+        _add_view(base, out, link)
+    return out
+
+
+def _call(func, *args, **kwargs):
+    return array_function(func, args, kwargs)
+
+
+def _link(func, b, v, args, kwargs):
+    """The ``_View`` of ``v = func(b, ...)`` (a view of ``b``), or None."""
+    name = tracing.op_name(func)
+    params = _PARAMS[func](*args, **kwargs)
+    if func is np.reshape or func is np.ravel:
+        order = _order(b, params["order"])
+        if order is None:
+            return None
+        shape = v.shape
+        return _View(name, lambda t: _call(np.reshape, t, shape, order=order),
+                     lambda t, c: _call(np.reshape, c, t.shape, order=order))
+    if func is np.squeeze:
+        shape = v.shape
+        return _View(name, lambda t: _call(np.reshape, t, shape),
+                     lambda t, c: _call(np.reshape, c, t.shape))
+    if func is np.transpose:
+        axes = params["axes"]
+        axes = tuple(range(b.ndim))[::-1] if axes is None else tuple(
+            int(a) % b.ndim for a in axes)
+        back = tuple(int(i) for i in np.argsort(axes))
+        return _View(name, lambda t: _call(np.transpose, t, axes),
+                     lambda t, c: _call(np.transpose, c, back))
+    if func is np.swapaxes:
+        i, j = params["axis1"], params["axis2"]
+        return _View(name, lambda t: _call(np.swapaxes, t, i, j),
+                     lambda t, c: _call(np.swapaxes, c, i, j))
+    if func is np.moveaxis:
+        src, dst = params["source"], params["destination"]
+        return _View(name, lambda t: _call(np.moveaxis, t, src, dst),
+                     lambda t, c: _call(np.moveaxis, c, dst, src))
+    if func is np.diagonal or func is np.diag:
+        k = params.get("offset", params.get("k", 0))
+        a1, a2 = params.get("axis1", 0), params.get("axis2", 1)
+        return _View(name, lambda t: _call(np.diagonal, t, k, a1, a2), None)
+    if func is np.real:
+        if b.dtype.kind != "c":  # the array itself
+            return _View(name, lambda t: _call(np.real, t), lambda t, c: c)
+        return _View(name, lambda t: _call(np.real, t), _with_real)
+    if func is np.imag:
+        return _View(name, lambda t: _call(np.imag, t), _with_imag)
+    return None
+
+
+def _with_real(t, c):
+    """Complex ``t`` with its real part replaced by ``c`` (the imaginary
+    part kept exactly: ``c + 1j * imag`` adds zeros to ``c``)."""
+    return _as(_call(np.add, c, _call(np.multiply, 1j, _call(np.imag, t))), t.dtype)
+
+
+def _with_imag(t, c):
+    return _as(_call(np.add, _call(np.real, t), _call(np.multiply, 1j, c)), t.dtype)
+
+
+def _as(r, dtype):
+    return r if r.dtype == dtype else r.astype(dtype)
+
+
+def _order(b, order):
+    """``order`` of a reshape or ravel that gave a view of ``b``, as 'C' or
+    'F' (None for a memory order that is neither)."""
+    order = "C" if order is None else order.upper()
+    if order in ("C", "F"):
+        return order
+    if order == "A":
+        return "F" if b.flags.f_contiguous and not b.flags.c_contiguous else "C"
+    if b.flags.c_contiguous or b.ndim <= 1 and b.strides[0] >= 0:  # 'K'
+        return "C"
+    return "F" if b.flags.f_contiguous else None
+
+
+_PARAMS = {
+    np.reshape: lambda a, shape=None, order="C", **kw: {"order": order},
+    np.ravel: lambda a, order="C": {"order": order},
+    np.squeeze: lambda a, axis=None: {},
+    np.transpose: lambda a, axes=None: {"axes": axes},
+    np.swapaxes: lambda a, axis1, axis2: {"axis1": axis1, "axis2": axis2},
+    np.moveaxis: lambda a, source, destination: {"source": source,
+                                                 "destination": destination},
+    np.diagonal: lambda a, offset=0, axis1=0, axis2=1: {"offset": offset, "axis1": axis1,
+                                                         "axis2": axis2},
+    np.diag: lambda v, k=0: {"k": k},
+    np.real: lambda val: {},
+    np.imag: lambda val: {},
+}
+
+
+def _diag(func, args, kwargs):
+    """``np.diag`` of a matrix is its (read-only) diagonal view; of a
+    vector, a new matrix."""
+    v = args[0] if args else kwargs.get("v")
+    if np.ndim(v) == 2:
+        return _viewing(func, args, kwargs)
+    return array_function(func, args, kwargs)
+
+
 def _flat(seq):
     for a in seq:
         if isinstance(a, (list, tuple)):
@@ -428,6 +605,9 @@ def _install():
         f = getattr(np, name, None)
         if f is not None:
             special[f] = _aliasing
+    for f in _PARAMS:
+        special[f] = _viewing
+    special[np.diag] = _diag
     special[np.lib.stride_tricks.sliding_window_view] = _aliasing
     special[np.lib.stride_tricks.as_strided] = _aliasing
     for f in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
