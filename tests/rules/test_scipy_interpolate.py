@@ -352,9 +352,9 @@ def test_regular_grid(method, fill):
 def test_regular_grid_errors():
     with pytest.raises(ValueError, match="out of bounds"):
         cr.grad(lambda v: np.sum(ci.RegularGridInterpolator(GRID, v)(XI)))(VALUES)
-    with pytest.raises(MissingRuleError, match="pchip"):
+    with pytest.raises(ValueError, match="derivatives"):
         cr.grad(lambda v: np.sum(ci.RegularGridInterpolator(
-            GRID, v, "pchip", bounds_error=False)(XI)))(VALUES)
+            GRID, v, "linear", bounds_error=False)(XI, nu=(1, 0, 0))))(VALUES)
 
 
 @pytest.mark.parametrize("method", ["linear", "nearest"])
@@ -550,3 +550,24 @@ def test_boundary_derivatives_differentiate():
     with pytest.raises(MissingRuleError, match="boundary derivative"):
         cr.grad(lambda w: np.sum(ci.CubicSpline(X[:3], Y[:3], bc_type=(
             (1, w[0]), (2, w[1])))(T)))(v)
+
+
+@pytest.mark.parametrize("method,nu", [("pchip", None), ("cubic_legacy", None),
+                                       ("slinear_legacy", None), ("cubic", (1, 0, 0)),
+                                       ("cubic", (0, 2, 1)), ("slinear", (1, 1, 0)),
+                                       ("cubic", (4, 0, 0))])
+def test_regular_grid_pchip_legacy_and_derivatives(method, nu):
+    inside = np.stack([np.clip(XI[:, d], min(g[0], g[-1]) + 0.01, max(g[0], g[-1]) - 0.01)
+                       for d, g in enumerate(GRID)], -1)
+    kw = dict(solver=ssl.spsolve) if method == "cubic" else {}
+
+    def ref(v, q=inside):
+        interp = si.RegularGridInterpolator(GRID, v, method, **kw)
+        return interp(q, nu=nu) if nu else interp(q)
+
+    twin = lambda v, q=inside: ci.RegularGridInterpolator(GRID, v, method)(q, nu=nu)  # noqa
+    close(traced_value(twin, VALUES), ref(VALUES), 1e-11)
+    close(traced_value(lambda q: twin(VALUES, q), inside), ref(VALUES), 1e-11)
+    fd_close(cr.jacobian(twin)(VALUES), fd(ref, VALUES))
+    fd_close(cr.jacobian(lambda q: twin(VALUES, q))(inside), fd(lambda q: ref(VALUES, q),
+                                                                inside), 1e-5)

@@ -11,10 +11,14 @@ result's dtype. The result is then computed from the traced values.
   weighted by differentiable products of the fractional distances; at a
   grid line the derivative in the query is that of the cell above it.
 * nearest: a gather of the data (derivative 0 in the query).
-* the grid's spline methods (slinear, cubic, quintic): the tensor product
-  of 1-D interpolating splines on SciPy's knots; each axis' coefficient map
-  is read off SciPy's 1-D solver and the basis is evaluated by de Boor's
-  recursion at the query. SciPy solves the same system iteratively
+* the grid's spline methods (slinear, cubic, quintic, and their legacy
+  forms): the tensor product of 1-D interpolating splines on SciPy's knots;
+  each axis' coefficient map is read off SciPy's 1-D solver and the basis
+  (or its derivative of order ``nu``) is evaluated by de Boor's recursion
+  at the query.
+* pchip: Pchip along the last axis, then along each earlier one at each
+  query point, as SciPy does; its slopes are differentiated on the branch
+  the values are on. SciPy solves the same system iteratively
   (``gcrotmk``, to a relative tolerance of 1e-5 by default), so its values
   agree to its solver's tolerance; here the solve is direct (for plain
   values too, so that a traced call and a plain one agree), and equals
@@ -33,13 +37,17 @@ from scipy.spatial import Delaunay, cKDTree
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced, untraced
 
-from ._bspline import de_boor
+from ._bspline import de_boor, derivative_tck
+from ._cubic import PchipInterpolator, hermite_coefficients, pchip_slopes
 from ._interp1d import interp1d
-from ._ppoly import _column, any_traced, constant
+from ._ppoly import _column, any_traced, constant, interval_index, widen
 
 __all__ = ["RegularGridInterpolator", "interpn", "griddata"]
 
-_SPLINE_DEGREES = {"slinear": 1, "cubic": 3, "quintic": 5}
+_SPLINE_DEGREES = {"slinear": 1, "cubic": 3, "quintic": 5,
+                   # SciPy's former evaluation, one axis after the other: the
+                   # same tensor-product interpolant
+                   "slinear_legacy": 1, "cubic_legacy": 3, "quintic_legacy": 5}
 
 
 def _as_float(v):
@@ -65,8 +73,9 @@ def _coordinates(xi, ndim):
 
 class RegularGridInterpolator:
     """``scipy.interpolate.RegularGridInterpolator``: ``values`` and the
-    query points may be traced. Methods linear, nearest, slinear, cubic and
-    quintic (pchip and derivatives ``nu`` on plain values only)."""
+    query points may be traced. Every method (linear, nearest, slinear,
+    cubic, quintic, their legacy forms, pchip); derivatives ``nu`` for the
+    spline methods."""
 
     def __init__(self, points, values, method="linear", bounds_error=True,
                  fill_value=np.nan, *, solver=None, solver_args=None):
@@ -89,15 +98,10 @@ class RegularGridInterpolator:
 
     def __call__(self, xi, method=None, *, nu=None):
         method = self.method if method is None else method
-        spline = method in _SPLINE_DEGREES and nu is None
+        spline = method in _SPLINE_DEGREES
         if not any_traced(self._values, xi) and not spline:
             return self._ref(xi, method, nu=nu)
         expected = self._ref(untraced(xi), method, nu=nu)   # SciPy's checks and dtype
-        if method not in ("linear", "nearest") + tuple(_SPLINE_DEGREES) or nu is not None:
-            raise MissingRuleError(
-                f"RegularGridInterpolator(method={method!r}, nu={nu!r}) on traced values "
-                "or query points has no rule here; use method 'linear', 'nearest', "
-                "'slinear', 'cubic' or 'quintic' without nu")
         grid, values = self._ref._grid, self._values
         nd = len(grid)
         xi = _coordinates(xi, nd)
@@ -106,7 +110,9 @@ class RegularGridInterpolator:
         cols = [q[:, d] for d in range(nd)]
         rest = np.shape(values)[nd:]
         if method in _SPLINE_DEGREES:
-            out = self._spline(cols, _SPLINE_DEGREES[method])
+            out = self._spline(cols, _SPLINE_DEGREES[method], nu)
+        elif method == "pchip":
+            out = self._pchip(cols)
         else:
             out = self._local(cols, method)
         qv = untraced(q)
@@ -151,7 +157,29 @@ class RegularGridInterpolator:
             out = out + values[idx] * _column(weight, 1 + rest)
         return out
 
-    def _spline(self, cols, k):
+    def _pchip(self, cols):
+        """SciPy's pchip on a grid: Pchip along the last axis at every query,
+        then along each earlier axis, per query point, through the values
+        found so far (each point's own slopes: Pchip is not linear in the
+        data)."""
+        grid, values = self._ref._grid, self._values
+        nd = len(grid)
+        values = widen(values)
+        last = PchipInterpolator(grid[-1], np.moveaxis(values, nd - 1, 0), axis=0,
+                                 extrapolate=True)
+        cur = last(cols[-1])                          # (m, n_0 .. n_{nd-2}, ...)
+        m = np.shape(cur)[0]
+        for d in range(nd - 2, -1, -1):
+            g, x = grid[d], cols[d]
+            yd = np.moveaxis(cur, d + 1, 0)           # (n_d, m, ...)
+            c = hermite_coefficients(g, yd, pchip_slopes(g, yd))
+            i = interval_index(g, x)
+            cg = c[:, i, np.arange(m)]                # (4, m, ...): each point's piece
+            dx = _column(x - g[i], np.ndim(cg) - 1)
+            cur = ((cg[0] * dx + cg[1]) * dx + cg[2]) * dx + cg[3]
+        return cur
+
+    def _spline(self, cols, k, nu=None):
         grid, values = self._ref._grid, self._values
         # SciPy's knots: not-a-knot along each axis, as its 1-D interpolant's
         knots = [_si.make_interp_spline(g, np.zeros(len(g)), k).t for g in grid]
@@ -161,9 +189,16 @@ class RegularGridInterpolator:
             cmap = _si.make_interp_spline(g, np.eye(len(g)), k, t=t).c
             coef = np.moveaxis(np.tensordot(cmap, coef, axes=([1], [d])), 0, d)
         out = None
+        nus = (0,) * len(grid) if nu is None else tuple(nu)
         for d, (x, t) in enumerate(zip(cols, knots)):
             n = len(t) - k - 1
-            basis = de_boor(t, np.eye(n), k, x, True)              # (nq, n)
+            if nus[d] > k:
+                basis = np.zeros((np.shape(x)[0], n)) + _column(0 * x, 2)
+            else:
+                # the derivatives of the B-splines: the splines of the
+                # differentiated unit coefficients
+                tt, cc, kk = derivative_tck(t, np.eye(n), k, nus[d])
+                basis = de_boor(tt, cc, kk, x, True)[:, :n]          # (nq, n)
             if out is None:
                 out = np.tensordot(basis, coef, axes=([1], [0]))   # (nq, ...)
             else:

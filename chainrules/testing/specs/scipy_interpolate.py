@@ -209,16 +209,17 @@ def _akima_args(wrt):
     return sample
 
 
-def grid_interpolator(points, values, xi, method, fill):
+def grid_interpolator(points, values, xi, method, fill, nu=None):
     return ip.RegularGridInterpolator(points, values, method=method, bounds_error=False,
-                                      fill_value=fill)(xi)
+                                      fill_value=fill)(xi, nu=nu)
 
 
 def _rgi_args(wrt):
     def sample(draw, dtype):
-        method = draw(st.sampled_from(["linear", "nearest", "slinear", "cubic"]))
+        method = draw(st.sampled_from(["linear", "nearest", "slinear", "cubic", "pchip",
+                                       "cubic_legacy"]))
         nd = draw(st.integers(1, 2))
-        least = 4 if method == "cubic" else 2
+        least = 4 if method in ("cubic", "pchip", "cubic_legacy") else 2
         points = tuple(_points(draw, draw(st.integers(least, least + 2))) for _ in range(nd))
         if draw(st.booleans()):
             points = (points[0][::-1],) + points[1:]          # a descending axis
@@ -233,7 +234,11 @@ def _rgi_args(wrt):
             avoid = tuple((g[1:] + g[:-1]) / 2) if method == "nearest" else ()
             cols.append(_queries(draw, g, (nq,), avoid, outside=0.2 if fill is None else 0.0))
         xi = np.stack(cols, axis=-1).astype(dtype if wrt == 2 else "float64")
-        return (points, values, xi, method, fill), {}
+        nu = None
+        if method in ("slinear", "cubic") and draw(st.booleans()):
+            nu = tuple(draw(st.integers(0, 1 if method == "slinear" else 2))
+                       for _ in range(nd))
+        return (points, values, xi, method, fill, nu), {}
     return sample
 
 
