@@ -571,3 +571,14 @@ def test_regular_grid_pchip_legacy_and_derivatives(method, nu):
     fd_close(cr.jacobian(twin)(VALUES), fd(ref, VALUES))
     fd_close(cr.jacobian(lambda q: twin(VALUES, q))(inside), fd(lambda q: ref(VALUES, q),
                                                                 inside), 1e-5)
+
+
+def test_cubic_hermite_spline():
+    dydx = RNG.normal(size=(7, 2))
+    expected = si.CubicHermiteSpline(X, Y2, dydx)(T)
+    close(traced_value(lambda v: ci.CubicHermiteSpline(X, v, dydx)(T), Y2), expected)
+    close(traced_value(lambda d: ci.CubicHermiteSpline(X, Y2, d)(T), dydx), expected)
+    fd_close(cr.jacobian(lambda d: ci.CubicHermiteSpline(X, Y2, d)(T))(dydx),
+             fd(lambda d: si.CubicHermiteSpline(X, Y2, d)(T), dydx))
+    close(traced_value(lambda d: ci.CubicHermiteSpline(X, Y2, d).integrate(0.1, 2.0), dydx),
+          si.CubicHermiteSpline(X, Y2, dydx).integrate(0.1, 2.0))

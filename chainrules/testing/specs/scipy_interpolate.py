@@ -171,6 +171,22 @@ def _interp1d_args(wrt):
     return sample
 
 
+def hermite(x, y, dydx, t):
+    return ip.CubicHermiteSpline(x, y, dydx)(t)
+
+
+def _hermite_args(wrt):
+    def sample(draw, dtype):
+        n = draw(st.integers(2, 5))
+        x = _points(draw, n)
+        rest = _trailing(draw)
+        y = draw(crs.arrays(dtype if wrt == 1 else "float64", (n,) + rest))
+        dydx = draw(crs.arrays(dtype if wrt == 2 else "float64", (n,) + rest))
+        t = _queries(draw, x, _qshape(draw)).astype(dtype if wrt == 3 else "float64")
+        return (x, y, dydx, t), {}
+    return sample
+
+
 def pchip(x, y, t):
     return ip.PchipInterpolator(x, y)(t)
 
@@ -386,3 +402,6 @@ if ip is not None:
                    data_dtypes=F)
     SPECS.append(RuleSpec(spline_ends, _ends_args, F, wrt=(3,),
                           name="scipy.interpolate.CubicSpline[boundary derivatives]"))
+    SPECS += _pair(hermite, _hermite_args, "CubicHermiteSpline", 1, 3)
+    SPECS.append(RuleSpec(hermite, _hermite_args(2), FC, wrt=(2,),
+                          name="scipy.interpolate.CubicHermiteSpline[slopes]"))
