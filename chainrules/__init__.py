@@ -32,6 +32,7 @@ from . import second_order as _second_order  # noqa: E402,F401  (second order by
 from . import pytree  # noqa: E402
 from . import numpy  # noqa: E402,F401  (chainrules.numpy.array, index_update, index_add)
 from . import writes as _writes  # noqa: E402,F401  (installs writes into traced arrays)
+from . import writes_buffers as _writes_buffers  # noqa: E402,F401  (ufunc.at, np.put...)
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
 from .registry import mark_builtins as _mark_builtins  # noqa: E402
 

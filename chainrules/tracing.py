@@ -406,6 +406,9 @@ class Traced(ConversionGuards, ArrayMethods):
             return ufunc(np.reshape(a, np.shape(a) + (1,) * nb),
                          np.reshape(b, (1,) * na + np.shape(b)))
         if method == "at":
+            at = getattr(WRITES, "ufunc_at", None)  # chainrules/writes_buffers.py
+            if at is not None:
+                return at(ufunc, inputs, kwargs)
             untraceable(f"{op_name(ufunc)}.at (an in-place update)",
                          "build the result out of place, for example with "
                          "chainrules.numpy.index_add or np.where")
