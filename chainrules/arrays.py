@@ -139,4 +139,8 @@ def ones_like_value(v, dtype=None):
     if type(v) is _ndarray or not is_array(v):
         shape, dt = _shape_dtype(v, dtype)
         return np.array(1, dt) if shape == () else np.ones(shape, dt)
+    if computes_eagerly(v) and v.ndim == 0:
+        # a staged scalar's seed is a constant NumPy scalar: what multiplies
+        # it folds away when the plan is recorded
+        return np.dtype(v.dtype if dtype is None else dtype).type(1)
     return np.ones_like(v, dtype=dtype)

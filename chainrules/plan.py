@@ -300,7 +300,10 @@ class Plan:
                 continue
             _, fn, a, k, out = step[:5]
             if len(step) > 5:  # a Python operator on NumPy scalars
-                w.bind(out, f"{w.expr(a[0])} {step[5]} {w.expr(a[1])}")
+                if len(a) == 1:
+                    w.bind(out, step[5].format(w.expr(a[0])))
+                else:
+                    w.bind(out, f"{w.expr(a[0])} {step[5]} {w.expr(a[1])}")
                 continue
             f = w.const(fn, "f")
             parts = [w.expr(x) for x in a]

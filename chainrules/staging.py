@@ -177,6 +177,11 @@ DYNAMIC_SHAPE = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.compress
 #: ufuncs that the plan writes as Python operators on NumPy scalars
 _OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
 
+#: unary ufuncs written as Python expressions on NumPy scalars ({} is the
+#: operand): the same arithmetic
+_UNARY = {np.square: "{0} * {0}", np.negative: "-{0}", np.absolute: "abs({0})",
+          np.positive: "+{0}"}
+
 #: functions whose value depends on their first argument's shape and dtype
 #: only (``full_like`` with a fill value that is not staged)
 _LIKE = {np.zeros_like, np.ones_like, np.full_like}
@@ -297,6 +302,12 @@ class Staged(ArrayMethods):
             fn(*acon)
             rec.steps.append(("call", fn, atpl, {}, None))
             return None
+        if method == "__call__" and not kwargs and len(inputs) == 1 and ufunc in _UNARY \
+                and type(self.value) is not _ndarray and isinstance(self.value, _generic):
+            out = _call(rec, fn, inputs, kwargs)
+            if type(out) is Staged and isinstance(out.value, _generic):
+                rec.steps[-1] = rec.steps[-1] + (_UNARY[ufunc],)
+            return out
         if method == "__call__" and not kwargs and len(inputs) == 2 and ufunc in _OPERATORS:
             # arithmetic on NumPy scalars: the plan writes Python's operator,
             # which NumPy's scalars compute as the ufunc does, ten times faster

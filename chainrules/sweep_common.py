@@ -6,6 +6,7 @@ cotangents into buffers the sweep owns, and naming the rule that failed.
 
 import numpy as np
 
+from .arrays import computes_eagerly
 from .errors import RuleError
 from .rule import rule_name
 from .tangents import ZERO, NoTangent, ZeroTangent
@@ -102,13 +103,14 @@ def accumulate(buf, owned, bit, nid, c):
     prev = buf[nid]
     if prev is None:
         buf[nid] = c
-    elif owned[nid] & bit and type(c) is _ndarray:
+    elif owned[nid] & bit and (type(c) is _ndarray or computes_eagerly(c)
+                               and computes_eagerly(prev) and type(prev) is not _ndarray):
         np.add(prev, c, out=prev)
     else:
         s = prev + c
         buf[nid] = s
         # a traced sum (nested differentiation) is not a buffer we may write to
-        owned[nid] = owned[nid] | bit if type(s) is _ndarray else owned[nid] & ~bit
+        owned[nid] = owned[nid] | bit if computes_eagerly(s) else owned[nid] & ~bit
 
 
 def accumulate_slot(buf, nid, out_dtypes, kc):
@@ -125,19 +127,24 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     """Add ``g`` into ``buf[nid]`` at the basic ``index`` (the pullback of a
     gather ``x[index]``), in place when the engine owns the buffer. Returns
     False, doing nothing, when it cannot (the caller uses the pullback)."""
-    if (type(g) is not _ndarray and not isinstance(g, np.generic)) or (
-            g.dtype is not dtype and g.dtype != dtype):
+    plain = type(g) is _ndarray or isinstance(g, np.generic)
+    if not (plain or computes_eagerly(g)) or (g.dtype is not dtype and g.dtype != dtype):
         return False
+    # a staged value (cr.jit) is added into buffers of its own type, so that
+    # the writes are recorded
+    like = None if plain else g
     prev = buf[nid]
     if prev is None:
-        acc = _placed(g, index, shape, dtype)
+        acc = _placed(g, index, shape, dtype, like)
         if acc is not None:
             buf[nid] = acc
             owned[nid] |= bit
             return True
-        acc = np.zeros(shape, dtype)
-    elif type(prev) is _ndarray:
-        acc = prev if owned[nid] & bit else np.array(prev, dtype)
+        acc = np.zeros(shape, dtype) if plain else np.zeros_like(g, shape=shape, dtype=dtype)
+    elif type(prev) is _ndarray and plain or like is not None and computes_eagerly(prev) \
+            and type(prev) is not _ndarray:
+        acc = prev if owned[nid] & bit else (np.array(prev, dtype) if plain else
+                                             prev.astype(dtype, copy=True))
     else:
         return False
     target = acc[index]
@@ -150,7 +157,7 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     return True
 
 
-def _placed(g, index, shape, dtype):
+def _placed(g, index, shape, dtype, like=None):
     """A new buffer of ``shape`` holding ``g`` at a basic ``index`` made of
     slices of step 1 and zeros elsewhere (one pass: zeros are written only
     outside the slices), or None for other indices (the caller adds into
@@ -159,7 +166,8 @@ def _placed(g, index, shape, dtype):
     if len(idx) > len(shape) or any(type(s) is not slice or s.step not in (None, 1)
                                     for s in idx):
         return None
-    acc = np.empty(shape, dtype)
+    acc = np.empty(shape, dtype) if like is None else np.empty_like(like, shape=shape,
+                                                                    dtype=dtype)
     full = slice(None)
     for d, s in enumerate(idx):
         start, stop, _ = s.indices(shape[d])
