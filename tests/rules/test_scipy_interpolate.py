@@ -316,6 +316,11 @@ def test_interp1d_fill_and_bounds():
     yn[3] = np.nan
     out = traced_value(lambda v: ci.interp1d(X, v, kind="cubic")(TIN), yn)
     assert np.isnan(out).all()
+    # NaN data in the piecewise constant and linear kinds stay local, as in SciPy
+    for kind in ("zero", "slinear", "linear", "nearest", "previous"):
+        expected = si.interp1d(X, yn, kind=kind)(TIN)
+        assert np.isfinite(expected).any()
+        close(traced_value(lambda v: ci.interp1d(X, v, kind=kind)(TIN), yn), expected)
 
 
 GRID = (np.sort(RNG.uniform(0, 1, 5)), np.linspace(0, 2, 4)[::-1], np.sort(RNG.uniform(-1, 1, 6)))

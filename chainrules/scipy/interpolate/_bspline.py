@@ -294,7 +294,10 @@ def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=Tru
     yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
     n, rest = np.shape(yt)[0], np.shape(yt)[1:]
     periodic = isinstance(bc_type, str) and bc_type == "periodic"
-    if not periodic and k > 0 and 0 not in rest:
+    if k <= 1 and t is None:
+        # degree 0 and 1 interpolate by their coefficients: c is y
+        return BSpline.construct_fast(ref.t, yt, ref.k, ref.extrapolate, ref.axis)
+    if not periodic and 0 not in rest and np.all(np.isfinite(untraced(yt))):
         c = banded_coefficients(x, yt, ref.t, k, bc_type)
         return BSpline.construct_fast(ref.t, c, ref.k, ref.extrapolate, ref.axis)
     basis = _periodic_basis(n, periodic)
