@@ -96,6 +96,13 @@ class Gradients:
         return f"Gradients({sorted(int(k) for k in self._store)})"
 
 
+def _staged_buffer(v):
+    """Whether ``v`` is an array of a type other than ndarray that computes
+    eagerly (a staged value of ``cr.jit``) with at least one axis: one that
+    in-place writes can go into (a 0-d one may hold an immutable scalar)."""
+    return type(v) is not _ndarray and computes_eagerly(v) and v.ndim > 0
+
+
 def accumulate(buf, owned, bit, nid, c):
     """``buf[nid] += c`` for a projected cotangent ``c``: in place into a
     buffer the sweep owns (bit ``bit`` of ``owned[nid]``), else into a new
@@ -104,13 +111,14 @@ def accumulate(buf, owned, bit, nid, c):
     if prev is None:
         buf[nid] = c
     elif owned[nid] & bit and (type(c) is _ndarray or computes_eagerly(c)
-                               and computes_eagerly(prev) and type(prev) is not _ndarray):
+                               and _staged_buffer(prev)):
         np.add(prev, c, out=prev)
     else:
         s = prev + c
         buf[nid] = s
         # a traced sum (nested differentiation) is not a buffer we may write to
-        owned[nid] = owned[nid] | bit if computes_eagerly(s) else owned[nid] & ~bit
+        owned[nid] = owned[nid] | bit if type(s) is _ndarray or _staged_buffer(s) \
+            else owned[nid] & ~bit
 
 
 def accumulate_slot(buf, nid, out_dtypes, kc):
@@ -141,8 +149,7 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
             owned[nid] |= bit
             return True
         acc = np.zeros(shape, dtype) if plain else np.zeros_like(g, shape=shape, dtype=dtype)
-    elif type(prev) is _ndarray and plain or like is not None and computes_eagerly(prev) \
-            and type(prev) is not _ndarray:
+    elif type(prev) is _ndarray and plain or like is not None and _staged_buffer(prev):
         acc = prev if owned[nid] & bit else (np.array(prev, dtype) if plain else
                                              prev.astype(dtype, copy=True))
     else:

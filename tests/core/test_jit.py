@@ -358,3 +358,22 @@ def test_checkpoint_inside_jit():
         for k in range(3):
             x = np.linspace(0, 1, 4) + k
             np.testing.assert_allclose(f(x), F(x), rtol=1e-12)
+
+
+def test_sums_of_scalars_accumulated_in_a_python_loop():
+    # each term is a NumPy scalar: the sweep must not write into one
+    def f(x):
+        x = x[0]
+        y = 0.0
+        for k in range(1, 6):
+            y += k * np.sin((k + 1) * x + k)
+        return -y
+
+    F = cr.value_and_grad(f)
+    g = cr.jit(F)
+    for k in range(4):
+        x = np.array([0.3 + k])
+        (v, d), (v2, d2) = g(x), F(x)
+        assert v == v2
+        np.testing.assert_array_equal(d, d2)
+    assert g.cache_info() == {"signatures": 1, "plans": 1, "eager": 0}
