@@ -462,8 +462,13 @@ def _viewing(func, args, kwargs):
     if type(out) is not Traced or type(base) is not Traced or out is base:
         return out
     v, b = untraced(out), untraced(base)
+    if isinstance(v, np.generic) or isinstance(b, np.generic):
+        return out  # NumPy's result of or for a scalar is a new array (a copy)
     if type(v) is not np.ndarray or type(b) is not np.ndarray:  # staged: not followed
         _add_alias([base], out, tracing.op_name(func))
+        return out
+    params = _PARAMS[func](*args, **kwargs)
+    if params.get("copy"):  # reshape(..., copy=True): NumPy's copy
         return out
     if func is np.imag and b.dtype.kind != "c":  # NumPy: new read-only zeros
         _add_view(base, out, _View("numpy.imag", lambda t: array_function(
@@ -473,7 +478,7 @@ def _viewing(func, args, kwargs):
     # decide (np.shares_memory would too, at a higher cost)
     if not np.may_share_memory(v, b):
         return out
-    link = _link(func, b, v, args, kwargs)
+    link = _link(func, b, v, params)
     if link is None:  # a layout chainrules does not follow: writes refused
         _add_alias([base], out, tracing.op_name(func))
     else:
@@ -485,10 +490,10 @@ def _call(func, *args, **kwargs):
     return array_function(func, args, kwargs)
 
 
-def _link(func, b, v, args, kwargs):
-    """The ``_View`` of ``v = func(b, ...)`` (a view of ``b``), or None."""
+def _link(func, b, v, params):
+    """The ``_View`` of ``v = func(b, ...)`` (a view of ``b``; ``params``
+    the call's arguments by name), or None."""
     name = tracing.op_name(func)
-    params = _PARAMS[func](*args, **kwargs)
     if func is np.reshape or func is np.ravel:
         order = _order(b, params["order"])
         if order is None:
@@ -556,7 +561,8 @@ def _order(b, order):
 
 
 _PARAMS = {
-    np.reshape: lambda a, shape=None, order="C", **kw: {"order": order},
+    np.reshape: lambda a, shape=None, order="C", *, copy=None, **kw: {"order": order,
+                                                                        "copy": copy},
     np.ravel: lambda a, order="C": {"order": order},
     np.squeeze: lambda a, axis=None: {},
     np.transpose: lambda a, axes=None: {"axes": axes},
@@ -618,7 +624,20 @@ def _install():
                      ("__ifloordiv__", np.floor_divide), ("__imod__", np.remainder),
                      ("__ipow__", np.power), ("__imatmul__", np.matmul)):
         setattr(Traced, name, _in_place_operator(op, name))
+    Traced.real = property(Traced.real.fget, _set_real, doc="The real part (a view).")
+    Traced.imag = property(Traced.imag.fget, _set_imag, doc="The imaginary part (a view).")
     tracing.WRITES = _Writes
+
+
+def _set_real(self, value):
+    """``x.real = value``: a write into the view ``np.real(x)``."""
+    np.real(self)[...] = value
+
+
+def _set_imag(self, value):
+    if self.dtype.kind != "c":
+        raise TypeError("array does not have imaginary part to set")
+    np.imag(self)[...] = value
 
 
 def _in_place_operator(op, name):
