@@ -240,4 +240,15 @@ class StagingError(AutodiffError, RuntimeError):
 
 
 class StagingWarning(UserWarning):
-    """``cr.jit`` runs a function eagerly from now on; the message says why."""
+    """``cr.jit`` runs a function eagerly from now on; the message says why.
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, chainrules as cr
+    >>> f = cr.jit(lambda x: np.sum(np.asarray(x)))
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     _ = f(np.ones(2))
+    >>> seen[0].category.__name__
+    'StagingWarning'
+    """
