@@ -206,8 +206,6 @@ _CATEGORIES = {
         "theorem)": "sproot",
         "returns np.poly1d objects, which convert their coefficients: no twin": (
             "lagrange pade approximate_taylor_polynomial"),
-        _NO_TWIN_YET + " (polynomial interpolation through all points, linear in the "
-        "values)": "barycentric_interpolate krogh_interpolate",
         _NO_TWIN_YET + " (knot insertion: linear in the coefficients)": "insert",
         _NO_TWIN_YET + " (evaluates bisplrep's bivariate spline: de Boor's recursion "
         "along each axis)": "bisplev",

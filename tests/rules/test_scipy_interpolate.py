@@ -587,3 +587,40 @@ def test_cubic_hermite_spline():
              fd(lambda d: si.CubicHermiteSpline(X, Y2, d)(T), dydx))
     close(traced_value(lambda d: ci.CubicHermiteSpline(X, Y2, d).integrate(0.1, 2.0), dydx),
           si.CubicHermiteSpline(X, Y2, dydx).integrate(0.1, 2.0))
+
+
+@pytest.mark.parametrize("name", ["KroghInterpolator", "BarycentricInterpolator"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_polynomial_interpolants(name, axis):
+    xi = np.array([0.0, 0.4, 1.1, 1.5, 2.3, 3.0])
+    yi = RNG.normal(size=(6, 2)) if axis == 0 else RNG.normal(size=(2, 6))
+    q = np.array([[0.2, 0.4], [1.7, 3.2]])
+    twin = lambda v, z=q: getattr(ci, name)(xi, v, axis=axis)(z)  # noqa: E731
+    ref = lambda v, z=q: getattr(si, name)(xi, v, axis=axis)(z)  # noqa: E731
+    close(traced_value(twin, yi), ref(yi))
+    close(traced_value(lambda z: twin(yi, z), q), ref(yi))
+    fd_close(cr.jacobian(twin)(yi), fd(ref, yi))
+    fd_close(cr.jacobian(lambda z: twin(yi, z))(q), fd(lambda z: ref(yi, z), q))
+    # at a node (0.4): the first and second derivatives in the query are the
+    # polynomial's, with no division by x - x_j
+    f = lambda z: getattr(ci, name)(xi, yi[:, 0] if axis == 0 else yi[0])(z)  # noqa: E731
+    p = getattr(si, name)(xi, yi[:, 0] if axis == 0 else yi[0])
+    assert cr.grad(f)(0.4) == pytest.approx(p.derivative(0.4), rel=1e-10)
+    assert cr.hvp(f, np.array(0.4), np.array(1.0)) == pytest.approx(p.derivative(0.4, 2),
+                                                                     rel=1e-8)
+    with pytest.raises(MissingRuleError, match="derivative"):
+        cr.grad(lambda z: np.sum(getattr(ci, name)(xi, yi, axis=axis).derivative(z)))(q)
+
+
+def test_polynomial_functions_and_hermite_nodes():
+    xi = np.array([0.0, 0.4, 1.1, 1.5, 2.3, 3.0])
+    yi = RNG.normal(size=6)
+    for twin, ref in [(ci.krogh_interpolate, si.krogh_interpolate),
+                      (ci.barycentric_interpolate, si.barycentric_interpolate)]:
+        close(traced_value(lambda v: twin(xi, v, TIN), yi), ref(xi, yi, TIN))
+    # repeated Krogh nodes prescribe derivatives
+    xk, yk = np.array([0.0, 0.0, 1.0, 2.0]), np.array([1.0, 0.5, 2.0, 0.0])
+    close(traced_value(lambda v: ci.KroghInterpolator(xk, v)(TIN), yk),
+          si.KroghInterpolator(xk, yk)(TIN))
+    fd_close(cr.jacobian(lambda v: ci.KroghInterpolator(xk, v)(TIN))(yk),
+             fd(lambda v: si.KroghInterpolator(xk, v)(TIN), yk))

@@ -187,6 +187,22 @@ def _hermite_args(wrt):
     return sample
 
 
+def polynomial(x, y, t, name):
+    """KroghInterpolator or BarycentricInterpolator through every point."""
+    return getattr(ip, name)(x, y)(t)
+
+
+def _polynomial_args(wrt):
+    def sample(draw, dtype):
+        n = draw(st.integers(1, 6))
+        x = _points(draw, n)
+        y = draw(crs.arrays(dtype if wrt == 1 else "float64", (n,) + _trailing(draw)))
+        t = _queries(draw, x, _qshape(draw), outside=0.2)
+        name = draw(st.sampled_from(["KroghInterpolator", "BarycentricInterpolator"]))
+        return (x, y, t.astype(dtype if wrt == 2 else "float64"), name), {}
+    return sample
+
+
 def pchip(x, y, t):
     return ip.PchipInterpolator(x, y)(t)
 
@@ -405,3 +421,4 @@ if ip is not None:
     SPECS += _pair(hermite, _hermite_args, "CubicHermiteSpline", 1, 3)
     SPECS.append(RuleSpec(hermite, _hermite_args(2), FC, wrt=(2,),
                           name="scipy.interpolate.CubicHermiteSpline[slopes]"))
+    SPECS += _pair(polynomial, _polynomial_args, "Krogh-BarycentricInterpolator", 1, 2)
