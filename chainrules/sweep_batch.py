@@ -33,11 +33,17 @@ def slice_of(v, j):
 
 
 def as_batch_of_one(v):
-    """An unbatched value as a batch of one direction (a view)."""
+    """An unbatched value as a batch of one direction (a view).
+
+    The unbatched sweeps let a rule with several outputs give ``None`` for
+    an output without a derivative (an integer pivot, a boolean flag); in a
+    batch that output's value is a structural zero, as the batched methods
+    and the per-direction fallback give it, so that ``slice_of`` reads any
+    output of the batch back."""
     if v is None or isinstance(v, Structural):
         return v
     if type(v) is tuple:
-        return tuple(as_batch_of_one(t) for t in v)
+        return tuple(ZERO if t is None else as_batch_of_one(t) for t in v)
     return v[None]
 
 
