@@ -19,12 +19,25 @@ derived again from its new base (``base[index]``), so no live value is
 ever stale. ``y[1:] += x`` runs as ``t = y[1:]; t += x; y[1:] = t``: the
 last step, writing a live view into its own place, changes nothing.
 
-Other functions NumPy may answer with a view (``reshape``, ``ravel``,
-``.T``, ``swapaxes``, ``diagonal``, ``real``, ``squeeze``,
-``broadcast_to``, ``split``, ``flip``, ...) make *aliases*: writing into an
-alias, or into an array while an alias of it is alive, raises
-``UntraceableError`` (NumPy would change the other one; whether it does
-can depend on memory layout), naming the copy to make.
+``reshape``, ``ravel``, ``transpose`` (``.T``), ``squeeze``, ``swapaxes``,
+``moveaxis``, ``real`` and ``imag`` (and their method forms) are followed as
+NumPy answers them: when the primal arrays share memory (NumPy returned a
+view for these values and this layout), the result is a view of its
+argument, linked by a ``_View`` that reads it from the base (``get``) and
+writes it back (``put``: the inverse reshape or transpose, a complex
+number rebuilt from its parts), so writes go through both ways as for
+basic indexing; when NumPy made a copy, the result is independent.
+``diagonal`` (``np.diag`` of a matrix) and ``imag`` of a real array are
+read-only in NumPy: they follow writes into their base, and writing into
+them raises ``ReadOnlyViewError`` (a ``ValueError``, as NumPy's). Other
+functions NumPy may answer with a view (``broadcast_to``, ``split``,
+``flip``, ``expand_dims``, ...) make *aliases*: writing into an alias, or
+into an array while an alias of it is alive, raises ``UntraceableError``
+(NumPy would change the other one), naming the copy to make.
+
+NumPy's in-place functions (``ufunc.at``, ``np.put``, ``np.putmask``,
+``np.place``, ``np.fill_diagonal``) are recorded in
+``chainrules.writes_buffers`` through ``_assign``; ``np.copyto`` here.
 
 Buffers. ``np.zeros_like``, ``np.ones_like``, ``np.empty_like`` (zeros:
 deterministic) and ``np.full_like`` of a traced value (with ``shape=``,
@@ -60,7 +73,7 @@ from .rule import ReverseRule
 from .tangents import ZERO
 from .tracing import Traced, array_function, dispatch, getitem, record, untraced
 
-__all__ = ["ConstantRule", "setitem", "in_place", "link_view"]
+__all__ = ["ConstantRule", "ReadOnlyViewError", "setitem", "in_place", "link_view"]
 
 
 class _Alias:
@@ -458,7 +471,7 @@ def _viewing(func, args, kwargs):
     (the primal arrays share memory, as NumPy decided for these values), so
     that writes go through as through basic indexing; a copy is independent."""
     out = array_function(func, args, kwargs)
-    base = args[0] if args else next(iter(kwargs.values()), None)
+    base = args[0] if args else kwargs.get("a", kwargs.get("val"))
     if type(out) is not Traced or type(base) is not Traced or out is base:
         return out
     v, b = untraced(out), untraced(base)

@@ -2,7 +2,7 @@
 
 ``ufunc.at(a, indices, b)`` (``np.add.at``, ``np.subtract.at``,
 ``np.multiply.at``, ``np.maximum.at``... every ufunc with a rule),
-``np.put(a, ind, v, mode)``, ``np.putmask(a, mask, values)``,
+``np.put(a, ind, v, mode)`` (and ``a.put``), ``np.putmask(a, mask, values)``,
 ``np.place(arr, mask, vals)`` and ``np.fill_diagonal(a, val, wrap)`` with a
 traced ``a`` compute the new value of ``a`` from recorded operations and
 rebind ``a`` to it, as ``a[i] = v`` does (``chainrules.writes``): views of
@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 
-from . import writes
+from . import tracing, writes
 from .errors import UntraceableError
 from .numpy import index_add, index_update
 from .tracing import SPECIAL_FUNCTIONS, Traced, array_function, dispatch, op_name, untraced
@@ -55,6 +55,16 @@ def _refuse_traced_index(name, what):
 
 def _refuse_plain_buffer(name):
     raise UntraceableError(f"{name} writing traced values into a plain array: {_PLAIN_BUFFER}")
+
+
+def _values(v):
+    """The values to write as an array: traced when any piece of a nested
+    list is (``[x[0], 1.0]``), so that no derivative is dropped."""
+    if type(v) is Traced:
+        return v
+    if isinstance(v, (list, tuple)) and tracing.holds_traced(v):
+        return tracing.nested_array(v)
+    return np.asarray(v)
 
 
 def _zeros_of(v):
@@ -83,7 +93,7 @@ def _scatter(name, a, values, place):
     """Write into the traced ``a`` what ``place(buffer, values)`` writes in
     NumPy: the positions and the value each receives come from ``place``
     run on an integer buffer with the values' flat positions."""
-    vals = values if type(values) is Traced else np.asarray(untraced(values))
+    vals = _values(values)
     with warnings.catch_warnings():  # NumPy's errors; its warnings come from the cast
         warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
         place(np.zeros(a.shape, a.dtype), _zeros_of(vals))
@@ -110,7 +120,7 @@ def _put(func, args, kwargs):
     if type(ind) is Traced:
         _refuse_traced_index("numpy.put", "index")
     if type(a) is not Traced:
-        if type(v) is Traced:
+        if _traced(v):
             _refuse_plain_buffer("numpy.put")
         return array_function(func, args, kwargs)
     return _scatter("numpy.put", a, v, lambda buf, vals: np.put(buf, ind, vals, mode=mode))
@@ -121,7 +131,7 @@ def _putmask(func, args, kwargs):
     if type(mask) is Traced:
         _refuse_traced_index("numpy.putmask", "mask")
     if type(a) is not Traced:
-        if type(values) is Traced:
+        if _traced(values):
             _refuse_plain_buffer("numpy.putmask")
         return array_function(func, args, kwargs)
     return _scatter("numpy.putmask", a, values,
@@ -133,7 +143,7 @@ def _place(func, args, kwargs):
     if type(mask) is Traced:
         _refuse_traced_index("numpy.place", "mask")
     if type(arr) is not Traced:
-        if type(vals) is Traced:
+        if _traced(vals):
             _refuse_plain_buffer("numpy.place")
         return array_function(func, args, kwargs)
     return _scatter("numpy.place", arr, vals, lambda buf, v: np.place(buf, mask, v))
@@ -142,11 +152,15 @@ def _place(func, args, kwargs):
 def _fill_diagonal(func, args, kwargs):
     a, val, wrap = _bind(lambda a, val, wrap=False: (a, val, wrap), args, kwargs)
     if type(a) is not Traced:
-        if type(val) is Traced:
+        if _traced(val):
             _refuse_plain_buffer("numpy.fill_diagonal")
         return array_function(func, args, kwargs)
     return _scatter("numpy.fill_diagonal", a, val,
                     lambda buf, v: np.fill_diagonal(buf, v, wrap=wrap))
+
+
+def _traced(v):
+    return type(v) is Traced or isinstance(v, (list, tuple)) and tracing.holds_traced(v)
 
 
 def _bind(params, args, kwargs):
@@ -162,7 +176,7 @@ def ufunc_at(ufunc, inputs, kwargs):
     if kwargs or len(inputs) not in (2, 3):
         raise TypeError(f"{name} takes (a, indices[, b]) and no keywords")
     a, indices = inputs[0], inputs[1]
-    b = inputs[2] if len(inputs) == 3 else None
+    b = _values(inputs[2]) if len(inputs) == 3 else None
     if type(indices) is Traced or isinstance(indices, tuple) and any(
             type(i) is Traced for i in indices):
         _refuse_traced_index(name, "index")
@@ -225,6 +239,12 @@ def _install():
     SPECIAL_FUNCTIONS[np.place] = _place
     SPECIAL_FUNCTIONS[np.fill_diagonal] = _fill_diagonal
     writes._Writes.ufunc_at = staticmethod(ufunc_at)
+    Traced.put = _put_method
+
+
+def _put_method(self, indices, values, mode="raise"):
+    """``x.put(indices, values, mode)``: ``np.put(x, ...)``, recorded."""
+    np.put(self, indices, values, mode=mode)
 
 
 _install()

@@ -401,6 +401,7 @@ PUTS = {
     "put clip": lambda y, x: np.put(y, [9, -3, 1], x[:3] ** 2, mode="clip"),
     "put negative": lambda y, x: np.put(y, [-1], x[0] ** 2),
     "put plain values": lambda y, x: np.put(y, [0, 4], [2.0, 3.0]),
+    "put method": lambda y, x: y.put([3, -1, 3], x[:3] ** 2, mode="clip"),
     "putmask": lambda y, x: np.putmask(y, X > 0.5, np.cos(x)),
     "putmask short values": lambda y, x: np.putmask(y, X > 0.5, x[:4] ** 2),
     "place": lambda y, x: np.place(y, X > 0.5, x[:4] ** 2),
@@ -411,6 +412,14 @@ PUTS = {
     "fill_diagonal values": lambda y, x: np.fill_diagonal(y.reshape(2, 3), x[4:] ** 2),
     "copyto where": lambda y, x: np.copyto(y, x[::-1] ** 2, where=X > 0.5),
     "copyto where broadcast": lambda y, x: np.copyto(y, x[0] ** 2, where=X < 0.5),
+    # lists holding traced values: no derivative dropped
+    "put list": lambda y, x: np.put(y, [1, 1, 4], [x[2], x[3] ** 2, 1.5]),
+    "putmask list": lambda y, x: np.putmask(y, X > 0.5, [x[0] ** 2, 2.0]),
+    "place list": lambda y, x: np.place(y, X > 0.5, [x[5], x[4] ** 2]),
+    "fill_diagonal list": lambda y, x: np.fill_diagonal(y.reshape(2, 3), [x[3], x[1] * 2]),
+    "add.at list": lambda y, x: np.add.at(y, [0, 0, 2], [x[1] ** 2, 1.0, x[0]]),
+    "multiply.at list": lambda y, x: np.multiply.at(y, [3, 3], [x[1], x[2]]),
+    "copyto list": lambda y, x: np.copyto(y[:2], [x[3] ** 2, x[0]], where=[True, False]),
 }
 
 
@@ -522,3 +531,30 @@ def test_plain_buffers_and_traced_indices_are_refused_with_what_to_do():
     with pytest.raises(cr.UntraceableError):
         cr.grad(lambda x: np.add.at(np.zeros(6), [0], x[0]) or np.sum(x))(x)
     np.testing.assert_array_equal(x, X)
+
+
+def test_writes_across_levels_through_views():
+    """Outer values written into an inner buffer's views, the inner
+    gradient written into an outer view; second order included."""
+    def outer(x):
+        xb = np.reshape(x * 1.0, (2, 3))
+        t = xb.T
+
+        def inner(y):
+            b = np.reshape(y * x, (3, 2))
+            r = np.ravel(b)
+            r[0] = x[0] * y[1]
+            np.add.at(r, [1, 1], y[2] * x[3])
+            np.put(b, [5], np.sin(y[0]))
+            return np.sum(np.sin(b) * r.reshape(3, 2))
+
+        g = cr.grad(inner)(x[::-1] * 1.0)
+        t[0] = g[:2]
+        return np.sum(xb ** 2) + np.sum(g * x)
+
+    g = cr.grad(outer)(X)
+    np.testing.assert_allclose(g, fd_grad(outer, X), rtol=1e-6, atol=1e-7)
+    h = cr.hessian(outer)(X)
+    np.testing.assert_allclose(h, h.T, rtol=1e-10, atol=1e-12)
+    fd_h = np.array([fd_grad(lambda z, i=i: cr.grad(outer)(z)[i], X) for i in range(6)])
+    np.testing.assert_allclose(h, fd_h, rtol=1e-5, atol=1e-6)
