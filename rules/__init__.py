@@ -30,6 +30,9 @@ def _load_special(module=None):
 
 
 when_imported("scipy.special", _load_special, "its scipy.special rules")
+# x @ A with a plain scipy.sparse matrix A: registered once scipy.sparse is imported
+when_imported("scipy.sparse", lambda module: importlib.import_module(f"{__name__}.scipy_sparse"),
+              "its scipy.sparse products")
 from . import array_api, composites, composites_more, composites_stats  # noqa: F401,E402  (compositions of the rules above)
 # scipy.fft's transforms as compositions of the rules above, reached through
 # a backend of scipy.fft registered when scipy.fft is imported (this imports
@@ -38,7 +41,8 @@ from . import scipy_fft  # noqa: F401,E402
 
 
 _ON_DEMAND = ("scipy_linalg", "scipy_linalg_compose", "scipy_linalg_schur",
-              "scipy_linalg_solvers", "scipy_signal", "scipy_integrate")
+              "scipy_linalg_solvers", "scipy_signal", "scipy_integrate",
+              "scipy_sparse", "scipy_sparse_linalg")
 
 
 def load_all():

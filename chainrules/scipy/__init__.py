@@ -22,3 +22,4 @@ for use where another backend of ``scipy.fft`` is put first.
 
 from . import linalg, special  # noqa: F401
 from . import fft, integrate, interpolate, optimize, signal, spatial, stats  # noqa: F401
+from . import sparse  # noqa: F401
