@@ -207,8 +207,6 @@ _CATEGORIES = {
         "returns np.poly1d objects, which convert their coefficients: no twin": (
             "lagrange pade approximate_taylor_polynomial"),
         _NO_TWIN_YET + " (knot insertion: linear in the coefficients)": "insert",
-        _NO_TWIN_YET + " (evaluates bisplrep's bivariate spline: de Boor's recursion "
-        "along each axis)": "bisplev",
     },
     "scipy.fft": {
         "no array input: sample frequencies from a length and a spacing": "fftfreq rfftfreq",

@@ -624,3 +624,25 @@ def test_polynomial_functions_and_hermite_nodes():
           si.KroghInterpolator(xk, yk)(TIN))
     fd_close(cr.jacobian(lambda v: ci.KroghInterpolator(xk, v)(TIN))(yk),
              fd(lambda v: si.KroghInterpolator(xk, v)(TIN), yk))
+
+
+@pytest.mark.parametrize("dx,dy", [(0, 0), (1, 0), (0, 2), (1, 1)])
+def test_bisplev(dx, dy):
+    gx, gy = np.meshgrid(np.linspace(0, 1, 9), np.linspace(0, 2, 8), indexing="ij")
+    tck = si.bisplrep(gx.ravel(), gy.ravel(), (np.sin(3 * gx) * np.cos(gy)).ravel(), s=0.01)
+    tx, ty, c, kx, ky = tck
+    x = np.array([-0.1, 0.2, 0.55, 0.9, 1.2])        # outside: FITPACK's edge values
+    y = np.array([0.1, 1.0, 1.9, 2.3])
+    expected = si.bisplev(x, y, tck, dx, dy)
+    close(traced_value(lambda v: ci.bisplev(x, y, (tx, ty, v, kx, ky), dx, dy), c), expected)
+    close(traced_value(lambda q: ci.bisplev(q, y, tck, dx, dy), x), expected)
+    fd_close(cr.jacobian(lambda v: ci.bisplev(x, y, (tx, ty, v, kx, ky), dx, dy))(c),
+             fd(lambda v: si.bisplev(x, y, (tx, ty, v, kx, ky), dx, dy), c))
+    fd_close(cr.jacobian(lambda q: ci.bisplev(q, y, tck, dx, dy))(x),
+             fd(lambda q: si.bisplev(q, y, tck, dx, dy), x))
+    # SciPy's squeezing of scalar points
+    for xx, yy in [(0.3, 1.0), (x, 1.0), (0.3, y)]:
+        out = traced_value(lambda v: ci.bisplev(xx, yy, (tx, ty, v, kx, ky), dx, dy), c)
+        want = si.bisplev(xx, yy, tck, dx, dy)
+        assert np.shape(out) == np.shape(want)
+        close(out, want)

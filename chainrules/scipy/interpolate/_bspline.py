@@ -69,6 +69,18 @@ def de_boor(t, c, k, xq, extrapolate):
     return out
 
 
+def basis_matrix(t, k, x, nu=0, extrapolate=True):
+    """The values at the (1-D) points ``x`` of the ``nu``-th derivatives of
+    every B-spline of degree ``k`` on the knots ``t``: shape ``(len(x), n)``
+    (the splines of the differentiated unit coefficients, by de Boor's
+    recursion; differentiable in ``x``)."""
+    n = len(t) - k - 1
+    if nu > k:
+        return np.zeros((np.shape(x)[0], n)) + _column(0 * x, 2)
+    tt, cc, kk = derivative_tck(t, np.eye(n), k, nu) if nu else (t, np.eye(n), k)
+    return de_boor(tt, cc, kk, x, extrapolate)[:, :n]
+
+
 def derivative_tck(t, c, k, nu):
     """Knots, coefficients and degree of the ``nu``-th derivative."""
     c = _pad(c, len(t))

@@ -19,11 +19,11 @@ import scipy.interpolate as _si
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced, untraced
 
-from ._bspline import BSpline, antiderivative_tck, derivative_tck
-from ._cubic import PchipInterpolator, _widen
-from ._ppoly import _column, any_traced, constant
+from ._bspline import BSpline, antiderivative_tck, basis_matrix, derivative_tck
+from ._cubic import PchipInterpolator
+from ._ppoly import any_traced, constant, widen
 
-__all__ = ["splev", "splder", "splantider", "splint", "spalde", "pchip_interpolate",
+__all__ = ["splev", "splder", "splantider", "splint", "spalde", "bisplev", "pchip_interpolate",
            "make_lsq_spline", "make_smoothing_spline"]
 
 
@@ -79,7 +79,7 @@ def splev(x, tck, der=0, ext=0):
         return _si.splev(x, tck, der, ext)
     _real(c)
     _si.splev(untraced(x), (t, untraced(c), k), der, ext)      # SciPy's checks
-    spline = _spline(t, _widen(c), k)
+    spline = _spline(t, widen(c), k)
     n = len(spline.t) - k - 1
     lo, hi = spline.t[k], spline.t[n]
     if ext == 3 and der == 0:
@@ -101,7 +101,7 @@ def splder(tck, n=1):
     _si.splder((t, untraced(c), k), n)
     if not is_traced(c):
         return _si.splder(tck, n)
-    return derivative_tck(np.asarray(t, dtype=float), _widen(c), k, n)
+    return derivative_tck(np.asarray(t, dtype=float), widen(c), k, n)
 
 
 def splantider(tck, n=1):
@@ -113,7 +113,7 @@ def splantider(tck, n=1):
     t, c, k = tck
     if not is_traced(c):
         return _si.splantider(tck, n)
-    return antiderivative_tck(np.asarray(t, dtype=float), _widen(c), k, n)
+    return antiderivative_tck(np.asarray(t, dtype=float), widen(c), k, n)
 
 
 def splint(a, b, tck, full_output=0):
@@ -127,7 +127,7 @@ def splint(a, b, tck, full_output=0):
         return [splint(a, b, (t, ci, k), full_output) for ci in c]
     if not any_traced(c, a, b):
         return _si.splint(a, b, tck, full_output)
-    out = _spline(t, _widen(c), k).integrate(a, b, extrapolate=False)
+    out = _spline(t, widen(c), k).integrate(a, b, extrapolate=False)
     if full_output:
         return out, _si.splint(untraced(a), untraced(b), (t, untraced(c), k), 1)[1]
     return out
@@ -145,8 +145,37 @@ def spalde(x, tck):
     xs = np.reshape(x, (-1,))
     if np.shape(xs)[0] > 1:
         return [spalde(xs[i], tck) for i in range(np.shape(xs)[0])]
-    spline = _spline(t, _widen(c), k)
+    spline = _spline(t, widen(c), k)
     return np.stack([spline(xs[0], d) for d in range(k + 1)])
+
+
+def bisplev(x, y, tck, dx=0, dy=0):
+    """``scipy.interpolate.bisplev``: the tensor-product spline of
+    ``bisplrep`` (its coefficients ``c`` may be traced) on the grid of the
+    (increasing) points ``x`` and ``y`` (traced too). As FITPACK, points
+    outside the knots' base interval take the value at its edge."""
+    tx, ty, c, kx, ky = tck
+    if not any_traced(x, y, c):
+        return _si.bisplev(x, y, tck, dx, dy)
+    _real(c)
+    expected = _si.bisplev(untraced(x), untraced(y), (tx, ty, untraced(c), kx, ky), dx, dy)
+    tx = constant(tx, "the knots tx", "bisplev")
+    ty = constant(ty, "the knots ty", "bisplev")
+    nx, ny = len(tx) - kx - 1, len(ty) - ky - 1
+    coef = np.reshape(widen(c)[:nx * ny], (nx, ny))
+
+    def axis_basis(v, t, k, n, nu):
+        v = v if is_traced(v) else np.asarray(v, dtype=float)
+        v = np.reshape(v, (-1,))
+        v = np.where(v < t[k], t[k], np.where(v > t[n], t[n], v))
+        return basis_matrix(t, k, v, nu)
+
+    z = axis_basis(x, tx, kx, nx, dx) @ coef @ axis_basis(y, ty, ky, ny, dy).T
+    if np.shape(z)[0] > 1:
+        return z
+    if np.shape(z)[1] > 1:
+        return z[0]
+    return z[0, 0] if np.ndim(expected) == 0 else z
 
 
 def pchip_interpolate(xi, yi, x, der=0, axis=0):
@@ -167,7 +196,7 @@ def _linear_fit(build, x, y, axis, who):
     ref = build(untraced(y), axis)
     if not is_traced(y):
         return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
-    yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
+    yt = widen(np.moveaxis(y, axis % np.ndim(y), 0))
     cmap = build(np.eye(np.shape(yt)[0]), 0).c
     c = np.tensordot(cmap, yt, axes=([1], [0]))
     return BSpline.construct_fast(ref.t, c, ref.k, ref.extrapolate, ref.axis)

@@ -37,7 +37,7 @@ from scipy.spatial import Delaunay, cKDTree
 from chainrules.errors import MissingRuleError
 from chainrules.tracing import is_traced, untraced
 
-from ._bspline import de_boor, derivative_tck
+from ._bspline import basis_matrix
 from ._cubic import PchipInterpolator, hermite_coefficients, pchip_slopes
 from ._interp1d import interp1d
 from ._ppoly import _column, any_traced, constant, interval_index, widen
@@ -191,14 +191,7 @@ class RegularGridInterpolator:
         out = None
         nus = (0,) * len(grid) if nu is None else tuple(nu)
         for d, (x, t) in enumerate(zip(cols, knots)):
-            n = len(t) - k - 1
-            if nus[d] > k:
-                basis = np.zeros((np.shape(x)[0], n)) + _column(0 * x, 2)
-            else:
-                # the derivatives of the B-splines: the splines of the
-                # differentiated unit coefficients
-                tt, cc, kk = derivative_tck(t, np.eye(n), k, nus[d])
-                basis = de_boor(tt, cc, kk, x, True)[:, :n]          # (nq, n)
+            basis = basis_matrix(t, k, x, nus[d])                    # (nq, n)
             if out is None:
                 out = np.tensordot(basis, coef, axes=([1], [0]))   # (nq, ...)
             else:

@@ -371,6 +371,32 @@ def _fitpack_args(wrt):
     return sample
 
 
+def bispline(tx, ty, c, kx, ky, x, y, dx, dy):
+    """bisplev on the grid of x and y: a tensor-product spline."""
+    return ip.bisplev(x, y, (tx, ty, c, kx, ky), dx, dy)
+
+
+def _bispline_args(wrt):
+    def sample(draw, dtype):
+        kx, ky = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        ix, iy = _points(draw, draw(st.integers(2, 4))), _points(draw, draw(st.integers(2, 4)))
+        tx = np.r_[[ix[0]] * kx, ix, [ix[-1]] * kx]
+        ty = np.r_[[iy[0]] * ky, iy, [iy[-1]] * ky]
+        n = (len(tx) - kx - 1) * (len(ty) - ky - 1)
+        c = draw(crs.arrays(dtype if wrt == 2 else "float64", (n,)))
+        # increasing points inside the base interval, away from the knots and
+        # 0.1 apart (FITPACK refuses points out of order)
+        def increasing(inner):
+            v = np.sort(_queries(draw, inner, (draw(st.integers(1, 3)),), outside=0.0))
+            return v[np.r_[True, np.diff(v) > 0.1]]
+
+        x, y = increasing(ix), increasing(iy)
+        dx, dy = draw(st.integers(0, kx - 1)), draw(st.integers(0, ky - 1))
+        return (tx, ty, c, kx, ky, x.astype(dtype if wrt == 5 else "float64"),
+                y.astype(dtype if wrt == 6 else "float64"), dx, dy), {}
+    return sample
+
+
 def fit(x, y, kind, q):
     """pchip_interpolate, make_lsq_spline (knots inside x) and
     make_smoothing_spline (a given lam) at the queries ``q``."""
@@ -422,3 +448,6 @@ if ip is not None:
     SPECS.append(RuleSpec(hermite, _hermite_args(2), FC, wrt=(2,),
                           name="scipy.interpolate.CubicHermiteSpline[slopes]"))
     SPECS += _pair(polynomial, _polynomial_args, "Krogh-BarycentricInterpolator", 1, 2)
+    SPECS += _pair(bispline, _bispline_args, "bisplev", 2, 5, data_dtypes=F)
+    SPECS.append(RuleSpec(bispline, _bispline_args(6), F, wrt=(6,),
+                          name="scipy.interpolate.bisplev[query y]"))
