@@ -25,7 +25,8 @@ FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions"
             "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg",
             "scipy_integrate", "scipy_signal", "scipy_stats", "scipy_spatial", "composites",
             "special_elementary", "special_distributions", "special_integrals",
-            "special_odes", "special_inverses", "scipy_fft", "scipy_interpolate")
+            "special_odes", "special_inverses", "scipy_fft", "scipy_interpolate",
+            "scipy_sparse")
 
 
 @dataclasses.dataclass(frozen=True)
