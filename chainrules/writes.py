@@ -375,13 +375,14 @@ def _assign(x, new):
     _rebind(x, new)
     for child, base in zip(chain, chain[1:]):
         _rebind(base, _put(base, child._base[1], child))
-    on_chain = {id(t) for t in chain}
+    # every view of the tree, the written ones included, is read again from
+    # its new base: it stays a view of it, with NumPy's memory layout (what
+    # later reshape and ravel calls ask about)
     stack = [chain[-1]]
     while stack:
         t = stack.pop()
         for w in _views(t):
-            if id(w) not in on_chain:
-                _rebind(w, _get(t, w._base[1]))
+            _rebind(w, _get(t, w._base[1]))
             stack.append(w)
 
 
@@ -637,9 +638,38 @@ def _install():
                      ("__ifloordiv__", np.floor_divide), ("__imod__", np.remainder),
                      ("__ipow__", np.power), ("__imatmul__", np.matmul)):
         setattr(Traced, name, _in_place_operator(op, name))
+    Traced.copy = _copy
+    Traced.__copy__ = Traced.__pos__ = _copy_k
     Traced.real = property(Traced.real.fget, _set_real, doc="The real part (a view).")
     Traced.imag = property(Traced.imag.fget, _set_imag, doc="The imaginary part (a view).")
     tracing.WRITES = _Writes
+
+
+def _copy(self, order="C"):
+    """``x.copy(order)``: a snapshot (the arrays are never written) whose
+    primal has the memory layout of NumPy's copy, since whether a later
+    ``reshape`` or ``ravel`` of it is a view depends on that layout."""
+    t = tracing.snapshot(self)
+    v = self.value
+    if type(v) is Traced:
+        t.value = _copy(v, order)
+    elif type(v) is np.ndarray and not _has_layout(v, order):
+        t.value = np.array(v, order=order, copy=True)
+    return t
+
+
+def _copy_k(self):
+    """``copy.copy(x)``, ``+x``: NumPy's copies keep the layout (order 'K')."""
+    return _copy(self, "K")
+
+
+def _has_layout(v, order):
+    """Whether NumPy's copy of ``v`` in ``order`` has ``v``'s layout."""
+    if v.flags.c_contiguous:
+        return order != "F" or v.flags.f_contiguous
+    if v.flags.f_contiguous:
+        return order != "C"
+    return False
 
 
 def _set_real(self, value):

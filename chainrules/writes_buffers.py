@@ -146,7 +146,23 @@ def _place(func, args, kwargs):
         if _traced(vals):
             _refuse_plain_buffer("numpy.place")
         return array_function(func, args, kwargs)
+    if type(vals) is Traced and _root(vals) is _root(arr) and np.may_share_memory(
+            untraced(vals), untraced(arr)):
+        raise UntraceableError(
+            "numpy.place with values that are a view of the array written: NumPy reads "
+            "them while it writes, so earlier writes change later values; pass a copy "
+            "(np.place(a, mask, v.copy())) or use np.putmask / a[mask] = v, which read "
+            "the values first")
     return _scatter("numpy.place", arr, vals, lambda buf, v: np.place(buf, mask, v))
+
+
+def _root(t):
+    """The array a chain of views of ``t`` starts from (aliases not followed)."""
+    b = writes._base_of(t)
+    while b is not None and type(b[1]) is not writes._Alias:
+        t = b[0]
+        b = writes._base_of(t)
+    return t
 
 
 def _fill_diagonal(func, args, kwargs):

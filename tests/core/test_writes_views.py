@@ -558,3 +558,61 @@ def test_writes_across_levels_through_views():
     np.testing.assert_allclose(h, h.T, rtol=1e-10, atol=1e-12)
     fd_h = np.array([fd_grad(lambda z, i=i: cr.grad(outer)(z)[i], X) for i in range(6)])
     np.testing.assert_allclose(h, fd_h, rtol=1e-5, atol=1e-6)
+
+
+def test_overlapping_values_follow_numpy_or_are_refused():
+    """NumPy reads ufunc.at's, put's, putmask's and copyto's values before
+    writing (a view of the array written gives the old values); place reads
+    them while writing, which chainrules refuses."""
+    for call in (lambda y: np.add.at(y, [1, 2], y[0:2]),
+                 lambda y: np.multiply.at(y, [1, 2, 2], y[0:3]),
+                 lambda y: np.put(y, [1, 2], y[0:2]),
+                 lambda y: np.putmask(y, np.array([0, 1, 1, 1], bool), y[0:3]),
+                 lambda y: np.copyto(y[1:], y[:-1], where=np.array([1, 1, 0], bool)),
+                 lambda y: np.fill_diagonal(y.reshape(2, 2), y[1:3]),
+                 lambda y: np.place(y, np.array([0, 1, 1, 1], bool), y[0:3].copy())):
+        def f(x, call=call):
+            y = x * 1.0
+            call(y)
+            return np.sum(np.sin(y) * W[:4])
+
+        check(f, X[:4])
+
+    def overlapping(x):
+        y = x * 1.0
+        np.place(y, np.array([0, 1, 1, 1], bool), y[0:3])
+        return np.sum(y)
+
+    def disjoint(x):                    # refused too: chainrules does not look closer
+        y = x * 1.0
+        np.place(y, np.array([1, 1, 0, 0], bool), y[2:])
+        return np.sum(y)
+
+    for f in (overlapping, disjoint):
+        with pytest.raises(cr.UntraceableError, match="place.*copy"):
+            cr.grad(f)(X[:4])
+
+
+@pytest.mark.parametrize("layout", [
+    lambda y: y.T, lambda y: y[:, ::2], lambda y: y[::-1], lambda y: np.flip(y, 1)])
+@pytest.mark.parametrize("copy", [
+    lambda t: t.copy(), lambda t: t.copy(order="F"), lambda t: +t, lambda t: np.copy(t)])
+def test_copies_and_written_views_keep_numpys_layout(layout, copy):
+    """Whether reshape and ravel return views depends on the memory layout:
+    copies take the layout NumPy gives them, and a view written into stays
+    a view of its base."""
+    def f(x):
+        y = np.reshape(x * 1.0, (3, 4))
+        c = copy(layout(y))
+        r = np.ravel(c)                 # a view exactly when NumPy's is
+        r[1] = -3.0 * x[0]
+        v = y[:, ::2]
+        v[0] = x[1:3] ** 2              # v stays a strided view of y
+        q = np.ravel(v)                 # a copy, as in NumPy
+        q[0] = 9.0
+        w = np.reshape(y.T, 12)         # a copy
+        w[2] = 4.0 * x[3]
+        return np.sum(np.sin(c) * np.arange(c.size).reshape(c.shape)) + np.sum(
+            np.cos(y) * np.arange(12.0).reshape(3, 4)) + np.sum(q * w[:6])
+
+    check(f, np.linspace(0.1, 1.2, 12))
