@@ -639,6 +639,7 @@ def _install():
                      ("__ipow__", np.power), ("__imatmul__", np.matmul)):
         setattr(Traced, name, _in_place_operator(op, name))
     Traced.copy = _copy
+    Traced.astype = _astype(Traced.astype)
     Traced.__copy__ = Traced.__pos__ = _copy_k
     Traced.real = property(Traced.real.fget, _set_real, doc="The real part (a view).")
     Traced.imag = property(Traced.imag.fget, _set_imag, doc="The imaginary part (a view).")
@@ -656,6 +657,19 @@ def _copy(self, order="C"):
     elif type(v) is np.ndarray and not _has_layout(v, order):
         t.value = np.array(v, order=order, copy=True)
     return t
+
+
+def _astype(astype):
+    """``x.astype(dtype)``; of ``x``'s own dtype, a copy in order 'K' as NumPy's."""
+
+    def method(self, dtype, copy=True):
+        if copy and np.dtype(dtype) == self.dtype:
+            return _copy(self, "K")
+        return astype(self, dtype, copy=copy)
+
+    method.__name__ = method.__qualname__ = "astype"
+    method.__doc__ = astype.__doc__
+    return method
 
 
 def _copy_k(self):

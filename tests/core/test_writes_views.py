@@ -596,7 +596,8 @@ def test_overlapping_values_follow_numpy_or_are_refused():
 @pytest.mark.parametrize("layout", [
     lambda y: y.T, lambda y: y[:, ::2], lambda y: y[::-1], lambda y: np.flip(y, 1)])
 @pytest.mark.parametrize("copy", [
-    lambda t: t.copy(), lambda t: t.copy(order="F"), lambda t: +t, lambda t: np.copy(t)])
+    lambda t: t.copy(), lambda t: t.copy(order="F"), lambda t: +t, lambda t: np.copy(t),
+    lambda t: t.astype(t.dtype)])
 def test_copies_and_written_views_keep_numpys_layout(layout, copy):
     """Whether reshape and ravel return views depends on the memory layout:
     copies take the layout NumPy gives them, and a view written into stays
