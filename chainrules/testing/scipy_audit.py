@@ -206,7 +206,6 @@ _CATEGORIES = {
         "theorem)": "sproot",
         "returns np.poly1d objects, which convert their coefficients: no twin": (
             "lagrange pade approximate_taylor_polynomial"),
-        _NO_TWIN_YET + " (knot insertion: linear in the coefficients)": "insert",
     },
     "scipy.fft": {
         "no array input: sample frequencies from a length and a spacing": "fftfreq rfftfreq",

@@ -646,3 +646,30 @@ def test_bisplev(dx, dy):
         want = si.bisplev(xx, yy, tck, dx, dy)
         assert np.shape(out) == np.shape(want)
         close(out, want)
+
+
+def test_insert():
+    t, c, k = TCK
+    for m, per, tck in [(1, 0, TCK), (2, 0, TCK),
+                        (1, 1, si.splrep(X, np.cos(2 * np.pi * (X - X[0]) / (X[-1] - X[0])),
+                                         per=1))]:
+        tt, cc, kk = tck
+        ref_t, ref_c, _ = si.insert(1.3, tck, m=m, per=per)
+        used = len(ref_t) - kk - 1           # FITPACK leaves the rest unset
+        out_t, out_c, _ = ci.insert(1.3, (tt, cr.stop_gradient(cc), kk), m, per)
+        np.testing.assert_array_equal(out_t, ref_t)
+        got = traced_value(lambda v: ci.insert(1.3, (tt, v, kk), m, per)[1], cc)
+        close(got[:used], ref_c[:used])
+        np.testing.assert_array_equal(got[used:], 0.0)
+        fd_close(cr.jacobian(lambda v: ci.insert(1.3, (tt, v, kk), m, per)[1][:used])(cc),
+                 fd(lambda v: si.insert(1.3, (tt, v, kk), m, per)[1][:used], cc))
+        if not per:
+            # the spline is unchanged, so is its derivative in the coefficients (a
+            # periodic spline's repeated coefficients are one: FITPACK reads one copy)
+            fd_close(cr.jacobian(lambda v: ci.splev(TIN, ci.insert(1.3, (tt, v, kk), m)))(cc),
+                     fd(lambda v: si.splev(TIN, (tt, v, kk)), cc))
+    b = ci.BSpline(t, np.stack([c, 2 * c], 1), k)
+    ref = si.insert(1.3, si.BSpline(t, np.stack([c, 2 * c], 1), k))
+    used = len(ref.t) - k - 1
+    close(traced_value(lambda v: ci.insert(1.3, ci.BSpline(t, v, k)).c, b.c)[:used],
+          ref.c[:used])

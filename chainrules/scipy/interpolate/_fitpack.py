@@ -23,7 +23,8 @@ from ._bspline import BSpline, antiderivative_tck, basis_matrix, derivative_tck
 from ._cubic import PchipInterpolator
 from ._ppoly import any_traced, constant, widen
 
-__all__ = ["splev", "splder", "splantider", "splint", "spalde", "bisplev", "pchip_interpolate",
+__all__ = ["splev", "splder", "splantider", "splint", "spalde", "insert", "bisplev",
+           "pchip_interpolate",
            "make_lsq_spline", "make_smoothing_spline"]
 
 
@@ -147,6 +148,39 @@ def spalde(x, tck):
         return [spalde(xs[i], tck) for i in range(np.shape(xs)[0])]
     spline = _spline(t, widen(c), k)
     return np.stack([spline(xs[0], d) for d in range(k + 1)])
+
+
+def insert(x, tck, m=1, per=0):
+    """``scipy.interpolate.insert``: the knot ``x`` inserted ``m`` times;
+    the new coefficients are a linear map of the old ones (read off SciPy
+    on unit vectors), so ``c`` may be traced; ``x`` is a constant."""
+    x = constant(x, "the inserted knot x", "insert")
+    if _bspline_object(tck):
+        if not is_traced(tck.c):
+            b = _si.insert(x, _si.BSpline(tck.t, tck.c, tck.k), m, per)
+            return BSpline.construct_fast(b.t, b.c, b.k, tck.extrapolate, tck.axis)
+        t, c = _insert_map(x, tck.t, tck.c, tck.k, m, per)
+        return BSpline.construct_fast(t, c, tck.k, tck.extrapolate, tck.axis)
+    t, c, k = tck
+    if _parametric(c):
+        out = [insert(x, (t, ci, k), m, per) for ci in c]
+        return out[0][0], [o[1] for o in out], k
+    if not is_traced(c):
+        return _si.insert(x, tck, m, per)
+    _real(c)
+    t_new, c_new = _insert_map(x, np.asarray(t, dtype=float), widen(c), k, m, per)
+    return t_new, c_new, k
+
+
+def _insert_map(x, t, c, k, m, per):
+    n = np.shape(c)[0]
+    unit = np.eye(n)
+    t_new = _si.insert(x, (t, unit[0], k), m, per)[0]
+    cmap = np.stack([np.asarray(_si.insert(x, (t, unit[j], k), m, per)[1])
+                     for j in range(n)], axis=1)                     # (n_new, n)
+    # FITPACK leaves the entries past the n - k - 1 coefficients unset: zeros
+    cmap[len(t_new) - k - 1:] = 0.0
+    return t_new, np.tensordot(cmap, c, axes=([1], [0]))
 
 
 def bisplev(x, y, tck, dx=0, dy=0):

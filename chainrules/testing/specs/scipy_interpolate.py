@@ -338,7 +338,7 @@ def _bspline_direct_args(wrt):
 def fitpack(t, c, k, x, what, der, ext):
     """The FITPACK-style functions on a ``(t, c, k)`` tuple: splev (with
     ``der`` and ``ext``), splint over ``x[0], x[1]``, spalde at ``x[0]``,
-    the coefficients of splder and splantider."""
+    the coefficients of splder, splantider and of insert at ``x[0]``."""
     tck = (t, c, k)
     if what == "splev":
         return ip.splev(x, tck, der, ext)
@@ -348,6 +348,9 @@ def fitpack(t, c, k, x, what, der, ext):
         return ip.spalde(x[0], tck)
     if what == "splder":
         return ip.splder(tck, der)[1]
+    if what == "insert":
+        t2, c2, _ = ip.insert(x[0], tck, m=der + 1)
+        return c2[:len(t2) - k - 1]
     return ip.splantider(tck, der + 1)[1]
 
 
@@ -360,12 +363,12 @@ def _fitpack_args(wrt):
         t, c, _ = splrep(x, draw(crs.arrays("float64", (len(x),))), k=k)
         c = draw(crs.arrays(dtype if wrt == 1 else "float64", np.shape(c)))
         what = draw(st.sampled_from(["splev", "splint", "spalde"] + (
-            ["splder", "splantider"] if wrt == 1 else [])))
+            ["splder", "splantider", "insert"] if wrt == 1 else [])))
         der = draw(st.integers(0, k - 1 if what == "splder" else k))
         if what == "splder":
             der = max(der, 1)
         ext = draw(st.sampled_from([0, 1, 3]))
-        shape = (2,) if what in ("splint", "spalde") else _qshape(draw)
+        shape = (2,) if what in ("splint", "spalde", "insert") else _qshape(draw)
         q = _queries(draw, x, shape, tuple(t), outside=0.3 if what == "splev" else 0.0)
         return (t, c, k, q.astype(dtype if wrt == 3 else "float64"), what, der, ext), {}
     return sample
