@@ -1,7 +1,7 @@
 """The SciPy audit: every public Python-level function (not a ufunc) of
 ``scipy.special``, ``scipy.linalg``, ``scipy.signal``, ``scipy.integrate``,
-``scipy.fft``, ``scipy.optimize``, ``scipy.spatial.distance`` and
-``scipy.interpolate``, and every
+``scipy.fft``, ``scipy.optimize``, ``scipy.spatial.distance``,
+``scipy.interpolate``, ``scipy.sparse`` and ``scipy.sparse.linalg``, and every
 public method of the ``scipy.stats`` distributions that
 ``chainrules.scipy.stats`` covers, either
 
@@ -35,6 +35,8 @@ MODULES = {
     "scipy.spatial.distance": "chainrules.scipy.spatial.distance",
     "scipy.fft": "chainrules.scipy.fft",
     "scipy.interpolate": "chainrules.scipy.interpolate",
+    "scipy.sparse": "chainrules.scipy.sparse",
+    "scipy.sparse.linalg": "chainrules.scipy.sparse.linalg",
 }
 
 #: functions that trace as they are -> why
@@ -206,6 +208,31 @@ _CATEGORIES = {
         "theorem)": "sproot",
         "returns np.poly1d objects, which convert their coefficients: no twin": (
             "lagrange pade approximate_taylor_polynomial"),
+    },
+    "scipy.sparse": {
+        "builds or rearranges a SciPy sparse matrix of plain values: build it plain, then "
+        "make a twin with traced values, csr_array((data, A.indices, A.indptr)); "
+        + _NO_TWIN_YET: (
+            "block_array block_diag bmat diags diags_array eye eye_array identity kron "
+            "kronsum spdiags hstack vstack tril triu expand_dims permute_dims swapaxes find"),
+        "random sparse matrices: no derivative": "rand random random_array",
+        "type checks, index dtypes and files: nothing to differentiate": (
+            "get_index_dtype isspmatrix isspmatrix_bsr isspmatrix_coo isspmatrix_csc "
+            "isspmatrix_csr isspmatrix_dia isspmatrix_dok isspmatrix_lil load_npz save_npz "
+            "safely_cast_index_arrays"),
+    },
+    "scipy.sparse.linalg": {
+        _NO_TWIN_YET + " (Krylov solvers: cg, gmres, minres and bicgstab have twins, and "
+        "the same exact-solution derivative applies)": (
+            "bicg cgs gcrotmk lgmres qmr tfqmr lsmr lsqr"),
+        _NO_TWIN_YET + " (sparse results or approximate factors; spsolve and splu have "
+        "twins)": "spsolve_triangular spilu inv expm matrix_power",
+        _NO_TWIN_YET + " (partial spectra by ARPACK or LOBPCG)": "eigs eigsh svds lobpcg",
+        _NO_TWIN_YET + " (norms and their estimates; toarray then np.linalg.norm)": (
+            "norm onenormest"),
+        _NO_TWIN_YET + " (expm_multiply has a twin)": "funm_multiply_krylov",
+        "structure queries and solver configuration: nothing to differentiate": (
+            "is_sptriangular spbandwidth use_solver"),
     },
     "scipy.fft": {
         "no array input: sample frequencies from a length and a spacing": "fftfreq rfftfreq",
