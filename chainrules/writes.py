@@ -333,7 +333,9 @@ def _refuse_alias(name, into):
     raise UntraceableError(
         f"{what}: in NumPy that result may share memory with the array (a view), so the "
         "write would change both, and chainrules follows writes through basic indexing "
-        "(x[1:], x[:, 0], x[..., None]) only; make the result a copy "
+        "(x[1:], x[:, 0], x[..., None]) and the views of reshape, ravel, transpose, "
+        "squeeze, swapaxes, moveaxis, real and imag of arrays (not of values staged by "
+        "cr.jit) only; make the result a copy "
         f"(r = {name}(...).copy()) or let it go (del r) before writing, or write into "
         "the array itself through basic indexing")
 

@@ -617,3 +617,19 @@ def test_copies_and_written_views_keep_numpys_layout(layout, copy):
             np.cos(y) * np.arange(12.0).reshape(3, 4)) + np.sum(q * w[:6])
 
     check(f, np.linspace(0.1, 1.2, 12))
+
+
+def test_ufunc_at_without_a_derivative_and_without_a_loop():
+    def f(x):
+        y = x * 3.0
+        np.floor_divide.at(y, [0, 0], 0.5)      # constant where written
+        np.copysign.at(y, [1], -1.0)
+        return np.sum(y * x)
+
+    v, g = cr.value_and_grad(f)(X)
+    np.testing.assert_allclose(v, f(X.copy()))
+    y0 = np.floor(np.floor(3 * X[0] / 0.5) / 0.5)
+    np.testing.assert_allclose(g, [y0, -6 * abs(X[1]), 6 * X[2], 6 * X[3], 6 * X[4],
+                                   6 * X[5]])
+    with pytest.raises(TypeError):              # NumPy's own error, before any write
+        cr.grad(lambda x: np.gcd.at(x * 1.0, [0], x[1]) or np.sum(x))(X)
