@@ -33,6 +33,7 @@ from . import pytree  # noqa: E402
 from . import numpy  # noqa: E402,F401  (chainrules.numpy.array, index_update, index_add)
 from . import writes as _writes  # noqa: E402,F401  (installs writes into traced arrays)
 from . import writes_buffers as _writes_buffers  # noqa: E402,F401  (ufunc.at, np.put...)
+from . import writes_views as _writes_views  # noqa: E402,F401  (reshape, ravel... views)
 from . import rules  # noqa: E402,F401  (registers the NumPy rule library)
 from .registry import mark_builtins as _mark_builtins  # noqa: E402
 

@@ -38,7 +38,8 @@ LAYERS = [
      "elementwise_expr", "elementwise_threads", "elementwise_chunks", "fusion_code",
      "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
-     "second_order", "writes", "writes_buffers", "jit"},
+     "second_order", "writes", "writes_buffers", "writes_views",
+     "jit"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 
