@@ -633,3 +633,61 @@ def test_ufunc_at_without_a_derivative_and_without_a_loop():
                                    6 * X[5]])
     with pytest.raises(TypeError):              # NumPy's own error, before any write
         cr.grad(lambda x: np.gcd.at(x * 1.0, [0], x[1]) or np.sum(x))(X)
+
+
+# -- random writes against NumPy ----------------------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_AT_OPS = [np.add, np.subtract, np.multiply, np.maximum, np.minimum]
+
+
+@st.composite
+def _programs(draw):
+    shape = draw(st.sampled_from([(5,), (2, 3), (3, 1, 2), (1,)]))
+    dtype = draw(st.sampled_from([np.float64, np.float32, np.complex128]))
+    size = int(np.prod(shape))
+    steps = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["at", "put", "putmask", "view"]))
+        n = draw(st.integers(0, 6))
+        pos = draw(st.lists(st.integers(-size, size - 1), min_size=n, max_size=n))
+        op = draw(st.sampled_from(_AT_OPS if dtype is not np.complex128 else _AT_OPS[:3]))
+        mode = draw(st.sampled_from(["raise", "wrap", "clip"]))
+        steps.append((kind, pos, op, mode, draw(st.integers(0, 2 ** 16))))
+    return shape, dtype, steps
+
+
+def _run(x, shape, dtype, steps):
+    """The program on ``x`` (traced or plain): writes into a buffer and its views."""
+    y = np.reshape(x * 1.0, shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        y = y * (1 - 0.5j)
+    flat = np.ravel(y)                  # a view: every write below reaches it
+    for kind, pos, op, mode, seed in steps:
+        w = np.random.default_rng(seed).integers(0, x.size, max(len(pos), 1))
+        vals = (np.sin(x[w]) * 2.0).astype(dtype)  # putmask casts safely only
+        if kind == "at":
+            idx = np.unravel_index(np.mod(pos, y.size), shape) if pos else ([],) * y.ndim
+            op.at(y, idx, vals[: len(pos)])
+        elif kind == "put":
+            np.put(y, pos, vals, mode=mode)
+        elif kind == "putmask":
+            np.putmask(y, np.arange(y.size).reshape(shape) % 2 == seed % 2, vals)
+        else:
+            flat[pos] = vals[: len(pos)]
+    return np.sum(np.abs(y) ** 2 * np.arange(1, y.size + 1).reshape(shape)) + np.sum(
+        np.real(flat) ** 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_programs())
+def test_random_writes_agree_with_numpy(program):
+    shape, dtype, steps = program
+    x = np.linspace(-1.3, 1.7, int(np.prod(shape)))
+    f = lambda x: _run(x, shape, dtype, steps)  # noqa: E731
+    tol = 1e-4 if dtype is np.float32 else 1e-9
+    v, g = cr.value_and_grad(f)(x)
+    np.testing.assert_allclose(v, f(x.copy()), rtol=tol)
+    np.testing.assert_allclose(g, fd_grad(f, x, 1e-3 if dtype is np.float32 else 1e-6),
+                               rtol=1e-2 if dtype is np.float32 else 1e-5, atol=1e-2 if
+                               dtype is np.float32 else 1e-6)
