@@ -26,7 +26,7 @@ FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions"
             "scipy_integrate", "scipy_signal", "scipy_stats", "scipy_spatial", "composites",
             "special_elementary", "special_distributions", "special_integrals",
             "special_odes", "special_inverses", "scipy_fft", "scipy_interpolate",
-            "scipy_sparse")
+            "scipy_sparse", "scipy_optimize")
 
 
 @dataclasses.dataclass(frozen=True)
