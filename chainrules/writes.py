@@ -89,12 +89,16 @@ class _View:
     back into the base (both recorded, differentiable); ``put`` is None for a
     view NumPy makes read-only (``diagonal``)."""
 
-    __slots__ = ("name", "get", "put")
+    __slots__ = ("func", "get", "put")
 
-    def __init__(self, name, get, put):
-        self.name = name
+    def __init__(self, func, get, put):
+        self.func = func
         self.get = get
         self.put = put
+
+    @property
+    def name(self):  # for messages only: op_name is not free
+        return tracing.op_name(self.func)
 
     def __repr__(self):
         return f"<view made by {self.name}>"

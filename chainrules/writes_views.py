@@ -52,7 +52,7 @@ def _viewing(func, args, kwargs):
     if params.get("copy"):  # reshape(..., copy=True): NumPy's copy
         return out
     if func is np.imag and b.dtype.kind != "c":  # NumPy: new read-only zeros
-        _add_view(base, out, _View("numpy.imag", lambda t: array_function(
+        _add_view(base, out, _View(np.imag, lambda t: array_function(
             np.imag, (t,), {}), None))
         return out
     # the results are new arrays or views of the argument's buffer: bounds
@@ -74,43 +74,42 @@ def _call(func, *args, **kwargs):
 def _link(func, b, v, params):
     """The ``_View`` of ``v = func(b, ...)`` (a view of ``b``; ``params``
     the call's arguments by name), or None."""
-    name = tracing.op_name(func)
     if func is np.reshape or func is np.ravel:
         order = _order(b, params["order"])
         if order is None:
             return None
         shape = v.shape
-        return _View(name, lambda t: _call(np.reshape, t, shape, order=order),
+        return _View(func, lambda t: _call(np.reshape, t, shape, order=order),
                      lambda t, c: _call(np.reshape, c, t.shape, order=order))
     if func is np.squeeze:
         shape = v.shape
-        return _View(name, lambda t: _call(np.reshape, t, shape),
+        return _View(func, lambda t: _call(np.reshape, t, shape),
                      lambda t, c: _call(np.reshape, c, t.shape))
     if func is np.transpose:
         axes = params["axes"]
         axes = tuple(range(b.ndim))[::-1] if axes is None else tuple(
             int(a) % b.ndim for a in axes)
         back = tuple(int(i) for i in np.argsort(axes))
-        return _View(name, lambda t: _call(np.transpose, t, axes),
+        return _View(func, lambda t: _call(np.transpose, t, axes),
                      lambda t, c: _call(np.transpose, c, back))
     if func is np.swapaxes:
         i, j = params["axis1"], params["axis2"]
-        return _View(name, lambda t: _call(np.swapaxes, t, i, j),
+        return _View(func, lambda t: _call(np.swapaxes, t, i, j),
                      lambda t, c: _call(np.swapaxes, c, i, j))
     if func is np.moveaxis:
         src, dst = params["source"], params["destination"]
-        return _View(name, lambda t: _call(np.moveaxis, t, src, dst),
+        return _View(func, lambda t: _call(np.moveaxis, t, src, dst),
                      lambda t, c: _call(np.moveaxis, c, dst, src))
     if func is np.diagonal or func is np.diag:
         k = params.get("offset", params.get("k", 0))
         a1, a2 = params.get("axis1", 0), params.get("axis2", 1)
-        return _View(name, lambda t: _call(np.diagonal, t, k, a1, a2), None)
+        return _View(func, lambda t: _call(np.diagonal, t, k, a1, a2), None)
     if func is np.real:
         if b.dtype.kind != "c":  # the array itself
-            return _View(name, lambda t: _call(np.real, t), lambda t, c: c)
-        return _View(name, lambda t: _call(np.real, t), _with_real)
+            return _View(func, lambda t: _call(np.real, t), lambda t, c: c)
+        return _View(func, lambda t: _call(np.real, t), _with_real)
     if func is np.imag:
-        return _View(name, lambda t: _call(np.imag, t), _with_imag)
+        return _View(func, lambda t: _call(np.imag, t), _with_imag)
     return None
 
 
