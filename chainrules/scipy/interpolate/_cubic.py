@@ -6,10 +6,10 @@ Each is the cubic Hermite polynomial of the values ``y`` and the slopes
 ``s`` at the breakpoints. ``CubicSpline``'s slopes solve a tridiagonal
 system whose matrix depends on ``x`` only and whose right-hand side is
 linear in ``y`` (plus the prescribed boundary derivatives): it is solved
-with the differentiable banded solve. Periodic data, and two or three
-points (SciPy's special cases), use the slope map read off SciPy's own
-solver run once on the unit vectors (an ``n x n`` matrix, ``n`` the number
-of points), applied with a differentiable product.
+with the differentiable banded solve (periodic data: a cyclic system, a
+rank-one correction of a banded one). Two or three points (SciPy's
+special cases) use the slope map read off SciPy's own solver run once on
+the unit vectors, applied with a differentiable product.
 ``PchipInterpolator`` and ``Akima1DInterpolator`` choose their slopes
 nonlinearly; they are written here with NumPy operations that carry
 derivatives, and their branches (a zero slope where the secants change
@@ -20,6 +20,7 @@ branch the values are on.
 
 import numpy as np
 import scipy.interpolate as _si
+import scipy.linalg as _sl
 
 from chainrules.scipy.linalg import solve_banded
 from chainrules.tracing import holds_traced, is_traced, untraced
@@ -157,12 +158,45 @@ def banded_slopes(x, yt, bc_type):
     return np.reshape(s, (n,) + rest)
 
 
+def periodic_slopes(x, yt):
+    """The slopes of the periodic cubic spline (``yt[0] == yt[-1]``, four
+    points or more): the second derivative is continuous at every point,
+    the first and last being one, a cyclic tridiagonal system. The cyclic
+    corners are a rank-one correction of a tridiagonal matrix
+    (Sherman-Morrison): two banded solves, one of them on constants."""
+    nd = np.ndim(yt)
+    h = np.diff(x)
+    N = len(h)
+    hc = _column(h, nd)
+    m = (yt[1:] - yt[:-1]) / hc
+    left = np.roll(np.arange(N), 1)                   # the interval before each point
+    diag = 2 * (h[left] + h)
+    rhs = 3 * (hc * m[left] + hc[left] * m)
+    alpha, beta = h[0], h[N - 2]                      # A[0, N-1] and A[N-1, 0]
+    gamma = -diag[0]
+    ab = np.zeros((3, N))
+    ab[0, 1:] = h[left][:-1]                          # A[j-1, j] = h of row j-1's left
+    ab[1] = diag
+    ab[2, :-1] = h[1:]                                # A[j+1, j] = h_{j+1}
+    ab[1, 0] -= gamma
+    ab[1, -1] -= alpha * beta / gamma
+    u = np.zeros(N)
+    u[0], u[-1] = gamma, beta
+    z = _sl.solve_banded((1, 1), ab, u)               # constants
+    yv = solve_banded((1, 1), ab, np.reshape(rhs, (N, -1)))
+    vy = yv[0] + (alpha / gamma) * yv[-1]
+    vz = z[0] + (alpha / gamma) * z[-1]
+    s = yv - _column(z, 2) * (vy / (1 + vz))
+    s = np.reshape(s, np.shape(rhs))
+    return np.concatenate([s, s[:1]], axis=0)
+
+
 class CubicSpline(CubicHermiteSpline):
     """``scipy.interpolate.CubicSpline`` (every ``bc_type``); the data
     ``y``, the query points and (with four points or more, not periodic)
     prescribed boundary derivatives may be traced. Its slopes solve a banded
-    system (``banded_slopes``); periodic data and fewer than four points
-    use SciPy's slope map instead (memory ``n**2`` for ``n`` points)."""
+    system (``banded_slopes``, ``periodic_slopes``); fewer than four points
+    use SciPy's slope map instead."""
 
     def __init__(self, x, y, axis=0, bc_type="not-a-knot", extrapolate=None):
         x = constant(x, "the sample points x", "CubicSpline")
@@ -176,6 +210,12 @@ class CubicSpline(CubicHermiteSpline):
         if n >= 4 and not periodic and 0 not in rest:
             return _set_from(self, ref, hermite_coefficients(
                 ref.x, yt, banded_slopes(ref.x, yt, bc_type)))
+        if n >= 4 and periodic and 0 not in rest:
+            # the first and last values are one: each counts for half
+            ends = 0.5 * (yt[:1] + yt[-1:])
+            ys = np.concatenate([ends, yt[1:-1], ends], axis=0)
+            return _set_from(self, ref, hermite_coefficients(
+                ref.x, ys, periodic_slopes(ref.x, ys)))
         basis = _periodic_basis(n, periodic)
         hom, affine = _homogeneous(bc_type, (basis.shape[1],))
         slope_map = _slopes_of(_si.CubicSpline(x, basis, 0, hom))   # (n, nb)
