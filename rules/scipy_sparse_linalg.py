@@ -13,6 +13,12 @@ stored values ``data`` of a sparse matrix (at constant coordinates
   not converge raises ``NumericalInstabilityError``.
 * ``operator_solve(b, op=, method=, opts=)``: an iterative solve with a
   constant ``LinearOperator`` (or dense matrix), linear in ``b``.
+* ``function_solve(b, *params, f=, trans=, method=, opts=, n=)``: an
+  iterative solve of ``f(x, *params) = b`` with ``f`` linear in ``x`` (a
+  ``LinearOperator``'s ``matvec`` closing over traced ``params``). The
+  tangent is ``A^{-1} (b' - d_p[f(x, p)] p')`` and the cotangents are
+  ``y = A^{-T} g`` and ``-vjp_p[f(x, p)](y)``; ``A^T`` is the vjp of ``f``
+  in ``x``, so the transposed solve needs no ``rmatvec``.
 * ``expm_multiply(data, b, row=, col=, n=)``: ``expm(A) @ b``. Its tangent
   in ``A`` is the Fréchet derivative ``L(A, A') b``, the top block of
   ``expm([[A, A'], [0, A]]) @ [0; b]``; the cotangent of ``data`` is
@@ -40,7 +46,8 @@ import scipy.sparse.linalg as _spl
 
 _family_loaded = on_demand_family()
 
-__all__ = ["lu_solve", "iterative_solve", "operator_solve", "expm_multiply", "factor"]
+__all__ = ["lu_solve", "iterative_solve", "operator_solve", "function_solve",
+           "expm_multiply", "factor"]
 
 _FLIP = {"N": "T", "T": "N"}
 
@@ -189,6 +196,60 @@ def _operator_solve_t(g, b_shape, *, op, method, opts):
 
 
 linear_rule(operator_solve, _operator_solve_t)
+
+
+# -- solves with an operator given by a function ------------------------------------
+def _apply(f, v, params, trans):
+    """``A(p) v`` for ``A(p) v = f(v, *p)`` (``trans``: ``A(p)^T v``, the vjp of
+    ``f`` in its linear argument, so no conjugate)."""
+    if not trans:
+        return f(v, *params)
+    from chainrules.api import vjp
+
+    _, back = vjp(lambda w: f(w, *params), np.zeros(np.shape(v), np.result_type(v, 1.0)))
+    return back(v)[0]
+
+
+@primitive
+def function_solve(b, *params, f, trans, method, opts, n):
+    """``x`` with ``f(x, *params) = b`` (``trans``: the transposed operator)
+    by ``scipy.sparse.linalg.<method>``; ``f`` is linear in its first argument."""
+    b = np.asarray(b)
+    dt = np.result_type(b.dtype, np.float32, *[np.asarray(p).dtype for p in params])
+    op = _spl.LinearOperator((n, n), lambda v: np.asarray(_apply(f, v, params, trans)),
+                             dtype=dt)
+    return run_solver(method, op, b, opts)
+
+
+def _fs_pf(r, xds):
+    from chainrules.api import jvp
+
+    b, params = r.xs[0], r.xs[1:]
+    kw = r.kw
+    rhs = xds[0]
+    if any(i is not None for i in r.ids[1:]):
+        _, t = jvp(lambda *ps: _apply(kw["f"], r.y, ps, kw["trans"]), tuple(params),
+                   tuple(xds[1:]))
+        rhs = rhs - t
+    return function_solve(rhs, *params, **kw)
+
+
+def _fs_pb(r, g):
+    from chainrules.api import vjp
+
+    params = r.xs[1:]
+    kw = dict(r.kw)
+    trans = kw["trans"]
+    kw["trans"] = not trans
+    y = function_solve(g, *params, **kw)
+    gps = [None] * len(params)
+    if any(i is not None for i in r.ids[1:]):
+        _, back = vjp(lambda *ps: _apply(kw["f"], r.y, ps, trans), *params)
+        gps = [-c for c in back(y)]
+    return [y] + list(gps)
+
+
+defrule(function_solve, _fs_pf, _fs_pb)
 
 
 # -- expm_multiply ----------------------------------------------------------------

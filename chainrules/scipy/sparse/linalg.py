@@ -31,6 +31,7 @@ Example: a 1-D Poisson problem with learned conductances ``k``::
 import numpy as np
 
 from chainrules import tracing as _tracing
+from chainrules.capture import closure_convert
 from chainrules.errors import MissingRuleError
 from chainrules.rules import scipy_sparse_linalg as _rules
 
@@ -126,12 +127,36 @@ def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback):
         opts += (("x0", np.asarray(_tracing.untraced(x0) if type(x0) is _tracing.Traced
                                    else x0)),)
     if isinstance(A, (LinearOperator, _spl.LinearOperator)):
-        op = A._plain_operator(method) if isinstance(A, LinearOperator) else A
-        x = _rules.operator_solve(b, op=op, method=method, opts=opts)
+        x = _operator_solve(A, b, method, opts)
     else:
         data, row, col, n = _square_coords(A, method)
         x = _rules.iterative_solve(data, b, row=row, col=col, n=n, method=method, opts=opts)
     return x, 0
+
+
+def _operator_solve(A, b, method, opts):
+    """An iterative solve with a ``LinearOperator``: one whose ``matvec``
+    closes over traced values is differentiated in them too."""
+    if isinstance(A, LinearOperator):
+        m, n = A.shape
+        if m != n:
+            raise ValueError(f"scipy.sparse.linalg.{method}: the operator must be square, "
+                             f"got {A.shape}")
+        f, captured = closure_convert(A.matvec, np.zeros(n, A.dtype),
+                                      name=f"the matvec of a LinearOperator in {method}")
+        if captured:
+            # 0-d values travel as vectors of one element (the solve's rule reads
+            # its arguments as vectors and matrices)
+            shapes = [np.shape(c) for c in captured]
+            vectors = [np.reshape(c, (1,)) if s == () else c for c, s in zip(captured, shapes)]
+
+            def matvec_of(v, *ps):
+                return f(v, *[np.reshape(p, s) for p, s in zip(ps, shapes)])
+
+            return _rules.function_solve(b, *vectors, f=matvec_of, trans=False,
+                                         method=method, opts=opts, n=n)
+        A = A._plain_operator(method)
+    return _rules.operator_solve(b, op=A, method=method, opts=opts)
 
 
 _ERROR_BOUND = """
@@ -169,8 +194,7 @@ def _minres(A, b, x0, rtol, maxiter, M, callback):
         opts += (("x0", np.asarray(_tracing.untraced(x0) if type(x0) is _tracing.Traced
                                    else x0)),)
     if isinstance(A, (LinearOperator, _spl.LinearOperator)):
-        op = A._plain_operator("minres") if isinstance(A, LinearOperator) else A
-        return _rules.operator_solve(b, op=op, method="minres", opts=opts), 0
+        return _operator_solve(A, b, "minres", opts), 0
     data, row, col, n = _square_coords(A, "minres")
     return _rules.iterative_solve(data, b, row=row, col=col, n=n, method="minres",
                                   opts=opts), 0
@@ -213,10 +237,10 @@ class LinearOperator:
     """``scipy.sparse.linalg.LinearOperator`` whose ``matvec`` may compute
     with traced values: ``A @ x``, ``A.matvec``, ``A.matmat``, ``A.rmatvec``
     and ``A.T`` call the given functions, so they differentiate as the code in
-    them. The iterative solvers take it when its functions use no traced
-    value (they then differentiate in ``b``); an operator depending on traced
-    values raises ``MissingRuleError`` there (use a sparse twin with traced
-    data)."""
+    them. The iterative solvers differentiate in the values ``matvec`` closes
+    over (found by running it once, ``chainrules.capture.closure_convert``):
+    each pullback solves with the transpose, the vjp of ``matvec``, by the
+    same method, so ``rmatvec`` is not needed."""
 
     def __init__(self, shape, matvec, rmatvec=None, matmat=None, dtype=None, rmatmat=None):
         self.shape = tuple(int(s) for s in shape)

@@ -137,6 +137,22 @@ def _operator_args(draw, dtype, method):
     return (_rhs(draw, dtype, n, False),), {"op": a, "method": method, "opts": _TIGHT}
 
 
+def _function_args(draw, dtype, method):
+    """A LinearOperator's matvec closing over a traced diagonal shift ``p``."""
+    n = draw(st.integers(1, 4))
+    a = _arr(draw, dtype, (n, n), (-0.5, 0.5)) + 3.0 * np.eye(n, dtype=dtype)
+    if method in ("cg", "minres"):
+        a = (a + a.T) / 2
+    p = _arr(draw, dtype, (n,), (0.5, 1.5))
+
+    def shifted(v, p):
+        return a @ v + p * v
+
+    opts = _TIGHT if method != "minres" else (("rtol", 1e-13), ("maxiter", 200))
+    kw = {"f": shifted, "trans": draw(st.booleans()), "method": method, "opts": opts, "n": n}
+    return (_rhs(draw, dtype, n, False), p), kw
+
+
 def _expm_args(draw, dtype):
     n, diag, off, i, row, col = _square(draw, dtype, scale=0.3)
     data = np.concatenate([diag - 0.9, off])
@@ -183,6 +199,15 @@ if _sp is not None:
                      rtol=1e-6, atol=1e-8, name=f"scipy.sparse.linalg.{_method}-wrt-data"),
             RuleSpec(_spl.iterative_solve, _a, ("float64",), call=_call, wrt=(1,),
                      rtol=1e-6, atol=1e-8, name=f"scipy.sparse.linalg.{_method}-wrt-b"),
+        ]
+        def _fa(draw, dtype, _m=_method):
+            return _function_args(draw, dtype, _m)
+
+        SPECS += [
+            RuleSpec(_spl.function_solve, _fa, _dt, rtol=1e-6, atol=1e-8,
+                     name=f"scipy.sparse.linalg.{_method}-matvec"),
+            RuleSpec(_spl.function_solve, _fa, ("float64",), wrt=(1,), rtol=1e-6, atol=1e-8,
+                     name=f"scipy.sparse.linalg.{_method}-matvec-wrt-closure"),
         ]
         if _method in ("cg", "gmres"):
             SPECS.append(RuleSpec(_spl.operator_solve, _o, ("float64",), rtol=1e-6,
