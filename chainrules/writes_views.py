@@ -26,6 +26,7 @@ differs, and views written into are read again from their base
 import numpy as np
 
 from . import tracing
+from .errors import UntraceableError
 from .tracing import Traced, array_function, untraced
 from .writes import _add_alias, _add_view, _View
 
@@ -114,13 +115,27 @@ def _link(func, b, v, params):
 
 
 def _with_real(t, c):
-    """Complex ``t`` with its real part replaced by ``c`` (the imaginary
-    part kept exactly: ``c + 1j * imag`` adds zeros to ``c``)."""
+    """Complex ``t`` with its real part replaced by ``c``: ``c + 1j * imag``,
+    which adds (signed) zeros to ``c``, exact while the imaginary part is
+    finite (``1j * inf`` has a NaN real part)."""
+    _finite(untraced(t).imag, "real", "imaginary part of the array")
     return _as(_call(np.add, c, _call(np.multiply, 1j, _call(np.imag, t))), t.dtype)
 
 
 def _with_imag(t, c):
+    """Complex ``t`` with its imaginary part replaced by ``c``: ``real +
+    1j * c``, exact while ``c`` is finite."""
+    _finite(untraced(c), "imag", "values written")
     return _as(_call(np.add, _call(np.real, t), _call(np.multiply, 1j, c)), t.dtype)
+
+
+def _finite(v, part, what):
+    if not np.all(np.isfinite(v)):
+        raise UntraceableError(
+            f"writing into the {part} part of a complex array when the {what} holds inf "
+            f"or nan: chainrules rebuilds the complex array as re + 1j * im, where "
+            "1j * inf is nan + inf*1j, so the other part would silently become nan; "
+            "keep the parts in two real arrays and combine them at the end")
 
 
 def _as(r, dtype):

@@ -691,3 +691,32 @@ def test_random_writes_agree_with_numpy(program):
     np.testing.assert_allclose(g, fd_grad(f, x, 1e-3 if dtype is np.float32 else 1e-6),
                                rtol=1e-2 if dtype is np.float32 else 1e-5, atol=1e-2 if
                                dtype is np.float32 else 1e-6)
+
+
+def test_complex_parts_with_infinities():
+    def z_of(x):
+        z = x * (1.0 + 0.5j)
+        z.real[0] = np.inf                  # an infinite real part: kept as NumPy keeps it
+        z.imag[1] = x[0]
+        return z
+
+    z = cr.jvp(z_of, (X,), (np.ones(6),))[0]
+    np.testing.assert_array_equal(z, z_of(X.copy()))
+    assert z[0] == complex(np.inf, 0.5 * X[0])
+    f = lambda x: np.sum(np.abs(z_of(x)[1:]) ** 2)  # noqa: E731
+    np.testing.assert_allclose(cr.grad(f)(X), fd_grad(f, X), rtol=1e-6)
+
+    def real_part(x):                       # the imaginary part is infinite
+        z = x * (1.0 + 0.5j)
+        z[1] = complex(0.0, np.inf)
+        z.real[1] = x[0]
+        return np.sum(np.abs(z[2:]))
+
+    def imag_part(x):                       # an infinite imaginary part written
+        z = x * (1.0 + 0.5j)
+        z.imag[1] = np.inf
+        return np.sum(np.abs(z[2:]))
+
+    for h in (real_part, imag_part):
+        with pytest.raises(cr.UntraceableError, match="inf or nan.*two real arrays"):
+            cr.grad(h)(X)
