@@ -192,7 +192,10 @@ def ufunc_at(ufunc, inputs, kwargs):
     if kwargs or len(inputs) not in (2, 3):
         raise TypeError(f"{name} takes (a, indices[, b]) and no keywords")
     a, indices = inputs[0], inputs[1]
-    b = _values(inputs[2]) if len(inputs) == 3 else None
+    b = inputs[2] if len(inputs) == 3 else None
+    weak = type(b) in (int, float, complex)  # a Python number: NumPy's weak promotion
+    if b is not None and not weak:
+        b = _values(b)
     if type(indices) is Traced or isinstance(indices, tuple) and any(
             type(i) is Traced for i in indices):
         _refuse_traced_index(name, "index")
@@ -204,17 +207,17 @@ def ufunc_at(ufunc, inputs, kwargs):
         if b is None:
             ufunc.at(np.zeros(a.shape, a.dtype), indices)
         else:
-            ufunc.at(np.zeros(a.shape, a.dtype), indices, _zeros_of(b))
+            ufunc.at(np.zeros(a.shape, a.dtype), indices, b if weak else _zeros_of(b))
     pos = np.arange(a.size, dtype=np.intp).reshape(a.shape)[indices]
     if b is not None and ufunc in (np.add, np.subtract):
-        bt = b if type(b) is Traced else np.asarray(b)
-        if np.result_type(a.dtype, bt.dtype) == a.dtype:  # exactly NumPy's sums
+        bt = b if type(b) is Traced or weak else np.asarray(b)
+        if np.result_type(a.dtype, bt if weak else bt.dtype) == a.dtype:  # NumPy's sums
             if ufunc is np.subtract:
                 bt = -bt
             writes._assign(a, dispatch(index_add, (a, indices, bt), None))
             return None
     pos = pos.reshape(-1)
-    if b is not None:
+    if b is not None and not weak:
         if type(b) is Traced:
             b = _call(np.reshape, _call(np.broadcast_to, b, _shape(a, indices)), (-1,))
         else:
@@ -223,7 +226,7 @@ def ufunc_at(ufunc, inputs, kwargs):
     for sel in _rounds(pos):
         p = pos[sel]
         old = cur[p]
-        r = ufunc(old) if b is None else ufunc(old, b[sel])
+        r = ufunc(old) if b is None else ufunc(old, b if weak else b[sel])
         cur = dispatch(index_update, (cur, p, _to_dtype(r, a.dtype)), None)
     writes._assign(a, _call(np.reshape, cur, a.shape))
     return None

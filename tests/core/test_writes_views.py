@@ -329,6 +329,18 @@ def test_ufunc_at_float32_complex_and_casts():
     assert y.dtype == np.float32
     np.testing.assert_array_equal(y, f(x32.copy()))
 
+    def weak(x):                             # Python numbers: computed in float32
+        y = x * 1.0
+        np.multiply.at(y, [2, 2], 1.1)
+        np.add.at(y, [0, 0], 0.1)
+        np.subtract.at(y, [3], 1e-3)
+        np.maximum.at(y, [4, 4], 0.7)
+        return y
+
+    y = cr.jvp(weak, (x32,), (np.ones(6, np.float32),))[0]
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, weak(x32.copy()))
+
     def g(x):
         z = x * (1.0 - 0.5j)
         np.multiply.at(z, [2, 2, 3], x[:3] * 1j)
