@@ -41,7 +41,7 @@ from . import scipy_fft  # noqa: F401,E402
 
 
 _ON_DEMAND = ("scipy_linalg", "scipy_linalg_compose", "scipy_linalg_schur",
-              "scipy_linalg_solvers", "scipy_signal", "scipy_integrate",
+              "scipy_linalg_solvers", "scipy_signal", "scipy_integrate", "scipy_quad",
               "scipy_sparse", "scipy_sparse_linalg", "scipy_optimize")
 
 

@@ -1,5 +1,6 @@
 """Differentiable ``odeint``, ``solve_ivp``, ``trapezoid``, ``simpson`` and
 ``cumulative_trapezoid`` (same signatures as ``scipy.integrate``); requires SciPy.
+``quad``, ``quad_vec`` and ``dblquad`` are in ``chainrules.scipy._quad``.
 
 ``odeint`` and ``solve_ivp`` are differentiable with respect to the initial
 state, the parameters passed through ``args``, the values being
@@ -35,7 +36,10 @@ try:
 except ImportError:  # pragma: no cover
     _si = None
 
-__all__ = ["odeint", "solve_ivp", "trapezoid", "simpson", "cumulative_trapezoid"]
+from ._quad import dblquad, quad, quad_vec  # noqa: E402  (the quadrature twins)
+
+__all__ = ["odeint", "solve_ivp", "trapezoid", "simpson", "cumulative_trapezoid", "quad",
+           "quad_vec", "dblquad"]
 
 
 def _any_traced(*xs):

@@ -23,8 +23,8 @@ __all__ = ["RuleSpec", "all_specs", "family_specs", "FAMILIES"]
 #: spec modules of the built-in rule families (chainrules.testing.specs.<name>)
 FAMILIES = ("arithmetic", "elementwise", "complex", "reductions", "contractions",
             "shape", "indexing", "nondiff", "linalg", "fft", "special", "scipy_linalg",
-            "scipy_integrate", "scipy_signal", "scipy_stats", "scipy_spatial", "composites",
-            "special_elementary", "special_distributions", "special_integrals",
+            "scipy_integrate", "scipy_quad", "scipy_signal", "scipy_stats", "scipy_spatial",
+            "composites", "special_elementary", "special_distributions", "special_integrals",
             "special_odes", "special_inverses", "scipy_fft", "scipy_interpolate",
             "scipy_sparse", "scipy_optimize")
 

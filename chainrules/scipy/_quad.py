@@ -1,0 +1,174 @@
+"""Differentiable ``quad``, ``quad_vec`` and ``dblquad`` (same signatures and
+results as ``scipy.integrate``); re-exported by ``chainrules.scipy.integrate``.
+
+The integral is differentiable in the limits ``a`` and ``b`` (the integrand
+at the limit, by the fundamental theorem of calculus; refused with
+``DomainError`` for an infinite limit), in the parameters passed through
+``args`` (every leaf of a nested argument) and in the values being
+differentiated that the integrand closes over. The integrand is plain NumPy
+code: SciPy calls it with floats for the value, and chainrules
+differentiates it for the derivatives, which are integrals of the
+integrand's derivative solved by ``scipy.integrate.quad_vec`` with the same
+``epsabs``, ``epsrel``, ``limit`` and ``points`` (see rules/scipy_quad.py).
+Second derivatives (``hvp``, ``hessian``, ``grad`` of ``grad``) work: the
+derivative's integrals are differentiated again the same way.
+"""
+
+import numpy as np
+
+from chainrules import pytree
+from chainrules.capture import closure_convert
+from chainrules.errors import MissingRuleError
+from chainrules.rules.scipy_quad import QuadSpec, integral
+from chainrules.tracing import is_traced, untraced
+
+try:
+    import scipy.integrate as _si
+except ImportError:  # pragma: no cover
+    _si = None
+
+__all__ = ["quad", "quad_vec", "dblquad"]
+
+
+def _name(func, twin):
+    fname = getattr(func, "__qualname__", None) or getattr(func, "__name__", "func")
+    return f"the integrand {fname} of chainrules.scipy.integrate.{twin}"
+
+
+def _inside(a, b):
+    """A point of the interval where the integrand is evaluated once to find
+    the values it closes over: the midpoint, or one unit in from a finite
+    limit of an infinite interval, or 0 when both are infinite."""
+    a, b = float(untraced(a)), float(untraced(b))
+    if np.isfinite(a) and np.isfinite(b):
+        return 0.5 * (a + b)
+    if np.isfinite(a):
+        return a + (1.0 if b > a else -1.0)
+    if np.isfinite(b):
+        return b + (1.0 if a > b else -1.0)
+    return 0.0
+
+
+def _flat_args(func, args):
+    """``(func, leaves)``: ``func(x, *leaves)`` calls the user's integrand
+    with ``args`` rebuilt from the leaves of its pytree, so that the leaves
+    inside a nested argument are differentiated."""
+    leaves, td = pytree.flatten(list(args))
+    if len(leaves) == len(args) and all(pytree.is_leaf(a) for a in args):
+        return func, tuple(args)
+
+    def flat_func(x, *flat):
+        return func(x, *pytree.unflatten(td, list(flat)))
+    return flat_func, tuple(leaves)
+
+
+def _parameters(func, a, b, args, twin):
+    """``(func, params)``: the integrand taking the leaves of ``args`` and
+    then the closed-over values being differentiated (found by evaluating it
+    once inside the interval, on plain values), and those values."""
+    name = _name(func, twin)
+    func, leaves = _flat_args(func, args)
+    func, captured = closure_convert(
+        func, _inside(a, b), *leaves, name=name,
+        unseen=f"it did not use at x = {_inside(a, b)}, where chainrules evaluates it to "
+               "find them; pass such a value in args")
+    return func, tuple(leaves) + tuple(captured)
+
+
+def _traced(*xs):
+    return any(is_traced(x) for x in xs)
+
+
+def _as_args(args):
+    return args if isinstance(args, tuple) else (args,)
+
+
+def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-8, epsrel=1.49e-8, limit=50,
+         points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50,
+         complex_func=False):
+    """``scipy.integrate.quad``, differentiable in ``a``, ``b``, ``args`` and
+    the values being differentiated that ``func`` closes over.
+
+    The value, its error estimate, ``full_output``'s extra results and the
+    ``IntegrationWarning`` of a result that did not converge are SciPy's
+    own (the value is computed by ``scipy.integrate.quad`` on plain values).
+    ``d/db = func(b)``, ``d/da = -func(a)``; an infinite limit has no
+    derivative (``DomainError`` if it is differentiated). The derivative in
+    the parameters is the integral of ``func``'s derivative, computed by
+    ``scipy.integrate.quad_vec`` with the same ``epsabs``, ``epsrel``,
+    ``limit`` and ``points``: its error (2-norm over the parameters' entries)
+    is estimated at most ``max(epsabs, epsrel * |derivative|)``, and an
+    ``IntegrationWarning`` says when it is not. ``weight`` and
+    ``complex_func`` are not differentiated (``MissingRuleError``).
+
+    Examples
+    --------
+    >>> import numpy as np, chainrules as cr
+    >>> from chainrules.scipy.integrate import quad
+    >>> f = lambda p: quad(lambda x, p: np.exp(-p * x**2), 0.0, np.inf, args=(p,))[0]
+    >>> round(float(cr.grad(f)(1.0)), 8)     # d/dp sqrt(pi / p) / 2 at p = 1
+    -0.44311346
+    """
+    args = _as_args(args)
+    kw = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
+              points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
+              limlst=limlst, complex_func=complex_func)
+    fn, params = _parameters(func, a, b, args, "quad")
+    if not _traced(a, b, *params):
+        return _si.quad(func, a, b, args=args, **kw)
+    if weight is not None or complex_func:
+        raise MissingRuleError(
+            "chainrules.scipy.integrate.quad: weighted integrals (weight=) and complex "
+            "integrands (complex_func=True) are not differentiated; write the weight into "
+            "the integrand, and integrate real and imaginary parts separately")
+    plain = _si.quad(fn, float(untraced(a)), float(untraced(b)), args=untraced(params), **kw)
+    spec = QuadSpec(fn, False, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
+                    "chainrules.scipy.integrate.quad")
+    value = integral(a, b, *params, _spec=spec, _value=np.float64(plain[0]))
+    return (value,) + tuple(plain[1:])
+
+
+def quad_vec(f, a, b, epsabs=1e-200, epsrel=1e-8, norm="2", cache_size=100e6, limit=10000,
+             workers=1, points=None, quadrature=None, full_output=False, *, args=()):
+    """``scipy.integrate.quad_vec``, differentiable in ``a``, ``b``, ``args``
+    and the values being differentiated that ``f`` closes over (as
+    ``quad``). The value and its error estimate are SciPy's; the derivatives
+    are integrals of ``f``'s derivative, solved by ``quad_vec`` with the same
+    ``epsabs``, ``epsrel``, ``limit`` and ``points`` (2-norm error)."""
+    args = _as_args(args) if args else ()
+    kw = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size, limit=limit,
+              workers=workers, points=points, quadrature=quadrature, full_output=full_output)
+    fn, params = _parameters(f, a, b, args, "quad_vec")
+    if not _traced(a, b, *params):
+        return _si.quad_vec(f, a, b, args=args, **kw)
+    plain = _si.quad_vec(fn, float(untraced(a)), float(untraced(b)), args=untraced(params),
+                         **kw)
+    spec = QuadSpec(fn, True, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
+                    "chainrules.scipy.integrate.quad_vec")
+    value = integral(a, b, *params, _spec=spec, _value=np.asarray(plain[0], dtype=float))
+    return (value,) + tuple(plain[1:])
+
+
+def dblquad(func, a, b, gfun, hfun, args=(), epsabs=1.49e-8, epsrel=1.49e-8):
+    """``scipy.integrate.dblquad``: the integral of ``func(y, x, *args)`` for
+    ``y`` from ``gfun(x)`` to ``hfun(x)`` and ``x`` from ``a`` to ``b``,
+    differentiable in ``a``, ``b``, ``args`` and the values being
+    differentiated that ``func``, ``gfun`` and ``hfun`` close over (a
+    callable limit's parameters too). Computed as SciPy does, an outer
+    ``quad`` of inner ``quad``s with the same tolerances; each is
+    differentiated as ``quad`` is, so the inner limits contribute the
+    integrand on the curves ``gfun`` and ``hfun``."""
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+
+    def inner(x, *params):
+        lo = gfun(x) if callable(gfun) else gfun
+        hi = hfun(x) if callable(hfun) else hfun
+        return quad(func, lo, hi, args=(x,) + tuple(params), epsabs=epsabs,
+                    epsrel=epsrel)[0]
+
+    inner.__qualname__ = getattr(func, "__qualname__", "func")
+    fn, params = _parameters(inner, a, b, args, "dblquad")
+    if not _traced(a, b, *params):
+        return _si.dblquad(func, a, b, gfun, hfun, args=args, epsabs=epsabs, epsrel=epsrel)
+    out = quad(fn, a, b, args=params, epsabs=epsabs, epsrel=epsrel)
+    return out[0], out[1]

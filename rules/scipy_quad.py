@@ -1,0 +1,290 @@
+"""Definite integrals of a user's integrand, differentiated (registered only
+when SciPy is installed); the public twins are ``chainrules.scipy.integrate.quad``,
+``quad_vec`` and ``dblquad``.
+
+``integral(a, b, *params, _spec=...)`` is one operation: the integral of
+``f(x, *params)`` over ``x`` from ``a`` to ``b`` (a scalar for ``quad``, an
+array for ``quad_vec``), computed by SciPy on plain values (``_value=``: the
+result the twin already has from SciPy, with its warnings and error
+estimate). ``params`` are the leaves of the user's ``args`` followed by the
+values being differentiated that the integrand closes over (the twins find
+them with ``chainrules.capture.closure_convert``).
+
+* The limits, by the fundamental theorem of calculus: ``dI/db = f(b)``,
+  ``dI/da = -f(a)``. The derivative in an infinite limit is refused
+  (``DomainError``): it is the integrand's limit at infinity, which an
+  evaluation cannot give.
+* The parameters: ``dI/dp = integral of df/dp``, under the integral sign
+  (the integrand and its derivative continuous in ``(x, p)``, and for
+  infinite intervals dominated by an integrable function). The pullback of
+  a cotangent ``g`` is the integral of ``vjp`` of the integrand, one vector
+  with an entry per parameter entry; the pushforward of tangents ``p'`` is
+  the integral of its ``jvp``. Both integrals are this same operation with
+  the derived integrand, solved by ``scipy.integrate.quad_vec`` with the
+  caller's ``epsabs``, ``epsrel``, ``limit`` and ``points``: quad_vec's
+  estimate of the error of the whole vector (2-norm) is at most
+  ``max(epsabs, epsrel * |integral|)`` when it converges; when it does not,
+  an ``IntegrationWarning`` names the derivative's integral, as SciPy warns
+  for the value.
+* Second order: the pullback and pushforward call ``integral`` again, on
+  values that may be traced, so nested differentiation differentiates them
+  (the integrand of the integrand's ``vjp`` is differentiated by chainrules
+  itself); ``pullback_with_tangents`` is the ``jvp`` of the pullback.
+"""
+
+import warnings
+
+import numpy as np
+
+from chainrules.errors import DomainError, MissingRuleError
+from chainrules.primitives import primitive
+from chainrules.registry import register
+from chainrules.rule import ReverseRule
+from chainrules.tangents import ZERO, is_zero
+from chainrules.tracing import untraced
+from chainrules.user_code import user_stacklevel
+
+from ._util import on_demand_family
+
+try:
+    import scipy.integrate as si
+except ImportError:  # pragma: no cover - SciPy is an optional extra
+    si = None
+
+_family_loaded = on_demand_family()
+
+__all__ = ["integral", "QuadSpec"]
+
+
+class QuadSpec:
+    """What ``integral`` integrates: ``func(x, *params)``, a scalar
+    (``vector=False``, solved by ``quad``) or an array (``quad_vec``), and
+    the tolerances its derivatives' integrals are solved to (``epsabs``,
+    ``epsrel``, ``limit``, ``points``). ``name`` names it in messages."""
+
+    __slots__ = ("func", "vector", "opts", "name")
+
+    def __init__(self, func, vector, opts, name):
+        self.func, self.vector, self.name = func, vector, name
+        self.opts = {k: v for k, v in opts.items() if v is not None}
+
+    def solve(self, a, b, params):
+        """The integral on plain values (quad's for a scalar integrand)."""
+        params = tuple(params)
+        if not self.vector:
+            keep = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
+                                                                  "points")}
+            return np.float64(si.quad(self.func, a, b, args=params, **keep)[0])
+        res, _, info = si.quad_vec(self.func, a, b, args=params, full_output=True, **self.opts)
+        if not info.success:
+            warnings.warn(si.IntegrationWarning(
+                f"{self.name}: {info.message} (the integral was not computed to "
+                f"epsabs={self.opts.get('epsabs')}, epsrel={self.opts.get('epsrel')})"),
+                stacklevel=user_stacklevel())
+        return np.asarray(res, dtype=float)
+
+    def derived(self, func, what):
+        """The spec of an integrand derived from this one (its derivative's),
+        solved by ``quad_vec`` to the same tolerances."""
+        opts = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
+                                                              "points")}
+        return QuadSpec(func, True, opts, f"{self.name} ({what})")
+
+
+def _integral_impl(a, b, *params, _spec, _value=None):
+    if _value is not None:
+        return _value
+    return _spec.solve(float(a), float(b), params)
+
+
+integral = primitive(_integral_impl)
+integral.__name__ = "integral"
+
+
+def _real_float(v):
+    """Whether a value (a parameter, a limit) has a real derivative."""
+    dt = getattr(v, "dtype", None)
+    if dt is not None:
+        return np.dtype(dt).kind == "f"
+    return isinstance(v, float)
+
+
+def _limit_value(v, spec, which):
+    """A differentiated limit's plain value, refused when infinite."""
+    x = float(untraced(v))
+    if not np.isfinite(x):
+        raise DomainError(
+            f"{spec.name}: the derivative with respect to the {which} limit {x} does not "
+            "exist as an evaluation of the integrand (it is the integrand's limit at "
+            "infinity); hold the infinite limit constant (chainrules.stop_gradient, or pass "
+            "np.inf rather than a traced value)")
+    return v
+
+
+def _with(params, pidx, values):
+    full = list(params)
+    for k, v in zip(pidx, values):
+        full[k] = v
+    return full
+
+
+def _zeros_of(p):
+    v = np.asarray(untraced(p))
+    return np.zeros(v.shape, dtype=v.dtype if v.dtype.kind == "f" else np.float64)
+
+
+def _vjp_integrand(func, pidx, nparams):
+    """``h(x, *params, g)``: the cotangent ``g`` pulled back through
+    ``func(x, *params)`` to ``params[pidx]``, as one vector."""
+    from chainrules.api import vjp
+
+    def quad_vjp_integrand(x, *rest):
+        params, g = rest[:nparams], rest[nparams]
+        _, back = vjp(lambda *ps: func(x, *_with(params, pidx, ps)),
+                      *[params[k] for k in pidx])
+        cots = back(g)
+        return np.concatenate([np.ravel(_zeros_of(params[k]) if is_zero(c) else c)
+                               for k, c in zip(pidx, cots)])
+    return quad_vjp_integrand
+
+
+def _jvp_integrand(func, pidx, nparams, shape):
+    """``h(x, *params, *tangents)``: the tangent of ``func(x, *params)``
+    along the tangents of ``params[pidx]``."""
+    from chainrules.api import jvp
+
+    def quad_jvp_integrand(x, *rest):
+        params, dps = rest[:nparams], rest[nparams:]
+        out, t = jvp(lambda *ps: func(x, *_with(params, pidx, ps)),
+                     tuple(params[k] for k in pidx), tuple(dps))
+        return np.zeros(shape) if is_zero(t) else t
+    return quad_jvp_integrand
+
+
+def _like(c, v):
+    """The cotangent ``c`` in the floating dtype of its input ``v`` (float32
+    stays float32)."""
+    dt = np.asarray(untraced(v)).dtype
+    if dt.kind == "f" and np.dtype(getattr(c, "dtype", np.float64)) != dt:
+        return np.asarray(c).astype(dt) if not hasattr(c, "astype") else c.astype(dt)
+    return c
+
+
+def _pullback(spec, live, a, b, params, g):
+    """``[(position, cotangent), ...]`` of the integral over ``a..b`` of
+    ``spec.func(x, *params)`` for the cotangent ``g``; positions 0 and 1 are
+    the limits, ``2 + k`` the parameter ``k``, for the positions in ``live``."""
+    out = []
+    if 1 in live:
+        fb = spec.func(_limit_value(b, spec, "upper"), *params)
+        out.append((1, _like(np.sum(g * fb), b)))
+    if 0 in live:
+        fa = spec.func(_limit_value(a, spec, "lower"), *params)
+        out.append((0, _like(-np.sum(g * fa), a)))
+    pidx = [k for k in range(len(params)) if 2 + k in live]
+    if pidx:
+        dspec = spec.derived(_vjp_integrand(spec.func, pidx, len(params)), "its derivative")
+        v = integral(a, b, *params, g, _spec=dspec)
+        off = 0
+        for k in pidx:
+            shp = np.shape(params[k])
+            size = int(np.prod(shp, dtype=int))
+            out.append((2 + k, _like(np.reshape(v[off:off + size], shp), params[k])))
+            off += size
+    return out
+
+
+class QuadRule(ReverseRule):
+    """The rule of ``integral``: limits by the fundamental theorem, parameters
+    by differentiating under the integral sign."""
+
+    __slots__ = ("ids", "a", "b", "params", "spec", "shape")
+
+    def __init__(self, ids, a, b, params, spec, shape):
+        self.ids, self.a, self.b, self.params, self.spec, self.shape = \
+            ids, a, b, params, spec, shape
+
+    @property
+    def name(self):
+        return self.spec.name
+
+    def inputs(self):
+        return tuple(i for i in self.ids if i is not None)
+
+    def _live(self):
+        return [k for k, i in enumerate(self.ids) if i is not None]
+
+    def pullback(self, g):
+        return [(self.ids[k], c) for k, c in
+                _pullback(self.spec, self._live(), self.a, self.b, self.params, g)]
+
+    def pushforward(self, tangents):
+        live = self._live()
+        tan = dict(zip(live, tangents))
+        spec, params = self.spec, self.params
+        out = np.zeros(self.shape)
+        db, da = tan.get(1), tan.get(0)
+        if db is not None and not is_zero(db):
+            out = out + spec.func(_limit_value(self.b, spec, "upper"), *params) * db
+        if da is not None and not is_zero(da):
+            out = out - spec.func(_limit_value(self.a, spec, "lower"), *params) * da
+        pidx = [k for k in range(len(params)) if 2 + k in tan and not is_zero(tan[2 + k])]
+        if pidx:
+            jspec = spec.derived(_jvp_integrand(spec.func, pidx, len(params), self.shape),
+                                 "its tangent")
+            out = out + integral(self.a, self.b, *params, *[tan[2 + k] for k in pidx],
+                                 _spec=jspec)
+        return out
+
+    def pullback_with_tangents(self, cotangent, cotangent_tangent, tangents):
+        """The ``jvp`` of the pullback along the inputs' tangents and the
+        cotangent's: the pullback's integrals are ``integral`` again, whose
+        pushforward integrates the ``jvp`` of the ``vjp`` integrand."""
+        from chainrules.api import jvp
+
+        live = self._live()
+        if cotangent is None or is_zero(cotangent):
+            # the pullback is linear in the cotangent: its tangent is the
+            # pullback of the cotangent's tangent
+            if cotangent_tangent is None or is_zero(cotangent_tangent):
+                return []
+            return [(i, ZERO, c) for i, c in self.pullback(cotangent_tangent)]
+        vals = [self.a, self.b, *self.params]
+        prim = [vals[k] for k in live] + [cotangent]
+        tans = [_zeros_of(p) if t is None or is_zero(t) else t
+                for p, t in zip(prim, list(tangents) + [cotangent_tangent])]
+
+        def pulled_back(*xs):
+            full = _with(vals, live, xs[:-1])
+            got = dict(_pullback(self.spec, live, full[0], full[1], full[2:], xs[-1]))
+            return tuple(got[k] for k in live)
+
+        c, cd = jvp(pulled_back, tuple(prim), tuple(tans))
+        return [(self.ids[k], ck, cdk) for k, ck, cdk in zip(live, c, cd)]
+
+
+def _integral_maker(ids, a, b, *params, _spec, _value=None):
+    pv = [untraced(p) for p in params]
+    value = _integral_impl(untraced(a), untraced(b), *pv, _spec=_spec, _value=_value)
+    ids = list(ids)
+    for k, v in enumerate((a, b) + params):
+        if type(ids[k]) is tuple:
+            raise MissingRuleError(f"{_spec.name}: a sequence argument holding traced "
+                                   "values is not differentiated; pass its arrays as "
+                                   "separate arguments")
+        if ids[k] is None:
+            continue
+        if np.iscomplexobj(untraced(v)):
+            raise MissingRuleError(
+                f"{_spec.name}: complex arguments ({type(untraced(v)).__name__} of dtype "
+                f"{np.asarray(untraced(v)).dtype}) are not differentiated; pass the real "
+                "and imaginary parts as separate real arguments")
+        if not _real_float(untraced(v)):
+            ids[k] = None  # integers and booleans get no derivative
+    return value, QuadRule(tuple(ids), a, b, params, _spec, np.shape(value))
+
+
+if si is not None:
+    register(integral)(_integral_maker)
+
+_family_loaded()
