@@ -298,12 +298,22 @@ _PLAIN = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.int6
           np.complex128, np.complex64}
 
 
+#: base class -> ``check(t, op)``: constant operands that the rule library
+#: takes in some operations only (SciPy's sparse matrices, in ``x @ A``);
+#: ``check`` raises for the others. Such a type is never remembered as plain.
+OPERAND_CHECKS = {}
+
+
 def _unusual_operand(t, op):
     """For a constant operand's type not yet in ``_PLAIN``: True for a
     structural tangent (the operator defers to it), raise for an ndarray
     subclass chainrules does not follow, else remember the type as plain."""
     if t in _STRUCT:
         return True
+    for base, check in OPERAND_CHECKS.items():
+        if issubclass(t, base):
+            check(t, op)
+            return False
     if issubclass(t, np.ndarray) and not is_plain_subclass(t):
         refuse_subclass(t, op_name(op))
     _PLAIN.add(t)

@@ -21,7 +21,9 @@ all orders of derivatives follow from bilinearity.
 ``x @ A`` with a traced ``x`` and a plain SciPy sparse ``A`` (the tracer's
 operator runs first) is ``rspmm`` on ``A``'s coordinates (``A @ x`` runs
 SciPy's operator, whose ``np.asarray`` refuses the traced ``x`` and names
-the twins of ``chainrules.scipy.sparse``).
+the twins of ``chainrules.scipy.sparse``). Any other operation of a traced
+value with a plain SciPy sparse matrix (``x * A``, ``x + A``) raises
+``MissingRuleError`` naming the twin (``tracing.OPERAND_CHECKS``).
 """
 
 import numpy as np
@@ -29,7 +31,8 @@ import numpy as np
 from chainrules.derived_linear import bilinear_rule
 from chainrules.errors import MissingRuleError
 from chainrules.primitives import primitive
-from chainrules.registry import lookup, register
+from chainrules import tracing as _tracing
+from chainrules.registry import lookup, op_name, register
 
 from ._util import on_demand_family
 
@@ -142,7 +145,27 @@ def _matmul_sparse_maker(ids, x, a):
     return maker([ids[0], None], x, data, row=row, col=col, m=m, n=n)
 
 
+def _check_sparse_operand(t, op):
+    """A plain SciPy sparse matrix beside a traced value: ``x @ A`` has a rule
+    (above); any other operation would run NumPy on the sparse object (an
+    object array of matrices, or SciPy's own error), so it is refused."""
+    if op is np.matmul:
+        return
+    raise MissingRuleError(
+        f"{op_name(op)} of a traced value and a SciPy sparse matrix ({t.__name__}) is not "
+        "differentiable; make the matrix a twin, chainrules.scipy.sparse."
+        f"{_twin_name(t)}(A), and use its methods (A.multiply(x), A @ x, A.toarray())")
+
+
+def _twin_name(t):
+    """The twin of SciPy's class ``t`` (CSR for the formats without one)."""
+    kind = "matrix" if issubclass(t, _sp.spmatrix) else "array"
+    fmt = t.__name__.split("_")[0]
+    return f"{fmt if fmt in ('csr', 'csc', 'coo') else 'csr'}_{kind}"
+
+
 for _cls in _SPARSE:
     register(np.matmul, object, _cls)(_matmul_sparse_maker)
+    _tracing.OPERAND_CHECKS[_cls] = _check_sparse_operand
 
 _family_loaded()

@@ -156,6 +156,18 @@ def test_plain_sparse_left_operand_names_the_twin():
         cr.grad(lambda x: np.sum(sp.csc_array(A0).dot(x)))(X)
 
 
+@pytest.mark.parametrize("op", [np.multiply, np.add, np.subtract, np.true_divide])
+def test_plain_sparse_in_elementwise_arithmetic_is_refused(op):
+    for A, twin in ((A0, "csr_array"), (sp.coo_matrix(A0), "coo_matrix"),
+                    (sp.dia_array(A0), "csr_array")):
+        with pytest.raises(cr.MissingRuleError, match=f"chainrules.scipy.sparse.{twin}"):
+            cr.grad(lambda y: np.sum(op(y[:, None], A)))(Y)
+    with pytest.raises(cr.MissingRuleError, match="SciPy sparse matrix"):
+        cr.grad(lambda y: np.sum(y[:, None] * A0))(Y)
+    # x @ A still differentiates after the refusals
+    np.testing.assert_allclose(cr.grad(lambda y: np.sum(y @ A0))(Y), A0.toarray().sum(axis=1))
+
+
 def test_scalars_empty_float32_complex():
     # a 1x1 matrix with Python floats, NumPy scalars and 0-d arrays
     for v in (2.0, np.float64(2.0), np.array(2.0)):
