@@ -69,8 +69,11 @@ class QuadSpec:
         self.opts = {k: v for k, v in opts.items() if v is not None}
 
     def solve(self, a, b, params):
-        """The integral on plain values (quad's for a scalar integrand)."""
-        params = tuple(params)
+        """The integral on plain values (quad's for a scalar integrand).
+        Parameters narrower than float64 are widened: SciPy integrates in
+        float64, and an integrand rounded to float32 keeps it from reaching
+        the tolerances (it would subdivide up to ``limit`` and warn)."""
+        params = tuple(_widened(p) for p in params)
         if not self.vector:
             keep = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
                                                                   "points")}
@@ -89,6 +92,13 @@ class QuadSpec:
         opts = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
                                                               "points")}
         return QuadSpec(func, True, opts, f"{self.name} ({what})")
+
+
+def _widened(p):
+    dt = getattr(p, "dtype", None)
+    if dt is not None and dt.kind == "f" and dt.itemsize < 8:
+        return np.asarray(p, dtype=np.float64)
+    return p
 
 
 def _integral_impl(a, b, *params, _spec, _value=None):

@@ -14,6 +14,8 @@ Second derivatives (``hvp``, ``hessian``, ``grad`` of ``grad``) work: the
 derivative's integrals are differentiated again the same way.
 """
 
+import warnings
+
 import numpy as np
 
 from chainrules import pytree
@@ -21,6 +23,7 @@ from chainrules.capture import closure_convert
 from chainrules.errors import MissingRuleError
 from chainrules.rules.scipy_quad import QuadSpec, integral
 from chainrules.tracing import is_traced, untraced
+from chainrules.user_code import user_stacklevel
 
 try:
     import scipy.integrate as _si
@@ -75,6 +78,19 @@ def _parameters(func, a, b, args, twin):
     return func, tuple(leaves) + tuple(captured)
 
 
+def _at_user_line(call, *args, **kwargs):
+    """``call(*args, **kwargs)`` (SciPy's integrator on plain values), its
+    warnings (``IntegrationWarning``) issued again at the user's line, where
+    SciPy called directly would issue them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call(*args, **kwargs)
+    level = user_stacklevel()
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=level)
+    return out
+
+
 def _traced(*xs):
     return any(is_traced(x) for x in xs)
 
@@ -121,7 +137,8 @@ def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-8, epsrel=1.49e-8, lim
             "chainrules.scipy.integrate.quad: weighted integrals (weight=) and complex "
             "integrands (complex_func=True) are not differentiated; write the weight into "
             "the integrand, and integrate real and imaginary parts separately")
-    plain = _si.quad(fn, float(untraced(a)), float(untraced(b)), args=untraced(params), **kw)
+    plain = _at_user_line(_si.quad, fn, float(untraced(a)), float(untraced(b)),
+                          args=untraced(params), **kw)
     spec = QuadSpec(fn, False, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
                     "chainrules.scipy.integrate.quad")
     value = integral(a, b, *params, _spec=spec, _value=np.float64(plain[0]))
@@ -141,8 +158,8 @@ def quad_vec(f, a, b, epsabs=1e-200, epsrel=1e-8, norm="2", cache_size=100e6, li
     fn, params = _parameters(f, a, b, args, "quad_vec")
     if not _traced(a, b, *params):
         return _si.quad_vec(f, a, b, args=args, **kw)
-    plain = _si.quad_vec(fn, float(untraced(a)), float(untraced(b)), args=untraced(params),
-                         **kw)
+    plain = _at_user_line(_si.quad_vec, fn, float(untraced(a)), float(untraced(b)),
+                          args=untraced(params), **kw)
     spec = QuadSpec(fn, True, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
                     "chainrules.scipy.integrate.quad_vec")
     value = integral(a, b, *params, _spec=spec, _value=np.asarray(plain[0], dtype=float))

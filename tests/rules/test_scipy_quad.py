@@ -213,3 +213,11 @@ def test_dblquad_parameters_and_callable_limits():
 
     t = np.array([0.5, 2.0])
     np.testing.assert_allclose(cr.grad(box)(t), [-t[0] / 2, t[1] / 2], rtol=1e-9)
+
+
+def test_warning_names_the_users_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cr.grad(lambda p: quad(lambda x: np.cos(p * x) / np.sqrt(x), 0.0, 50.0, limit=2)[0])(1.0)
+    assert caught and all(w.filename == __file__ for w in caught
+                          if issubclass(w.category, si.IntegrationWarning))
