@@ -102,12 +102,17 @@ def _lu_args(draw, dtype):
     return (data, _rhs(draw, dtype, n)), kw
 
 
-_TIGHT = (("rtol", 1e-13), ("atol", 0.0), ("maxiter", 200))
+def _opts(method, dtype):
+    """Tolerances near the working precision (SciPy's solvers keep float32)."""
+    rtol = 1e-13 if np.finfo(dtype).eps < 1e-10 else 1e-6
+    if method == "minres":
+        return (("rtol", rtol), ("maxiter", 200))
+    return (("rtol", rtol), ("atol", 0.0), ("maxiter", 200))
 
 
 def _iter_args(draw, dtype, method):
     n, diag, off, i, row, col = _square(draw, dtype, symmetric=method in ("cg", "minres"))
-    opts = _TIGHT if method != "minres" else (("rtol", 1e-13), ("maxiter", 200))
+    opts = _opts(method, dtype)
     kw = {"row": np.concatenate([i, row, col]), "col": np.concatenate([i, col, row]),
           "n": n, "method": method, "opts": opts}
     if method not in ("cg", "minres"):
@@ -134,7 +139,7 @@ def _operator_args(draw, dtype, method):
         import scipy.sparse.linalg as spl
 
         a = spl.aslinearoperator(a)
-    return (_rhs(draw, dtype, n, False),), {"op": a, "method": method, "opts": _TIGHT}
+    return (_rhs(draw, dtype, n, False),), {"op": a, "method": method, "opts": _opts(method, dtype)}
 
 
 def _function_args(draw, dtype, method):
@@ -148,7 +153,7 @@ def _function_args(draw, dtype, method):
     def shifted(v, p):
         return a @ v + p * v
 
-    opts = _TIGHT if method != "minres" else (("rtol", 1e-13), ("maxiter", 200))
+    opts = _opts(method, dtype)
     kw = {"f": shifted, "trans": draw(st.booleans()), "method": method, "opts": opts, "n": n}
     return (_rhs(draw, dtype, n, False), p), kw
 
@@ -181,6 +186,9 @@ if _sp is not None:
         RuleSpec(_spl.expm_multiply, _expm_args, ("float64",), wrt=(1,),
                  name="scipy.sparse.linalg.expm_multiply-wrt-b"),
     ]
+    # the solvers stop at rtol = 1e-13 (1e-6 in float32): tolerances above that
+    _TOL = {"rtol": 1e-6, "atol": 1e-8}
+    _TOL32 = {"rtol": 1e-3, "atol": 1e-4}
     for _method in ("cg", "minres", "gmres", "bicgstab"):
         _sym = _method in ("cg", "minres")
 
@@ -190,25 +198,28 @@ if _sp is not None:
         def _o(draw, dtype, _m=_method):
             return _operator_args(draw, dtype, _m)
 
-        _call = _symmetric_solve if _sym else None
-        _dt = ("float64",) if _sym else ("float64", "complex128")
-        SPECS += [
-            RuleSpec(_spl.iterative_solve, _a, _dt, call=_call, rtol=1e-6, atol=1e-8,
-                     name=f"scipy.sparse.linalg.{_method}"),
-            RuleSpec(_spl.iterative_solve, _a, ("float64",), call=_call, wrt=(0,),
-                     rtol=1e-6, atol=1e-8, name=f"scipy.sparse.linalg.{_method}-wrt-data"),
-            RuleSpec(_spl.iterative_solve, _a, ("float64",), call=_call, wrt=(1,),
-                     rtol=1e-6, atol=1e-8, name=f"scipy.sparse.linalg.{_method}-wrt-b"),
-        ]
         def _fa(draw, dtype, _m=_method):
             return _function_args(draw, dtype, _m)
 
+        _call = _symmetric_solve if _sym else None
+        _dt = ("float64",) if _sym else ("float64", "complex128")
+        _name = f"scipy.sparse.linalg.{_method}"
         SPECS += [
-            RuleSpec(_spl.function_solve, _fa, _dt, rtol=1e-6, atol=1e-8,
-                     name=f"scipy.sparse.linalg.{_method}-matvec"),
-            RuleSpec(_spl.function_solve, _fa, ("float64",), wrt=(1,), rtol=1e-6, atol=1e-8,
-                     name=f"scipy.sparse.linalg.{_method}-matvec-wrt-closure"),
+            RuleSpec(_spl.iterative_solve, _a, _dt, call=_call, name=_name, **_TOL),
+            RuleSpec(_spl.iterative_solve, _a, ("float32",), call=_call, name=_name, **_TOL32),
+            RuleSpec(_spl.iterative_solve, _a, ("float64",), call=_call, wrt=(0,),
+                     name=f"{_name}-wrt-data", **_TOL),
+            RuleSpec(_spl.iterative_solve, _a, ("float64",), call=_call, wrt=(1,),
+                     name=f"{_name}-wrt-b", **_TOL),
+            RuleSpec(_spl.function_solve, _fa, _dt, name=f"{_name}-matvec", **_TOL),
+            RuleSpec(_spl.function_solve, _fa, ("float32",), name=f"{_name}-matvec", **_TOL32),
+            RuleSpec(_spl.function_solve, _fa, ("float64",), wrt=(1,),
+                     name=f"{_name}-matvec-wrt-closure", **_TOL),
         ]
         if _method in ("cg", "gmres"):
-            SPECS.append(RuleSpec(_spl.operator_solve, _o, ("float64",), rtol=1e-6,
-                                  atol=1e-8, name=f"scipy.sparse.linalg.{_method}-operator"))
+            SPECS += [
+                RuleSpec(_spl.operator_solve, _o, ("float64",), name=f"{_name}-operator",
+                         **_TOL),
+                RuleSpec(_spl.operator_solve, _o, ("float32",), name=f"{_name}-operator",
+                         **_TOL32),
+            ]
