@@ -394,6 +394,7 @@ FRAMEWORKS = {
     "numpy": ("numpy_wl", {}),
     "numpy.hand": ("handwritten_wl", {}),
     "chainrules": ("chainrules_wl", {}),
+    "chainrules.jit": ("chainrules_wl", {"jit": True}),
     "autograd": ("autograd_wl", {}),
     "torch": ("torch_wl", {}),
     "jax": ("jax_wl", {"jit": False}),

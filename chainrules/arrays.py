@@ -6,6 +6,8 @@ read the attribute when there is one, so they never record anything.
 
 import numpy as np
 
+from .staging import staged_constant
+
 __all__ = ["computes_eagerly", "shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
            "is_array", "zeros_like_value", "ones_like_value"]
 
@@ -42,6 +44,15 @@ def uniform_array(value, shape, like=None):
     ``like``: an array of another type (dask) with that shape, whose type
     and chunks the result takes; see ``lazy_uniform``."""
     if like is not None and type(like) is not _ndarray:
+        if computes_eagerly(like):
+            # a staged array (cr.jit): the zero-stride array, as for
+            # ndarrays, staged (a plain value as a staged constant, so that
+            # what is computed from it is recorded, never folded with
+            # arrays the plan reads by reference)
+            if type(value) in (int, float, complex) or isinstance(value, (_ndarray,
+                                                                         np.generic)):
+                return staged_constant(like, uniform_array(value, shape))
+            return np.broadcast_to(value, shape)
         return lazy_uniform(value, like)
     base = np.asarray(value)
     a = _ndarray(shape, base.dtype, base, 0, (0,) * len(shape))
@@ -140,7 +151,6 @@ def ones_like_value(v, dtype=None):
         shape, dt = _shape_dtype(v, dtype)
         return np.array(1, dt) if shape == () else np.ones(shape, dt)
     if computes_eagerly(v) and v.ndim == 0:
-        # a staged scalar's seed is a constant NumPy scalar: what multiplies
-        # it folds away when the plan is recorded
-        return np.dtype(v.dtype if dtype is None else dtype).type(1)
+        # a staged scalar's seed: a NumPy scalar, staged (see uniform_array)
+        return staged_constant(v, np.dtype(v.dtype if dtype is None else dtype).type(1))
     return np.ones_like(v, dtype=dtype)

@@ -46,6 +46,8 @@ import threading
 import numpy as np
 
 from . import elementwise_chunks
+from .arrays import computes_eagerly
+from .staging import opaque
 
 __all__ = ["run", "threads", "set_threads", "reset_threads"]
 
@@ -283,6 +285,10 @@ def run(program, env, n=None):
         if type(v) is np.ndarray:
             shapes.append(v.shape)
         elif not isinstance(v, np.generic):  # dask and other arrays
+            if computes_eagerly(v):
+                # staged values (cr.jit): the whole program is one step of
+                # the plan, run on the replay's arrays as here on NumPy's
+                return opaque(run, program, env, n)
             out = elementwise_chunks.run(program, env, run)
             return program(env, False) if out is None else out
     if not shapes:

@@ -179,6 +179,12 @@ def _rename(tpl, alias):
     return tpl
 
 
+#: NumPy functions whose result never shares memory with an argument
+_FRESH = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy, np.sum,
+          np.mean, np.prod, np.max, np.min, np.matmul, np.dot, np.tensordot, np.outer,
+          np.where, np.concatenate, np.stack, np.cumsum, np.cumprod}
+
+
 def common_subexpressions(steps, outputs):
     """The steps with each call that repeats an earlier one (the same
     function of the same arguments) replaced by the earlier result, where
@@ -208,10 +214,13 @@ def common_subexpressions(steps, outputs):
         ins = set()
         _uses(args, ins)
         _uses(kwargs, ins)
-        if out is None:  # a write: its target and what the call reads
-            written |= ins
+        if out is None:  # a write: into its first argument, or out=
+            if "out" in kwargs:
+                _uses(kwargs["out"], written)
+            elif args:
+                _uses(args[0], written)
             continue
-        if not isinstance(fn, np.ufunc) or kwargs:
+        if not (isinstance(fn, np.ufunc) and not kwargs) and fn not in _FRESH:
             made = set()
             _defines(out, made)
             for a in ins:

@@ -32,7 +32,7 @@ import numpy as np
 from .array_methods import ArrayMethods
 from .user_code import is_internal
 
-__all__ = ["Staged", "Recorder", "Ref", "is_staged"]
+__all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque"]
 
 _ndarray = np.ndarray
 _generic = np.generic
@@ -585,3 +585,46 @@ def _flatten(x, order="C"):
 
 def is_staged(x):
     return type(x) is Staged
+
+
+def _constant(value):
+    return value
+
+
+def staged_constant(like, value):
+    """``value`` (a plain constant: immutable, or a read-only array) as a
+    staged value of ``like``'s recording: a step of the plan that gives the
+    constant, so that what is computed from it is recorded rather than
+    folded at recording with arrays the plan reads by reference."""
+    return like.rec.wrap_call(_constant, (value,), {}, value)
+
+
+def _recorder_of(obj):
+    t = type(obj)
+    if t is Staged:
+        return obj.rec
+    if t is tuple or t is list:
+        for o in obj:
+            r = _recorder_of(o)
+            if r is not None:
+                return r
+    elif t is dict:
+        for o in obj.values():
+            r = _recorder_of(o)
+            if r is not None:
+                return r
+    return None
+
+
+def opaque(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, where staged values may be among the
+    arguments (also inside tuples, lists and dicts): computed on their
+    concrete values and recorded as one step, so that a plan calls ``fn``
+    again with the replay's arrays. For the library's own pure functions of
+    arrays whose NumPy calls need not be recorded one by one (a fused
+    region's program; a LAPACK call through SciPy). Without staged values,
+    plainly ``fn(*args, **kwargs)``."""
+    rec = _recorder_of(args) or _recorder_of(kwargs)
+    if rec is None:
+        return fn(*args, **kwargs)
+    return _call(rec, fn, args, kwargs)

@@ -155,7 +155,7 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     else:
         return False
     target = acc[index]
-    if type(target) is _ndarray:  # a view: add in place
+    if type(target) is _ndarray or _staged_buffer(target):  # a view: add in place
         target += g
     else:  # every axis indexed by an int: a scalar copy
         acc[index] = target + g

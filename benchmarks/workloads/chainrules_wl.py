@@ -1,4 +1,5 @@
-"""chainrules: plain NumPy code, differentiated by tracing."""
+"""chainrules: plain NumPy code, differentiated by tracing (``chainrules``) or by
+replaying staged plans (``chainrules.jit``)."""
 
 import numpy as np
 
@@ -19,7 +20,13 @@ def threads():
     return None
 
 
-def build(workload, d, cfg):
+def build(workload, d, cfg, jit=False):
+    if jit:  # staged plans: recorded in the warm-up calls, then replayed
+        return functional_bench(workload, d, cfg, np,
+                                lambda f: cr.jit(cr.value_and_grad(f)),
+                                lambda f: cr.jit(lambda x, v: cr.hvp(f, x, v)),
+                                "hvp (staged plan of the forward-over-reverse sweep)",
+                                sla=crsl)
     return functional_bench(workload, d, cfg, np, cr.value_and_grad,
                             lambda f: (lambda x, v: cr.hvp(f, x, v)),
                             "hvp (forward-over-reverse sweep)", sla=crsl)
