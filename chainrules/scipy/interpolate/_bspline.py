@@ -303,6 +303,8 @@ def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=Tru
     ref = _si.make_interp_spline(x, untraced(y), k, t, untraced(bc_type), axis, check_finite)
     if not (is_traced(y) or holds_traced(bc_type)):
         return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
+    if np.ndim(y) == 0:
+        y = np.reshape(y, (1,))          # SciPy reads a 0-d y as one value
     yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
     n, rest = np.shape(yt)[0], np.shape(yt)[1:]
     periodic = isinstance(bc_type, str) and bc_type == "periodic"
