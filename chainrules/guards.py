@@ -111,6 +111,26 @@ def refuse_subclass(t, where):
         "NumPy functions (np.matmul for a matrix product).")
 
 
+def _refuse_in_scipy(frame, what, how):
+    """Refuse a conversion asked for by SciPy's function in ``frame``,
+    naming its differentiable twin when there is one."""
+    caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
+    try:
+        twin = None if TWIN_HINT is None else TWIN_HINT(frame)
+    except Exception:  # a frame laid out otherwise: no hint, same error
+        twin = None
+    if twin is not None:
+        way = f"call {twin} instead: it has the same signature and is differentiable"
+    else:
+        way = ("chainrules.scipy (special, linalg, ...) holds differentiable "
+               "versions of SciPy's Python-level functions; for other functions, "
+               "make them one operation with chainrules.primitive and register "
+               "a rule")
+    untraceable(f"{what} inside {caller}",
+                f"{caller} is a Python-level function that {how}, which "
+                f"NumPy's protocols cannot intercept; {way}")
+
+
 class ConversionGuards:
     """The refused conversions of a traced value (a mixin of ``Traced``)."""
 
@@ -132,22 +152,7 @@ class ConversionGuards:
                 "for branches), or make it one operation with chainrules.primitive and "
                 "give it a rule")
         if kind == "scipy":
-            caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
-            try:
-                twin = None if TWIN_HINT is None else TWIN_HINT(frame)
-            except Exception:  # a frame laid out otherwise: no hint, same error
-                twin = None
-            if twin is not None:
-                way = f"call {twin} instead: it has the same signature and is differentiable"
-            else:
-                way = ("chainrules.scipy (special, linalg, ...) holds differentiable "
-                       "versions of SciPy's Python-level functions; for other functions, "
-                       "make them one operation with chainrules.primitive and register "
-                       "a rule")
-            untraceable(
-                f"converting to a plain array inside {caller}",
-                f"{caller} is a Python-level function that calls np.asarray, which "
-                f"NumPy's protocols cannot intercept; {way}")
+            _refuse_in_scipy(frame, "converting to a plain array", "calls np.asarray")
         scalar = np.ndim(self.value) == 0
         untraceable("converting to a plain array (np.asarray / np.array)",
                      "keep using NumPy functions on it; to build an array from "
@@ -162,6 +167,11 @@ class ConversionGuards:
 
     # -- conversions -------------------------------------------------------------
     def __float__(self):
+        kind, frame = foreign_caller()
+        if kind == "scipy":
+            # SciPy's compiled integrators and solvers take floats (quad's
+            # limits, the integrand's values)
+            _refuse_in_scipy(frame, "converting to a Python float", "converts it to float")
         untraceable("float(x), or a function of the math module (math.exp(x) converts "
                     "x with float first)",
                     "use NumPy's functions on arrays (np.exp(x), np.sqrt(x), ...) and keep "

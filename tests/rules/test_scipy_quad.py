@@ -221,3 +221,14 @@ def test_warning_names_the_users_line():
         cr.grad(lambda p: quad(lambda x: np.cos(p * x) / np.sqrt(x), 0.0, 50.0, limit=2)[0])(1.0)
     assert caught and all(w.filename == __file__ for w in caught
                           if issubclass(w.category, si.IntegrationWarning))
+
+
+@pytest.mark.parametrize("name, call", [
+    ("quad", lambda p: si.quad(lambda x: p * x, 0.0, 1.0)[0]),
+    ("quad", lambda p: si.quad(lambda x, p: p * x, 0.0, 1.0, args=(p,))[0]),
+    ("quad", lambda b: si.quad(lambda x: x, 0.0, b)[0]),
+    ("dblquad", lambda p: si.dblquad(lambda y, x: p * x, 0.0, 1.0, 0.0, 1.0)[0]),
+])
+def test_plain_scipy_error_names_the_twin(name, call):
+    with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.integrate.{name} "):
+        cr.grad(call)(1.0)
