@@ -101,14 +101,15 @@ def _widened(p):
     return p
 
 
-def _integral_impl(a, b, *params, _spec, _value=None):
-    if _value is not None:
-        return _value
-    return _spec.solve(float(a), float(b), params)
+def _solved(a, b, params, spec, value):
+    return value if value is not None else spec.solve(float(a), float(b), params)
 
 
-integral = primitive(_integral_impl)
-integral.__name__ = "integral"
+@primitive
+def integral(a, b, *params, _spec, _value=None):
+    """The integral of ``_spec.func(x, *params)`` over ``x`` from ``a`` to
+    ``b`` (``_value``: the result, when the caller has it from SciPy)."""
+    return _solved(a, b, params, _spec, _value)
 
 
 def _real_float(v):
@@ -275,7 +276,7 @@ class QuadRule(ReverseRule):
 
 def _integral_maker(ids, a, b, *params, _spec, _value=None):
     pv = [untraced(p) for p in params]
-    value = _integral_impl(untraced(a), untraced(b), *pv, _spec=_spec, _value=_value)
+    value = _solved(untraced(a), untraced(b), pv, _spec, _value)
     ids = list(ids)
     for k, v in enumerate((a, b) + params):
         if type(ids[k]) is tuple:

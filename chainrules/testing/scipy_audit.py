@@ -167,8 +167,8 @@ _CATEGORIES = {
     },
     "scipy.integrate": {
         "integrates a Python callable adaptively (its error control converts the "
-        "integrand's values): no twin": (
-            "quad dblquad tplquad nquad quad_vec cubature tanhsinh nsum qmc_quad"),
+        "integrand's values): no twin (quad, quad_vec and dblquad have twins)": (
+            "tplquad nquad cubature tanhsinh nsum qmc_quad"),
         "nodes and weights of an integer order": "newton_cotes lebedev_rule",
         _NO_TWIN_YET + " (trapezoid, simpson and cumulative_trapezoid have twins)": (
             "romb cumulative_simpson"),
