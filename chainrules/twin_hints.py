@@ -66,12 +66,33 @@ def _distribution_name(owner):
 
 def twin_for_frame(frame):
     """The dotted name of the differentiable twin of the SciPy function
-    running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None."""
+    running in ``frame`` (``chainrules.scipy.stats.norm.logpdf``), or None.
+    A helper without a twin of its own (``scipy._lib``'s wrappers, the
+    private functions a solver calls) names the twin of the nearest SciPy
+    function that called it, among the SciPy frames directly above it
+    (``scipy.optimize.least_squares`` for its wrapped residuals)."""
+    for _ in range(_CALLERS):
+        if frame is None or not frame.f_globals.get("__name__", "").startswith("scipy"):
+            return None
+        twin = _twin_of(frame)
+        if twin is not None:
+            return twin
+        frame = frame.f_back
+    return None
+
+
+#: how many SciPy frames above the refusing one are asked for a twin
+_CALLERS = 6
+
+
+def _twin_of(frame):
     modname, func = frame.f_globals.get("__name__", ""), frame.f_code.co_name
     local = frame.f_locals
     wrapped = None
     if modname.startswith("scipy._lib"):
-        wrapped = local.get("f")
+        # its decorators hold the function they wrap as f, or as func
+        # (_workers_wrapper around scipy.optimize.least_squares)
+        wrapped = local.get("f") if callable(local.get("f")) else local.get("func")
     elif "_support_alternative_backends" in modname:
         # scipy.signal's delegation holds the function as func; scipy.special's
         # as the func of its _FuncInfo (self)

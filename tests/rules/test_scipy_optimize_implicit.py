@@ -420,3 +420,33 @@ def test_random_cubic_systems(data):
     h = 1e-5
     fd = (cr.grad(loss)(p + h * v) - cr.grad(loss)(p - h * v)) / (2 * h)
     np.testing.assert_allclose(cr.hvp(loss, p, v), fd, rtol=1e-4, atol=1e-7)
+
+
+PLAIN_SCIPY = {
+    "root": lambda p: so.root(lambda x: x ** 3 - p, np.ones(2)).x,
+    "root_scalar": lambda p: so.root_scalar(lambda x: x ** 3 - p[0], bracket=[0, 10]).root,
+    "fsolve": lambda p: so.fsolve(lambda x: x ** 3 - p, np.ones(2)),
+    "brentq": lambda p: so.brentq(lambda x: x ** 3 - p[0], 0, 10),
+    "newton": lambda p: so.newton(lambda x: x ** 3 - p, np.ones(2)),
+    "minimize": lambda p: so.minimize(lambda x: np.sum((x - p) ** 2), np.ones(2)).x,
+    "least_squares": lambda p: so.least_squares(lambda x: x - p, np.ones(2)).x,
+    "curve_fit": lambda p: so.curve_fit(lambda x, a: a * x, np.arange(2.0), p)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN_SCIPY))
+def test_plain_scipy_names_the_twin(name, capsys):
+    """SciPy's own solver refuses a traced value, naming the twin. Where
+    SciPy's compiled code replaces the error with its own, the refusal
+    naming the twin is the error it was raised from (brentq's SystemError,
+    minimize's ValueError: Python prints it above), or MINPACK prints it
+    before raising "not a proper array of floats" (root, fsolve)."""
+    with pytest.raises(Exception) as info:
+        cr.grad(lambda p: np.sum(PLAIN_SCIPY[name](p)))(np.array([2.0, 3.0]))
+    chain, e = [], info.value
+    while e is not None and len(chain) < 5:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    told = [str(c) for c in chain if isinstance(c, cr.UntraceableError)]
+    told.append(capsys.readouterr().err)
+    assert any(f"chainrules.scipy.optimize.{name} instead" in t for t in told), told
