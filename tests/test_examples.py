@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+# whole programs in subprocesses: the full tier (--full) runs them
+pytestmark = pytest.mark.slow
+
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
 
 

@@ -8,6 +8,9 @@ import pytest
 
 import chainrules as cr
 
+# worker processes on a local cluster: the full tier (--full) runs it
+pytestmark = pytest.mark.slow
+
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("dask.distributed")
 

@@ -86,6 +86,7 @@ def test_n_dimensional_ffts_match_scipy(name):
                 _agree(name, dict(kwargs, norm=norm), x)
 
 
+@pytest.mark.slow  # every combination of options: the full tier (--full)
 @pytest.mark.parametrize("name", REAL_1D)
 def test_dct_dst_of_every_type_match_scipy(name):
     for x in _inputs((3, 6)) + _inputs((4,)) + _inputs((1,)) + _inputs((2,)):
@@ -97,6 +98,7 @@ def test_dct_dst_of_every_type_match_scipy(name):
                                           orthogonalize=orthogonalize), x)
 
 
+@pytest.mark.slow  # every combination of options: the full tier (--full)
 @pytest.mark.parametrize("name", REAL_ND)
 def test_n_dimensional_dct_dst_match_scipy(name):
     cases = [{}, {"s": (3, 4)}, {"axes": (0, -1)}, {"s": (-1, 6), "axes": (2, 0)},

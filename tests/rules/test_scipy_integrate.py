@@ -545,6 +545,7 @@ class _CountingScipy:
         return si.solve_ivp(*args, **kw)
 
 
+@pytest.mark.slow  # whole stiff solves: the full tier (--full)
 @pytest.mark.parametrize("method", ["odeint", "LSODA", "BDF", "Radau"])
 def test_stiff_system_sensitivities_with_their_jacobian(method, monkeypatch):
     """On a stiff system the implicit solvers factorise the augmented
@@ -672,6 +673,9 @@ _HVP_CASES = {   # loss, point, closed-form Hessian (None: finite differences on
 }
 
 
+# whole Hessians of ODE solutions (seconds each): the full tier (--full); the
+# rule sweep checks the ODE rules' HVPs in both tiers
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [None, 0], ids=["sensitivities", "adjoint"])
 @pytest.mark.parametrize("case", list(_HVP_CASES))
 def test_hvp_and_hessian_of_an_ode_solution(case, limit, monkeypatch):

@@ -26,6 +26,10 @@ limit_blas_threads(1)
 
 SPECS = all_specs()
 
+# every rule in both tiers: the fast tier runs fewer examples of each (the
+# profile's count), never fewer rules
+pytestmark = pytest.mark.every_case
+
 
 def _id(case):
     spec, dtype = case
