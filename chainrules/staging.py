@@ -32,7 +32,7 @@ import numpy as np
 from .array_methods import ArrayMethods
 from .user_code import is_internal
 
-__all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque"]
+__all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque", "OpaqueNamespace"]
 
 _ndarray = np.ndarray
 _generic = np.generic
@@ -122,19 +122,26 @@ class Recorder:
             return obj, slice(*(p[1] for p in parts))
         return obj, obj
 
-    def wrap(self, value, what):
+    def wrap(self, value, what, guards=None):
         """The result of a recorded call as staged values, with its output
         template: arrays and NumPy scalars become staged values; tuples and
         lists are walked; other values are returned as they are (``None``
-        in the template)."""
+        in the template). A Python number is a staged value too (np.real
+        of a Python float), or, with a list ``guards``, a plain number that
+        the plan binds and guards (appended as ``(ref, value)``)."""
         t = type(value)
+        if t in _NUMBERS and guards is not None:
+            ref = Ref(self.n)
+            self.n += 1
+            guards.append((ref, value))
+            return value, ref
         if t is _ndarray or isinstance(value, _generic) or t in _NUMBERS:
             # a Python number computed from staged values (np.real of a
             # Python float) is a value of the plan too
             s = self.new(value)
             return s, Ref(s.i)
         if isinstance(value, (tuple, list)):
-            pairs = [self.wrap(v, what) for v in value]
+            pairs = [self.wrap(v, what, guards) for v in value]
             staged = [p[0] for p in pairs]
             tpl = tuple(p[1] for p in pairs)
             if hasattr(value, "_fields"):
@@ -616,6 +623,33 @@ def _recorder_of(obj):
     return None
 
 
+class OpaqueNamespace:
+    """A module's functions, each called through ``opaque``: the rule
+    library reaches SciPy's LAPACK wrappers (which convert their arguments
+    with ``np.asarray``) through one, so that a staged plan records each
+    call as one step. Classes (exceptions) and other attributes are the
+    module's own."""
+
+    def __init__(self, module):
+        self._module = module
+        self._wrapped = {}
+
+    def __getattr__(self, name):
+        w = self._wrapped.get(name)
+        if w is not None:
+            return w
+        obj = getattr(self._module, name)
+        if callable(obj) and not isinstance(obj, type):
+            def w(*args, _fn=obj, **kwargs):
+                return opaque(_fn, *args, **kwargs)
+
+            w.__name__ = getattr(obj, "__name__", name)
+            w.__wrapped__ = obj
+            self._wrapped[name] = w
+            return w
+        return obj
+
+
 def opaque(fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, where staged values may be among the
     arguments (also inside tuples, lists and dicts): computed on their
@@ -627,4 +661,20 @@ def opaque(fn, *args, **kwargs):
     rec = _recorder_of(args) or _recorder_of(kwargs)
     if rec is None:
         return fn(*args, **kwargs)
-    return _call(rec, fn, args, kwargs)
+    if rec.tainted is not None:
+        return fn(*rec.template(args)[1], **rec.template(kwargs)[1])
+    atpl, acon = rec.template(args)
+    ktpl, kcon = rec.template(kwargs)
+    value = fn(*acon, **kcon)
+    # Python numbers among the results (a flag, a rank) stay numbers, guarded
+    guards = []
+    out, otpl = rec.wrap(value, fn, guards)
+    rec.steps.append(("call", fn, atpl, ktpl, otpl))
+    for ref, v in guards:
+        rec.guard("value", ref, v)
+    if otpl is None:  # a result that is not an array: guarded as it is
+        ref = Ref(rec.n)
+        rec.n += 1
+        rec.steps[-1] = ("call", fn, atpl, ktpl, ref)
+        rec.guard("value", ref, value)
+    return out

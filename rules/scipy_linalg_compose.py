@@ -21,8 +21,13 @@ from chainrules.tracing import is_traced
 
 from ._linalg_util import herm_tangent, mH, mT, plain, scipy_takes_batches
 
+from chainrules.staging import OpaqueNamespace
+
 try:
-    import scipy.linalg as sl
+    import scipy.linalg as _scipy_linalg
+
+    # each SciPy call recorded as one step of a staged plan (cr.jit)
+    sl = OpaqueNamespace(_scipy_linalg)
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 

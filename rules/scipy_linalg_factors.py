@@ -14,8 +14,13 @@ from chainrules.tangents import is_zero
 from ._linalg_batch import fold_columns, lift, solve_rhs
 from ._linalg_util import as_column, conj, is_complex, mH, mT, tri_mask
 
+from chainrules.staging import OpaqueNamespace
+
 try:
-    import scipy.linalg as sl
+    import scipy.linalg as _scipy_linalg
+
+    # each SciPy call recorded as one step of a staged plan (cr.jit)
+    sl = OpaqueNamespace(_scipy_linalg)
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 

@@ -24,8 +24,13 @@ from ._linalg_util import defrule, mH, plain
 
 from ._util import on_demand_family
 
+from chainrules.staging import OpaqueNamespace
+
 try:
-    import scipy.linalg as sl
+    import scipy.linalg as _scipy_linalg
+
+    # each SciPy call recorded as one step of a staged plan (cr.jit)
+    sl = OpaqueNamespace(_scipy_linalg)
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 
