@@ -85,12 +85,12 @@ def _same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and bool(np.all(a == b))
 
 
-def _impl(*params, _spec):
+def implicit_solution(*params, _spec):
+    """The solution of ``_spec``'s equation for the parameters ``params``."""
     return _spec.solution([np.asarray(untraced(p)) for p in params])
 
 
-implicit_solution = primitive(_impl)
-implicit_solution.__name__ = "implicit_solution"
+implicit_solution = primitive(implicit_solution)
 
 
 def _check_regular(jac, spec):

@@ -175,14 +175,13 @@ _CATEGORIES = {
         "boundary value problems: no twin (odeint and solve_ivp have twins)": "solve_bvp",
     },
     "scipy.optimize": {
-        "iterative solvers of a Python callable: no twin, their solutions are not "
-        "differentiated (pass chainrules.grad(f) as their jac)": (
-            "anderson basinhopping bisect bracket brent brenth brentq broyden1 broyden2 "
-            "brute curve_fit diagbroyden differential_evolution direct dual_annealing "
-            "excitingmixing fixed_point fmin fmin_bfgs fmin_cg fmin_cobyla fmin_l_bfgs_b "
-            "fmin_ncg fmin_powell fmin_slsqp fmin_tnc fminbound fsolve golden least_squares "
-            "leastsq line_search linearmixing minimize minimize_scalar newton newton_krylov "
-            "ridder root root_scalar shgo toms748"),
+        "iterative solvers of a Python callable: no twin (root, minimize, least_squares, "
+        "curve_fit and the root finders have twins, by the implicit function theorem)": (
+            "anderson basinhopping bracket brent broyden1 broyden2 brute diagbroyden "
+            "differential_evolution direct dual_annealing excitingmixing fmin fmin_bfgs "
+            "fmin_cg fmin_cobyla fmin_l_bfgs_b fmin_ncg fmin_powell fmin_slsqp fmin_tnc "
+            "fminbound golden leastsq line_search linearmixing minimize_scalar newton_krylov "
+            "shgo"),
         "linear, quadratic and combinatorial programs (piecewise solutions): no twin": (
             "linprog milp linear_sum_assignment quadratic_assignment lsq_linear nnls "
             "isotonic_regression"),
