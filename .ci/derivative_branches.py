@@ -99,6 +99,10 @@ EXPLAINED = {
     ("rules/scipy_integrate_second.py", "jacobian_with_tangent", "if tape is None:"):
         "a right-hand side that depends on neither the state nor the parameters "
         "differentiated: the sweep's ODE specs depend on both",
+    ("rules/scipy_quad.py", "pullback_with_tangents",
+     "if cotangent_tangent is None or is_zero(cotangent_tangent):"):
+        "the cotangent and its tangent both structurally zero: the engine skips such a "
+        "node; a direct rule.pullback_with_tangents call may pass them",
     ("rules/scipy_linalg.py", "_cho_factor_pf", "if _cho_keeps_input():"):
         "which side runs depends on the installed SciPy (a copy of the input before "
         "1.18, zeros from 1.18): each SciPy takes one",
