@@ -450,3 +450,27 @@ def test_plain_scipy_names_the_twin(name, capsys):
     told = [str(c) for c in chain if isinstance(c, cr.UntraceableError)]
     told.append(capsys.readouterr().err)
     assert any(f"chainrules.scipy.optimize.{name} instead" in t for t in told), told
+
+
+FLOATS = {"float": 8.0, "float64": np.float64(8.0), "float32": np.float32(8.0),
+          "0-d": np.array(8.0), "size-1": np.array([8.0])}
+SOLVES = {
+    "root": lambda p: np.sum(co.root(lambda x: x ** 3 - p, 1.0).x),
+    "fsolve": lambda p: np.sum(co.fsolve(lambda x, p: x ** 3 - p, 1.0, args=(p,))),
+    "minimize": lambda p: np.sum(co.minimize(lambda x: np.sum((x ** 3 - p) ** 2),
+                                             np.array([1.0]), method="trust-exact",
+                                             tol=1e-10).x),
+    "least_squares": lambda p: np.sum(co.least_squares(lambda x: x ** 3 - p, 1.0).x),
+    "newton": lambda p: np.sum(co.newton(lambda x: x ** 3 - p, 1.0)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FLOATS))
+@pytest.mark.parametrize("solver", sorted(SOLVES))
+def test_every_kind_of_float_parameter(solver, kind):
+    p = FLOATS[kind]
+    g = cr.grad(SOLVES[solver])(p)
+    assert np.shape(g) == np.shape(p)
+    assert np.asarray(g).dtype == (np.float32 if kind == "float32" else np.float64)
+    np.testing.assert_allclose(np.asarray(g, dtype=float), 1 / 12,
+                               rtol=1e-5 if kind == "float32" else 1e-7)
