@@ -232,3 +232,26 @@ def test_warning_names_the_users_line():
 def test_plain_scipy_error_names_the_twin(name, call):
     with pytest.raises(cr.UntraceableError, match=f"chainrules.scipy.integrate.{name} "):
         cr.grad(call)(1.0)
+
+
+def test_points_reversed_limits_and_a_traced_constant_inner_limit():
+    # |x - p| over [0, 2] with a break point: d/dp = 2p - 2
+    kink = lambda p: quad(lambda x: np.abs(x - p), 0.0, 2.0, points=[1.0])[0]  # noqa: E731
+    assert cr.grad(kink)(0.7) == pytest.approx(2 * 0.7 - 2, rel=1e-8)
+    # from 2 down to b: d/db = b^2
+    assert cr.grad(lambda b: quad(lambda x: x * x, 2.0, b)[0])(0.5) == pytest.approx(0.25)
+    # the inner lower limit a traced constant: (4 - c^2) / 4
+    inner = lambda c: dblquad(lambda y, x: x * y, 0.0, 1.0, c, 2.0)[0]  # noqa: E731
+    assert cr.grad(inner)(0.5) == pytest.approx(-0.25, rel=1e-10)
+
+
+def test_quad_vec_full_output_is_scipys():
+    seen = []
+
+    def f(p):
+        seen.append(quad_vec(lambda x: np.stack([p * x, p * p]), 0.0, 1.0, full_output=True))
+        return np.sum(seen[-1][0])
+
+    assert cr.grad(f)(1.5) == pytest.approx(0.5 + 2 * 1.5)
+    res, err, info = seen[-1]
+    assert info.success and err >= 0.0

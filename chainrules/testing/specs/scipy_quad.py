@@ -34,7 +34,7 @@ def _ignores_c(x, p, c):
 
 
 if _sq is not None and hasattr(_sq, "integral"):
-    _TIGHT = {"epsabs": 1e-11, "epsrel": 1e-10, "limit": 100}
+    _TIGHT = {"epsabs": 1e-10, "epsrel": 1e-9, "limit": 100}
     _SCALAR = _sq.QuadSpec(_scalar, False, _TIGHT, "scipy.integrate.quad")
     _VECTOR = _sq.QuadSpec(_vector, True, _TIGHT, "scipy.integrate.quad_vec")
     _IGNORES = _sq.QuadSpec(_ignores_c, False, _TIGHT, "scipy.integrate.quad")
