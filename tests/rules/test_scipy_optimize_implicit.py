@@ -474,3 +474,31 @@ def test_every_kind_of_float_parameter(solver, kind):
     assert np.asarray(g).dtype == (np.float32 if kind == "float32" else np.float64)
     np.testing.assert_allclose(np.asarray(g, dtype=float), 1 / 12,
                                rtol=1e-5 if kind == "float32" else 1e-7)
+
+
+def test_helpers_given_by_the_user():
+    """jac=True (the function returns its gradient or Jacobian too), and
+    helpers that close over the traced parameters: they guide the solver
+    on plain values; the derivative is chainrules' own."""
+    b = np.array([1.0, -0.5])
+
+    def with_grad(b):
+        def fun(x):
+            return 0.5 * x @ A @ x - b @ x, A @ x - b
+        return co.minimize(fun, np.zeros(2), jac=True, method="trust-exact", tol=1e-10).x
+    np.testing.assert_allclose(cr.jacobian(with_grad)(b), np.linalg.inv(A), rtol=1e-8)
+
+    def with_derivative(q):
+        return co.root_scalar(lambda x: (x ** 3 - q, 3 * x ** 2), x0=1.0, fprime=True).root
+    np.testing.assert_allclose(cr.grad(with_derivative)(8.0), 1 / 12, rtol=1e-10)
+
+    def lsq_jac(y):
+        return co.least_squares(lambda w: X @ w - y, np.zeros(2), jac=lambda w: X,
+                                xtol=1e-14, ftol=1e-14, gtol=1e-14).x
+    np.testing.assert_allclose(cr.jacobian(lsq_jac)(Y), np.linalg.pinv(X), rtol=1e-8)
+
+    def fit_jac(y):
+        return co.curve_fit(_line, XD, y, jac=lambda x, a, b: np.stack([x, np.ones_like(x)],
+                                                                     1))[0]
+    np.testing.assert_allclose(cr.jacobian(fit_jac)(YD), cr.jacobian(
+        lambda y: _regression(XD, y))(YD), rtol=1e-7, atol=1e-10)

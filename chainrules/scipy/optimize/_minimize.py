@@ -97,12 +97,15 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         def plain(x):
             return prob.plain(x, params)
 
+        def plain_value(x):
+            return plain(x)[0] if jac is True else plain(x)
+
         helpers = dict(user)
         if jac is None and (meth in _USE_GRADIENT or method is None):
             # chainrules' exact gradient instead of SciPy's finite differences
             helpers["jac"] = grad(plain)
         if hess is None and hessp is None and meth in _NEED_HESSIAN:
-            helpers["hess"] = hessian(plain)
+            helpers["hess"] = hessian(plain_value)
         res = _so.minimize(plain, x0p, method=method, bounds=bounds, constraints=cons_plain,
                            tol=tol, callback=callback, options=options, **helpers)
         if not res.success:
@@ -189,9 +192,10 @@ def least_squares(fun, x0, jac="2-point", bounds=(-np.inf, np.inf), method="trf"
     if loss not in _LOSSES:
         raise MissingRuleError(f"{name}: a callable loss is not differentiated; use one of "
                                f"SciPy's losses by name ({', '.join(_LOSSES)})")
-    helper = plain_helper(jac, ()) if callable(jac) else jac
+    helper = jac
     if callable(jac):
-        helper = (lambda x, *a: _plain_jac(jac, x, prob.plain_args))
+        def helper(x, *a):
+            return _plain_jac(jac, x, prob.plain_args)
 
     def run(params=None):
         res = _so.least_squares(lambda x: prob.plain(x, params), x0p, jac=helper, loss=loss,
