@@ -236,24 +236,38 @@ def closure_convert(fn, *example_args, name=None, unseen=None):
     n = len(keys)
 
     def converted(*args):
+        # arguments traced on enclosing tapes (a rule's pullback, differentiated
+        # again by an outer differentiation, calls fn on its traced inputs):
+        # fn computes on those tapes, up to the highest one, legitimately
+        floor = 1 + max((lv for a in pytree.flatten(list(args))[0] for lv in _levels(a)
+                         if lv < bound), default=-1)
         if not n:  # nothing to stand in for: only the result is checked
-            return _check_result(fn(*args), bound, name, unseen)
-        sub = Capture(bound, FIXED, parent, level=0, name=name, unseen=unseen)
+            return _check_result(fn(*args), bound, name, unseen, floor)
+        sub = Capture(bound, FIXED, parent, level=floor, name=name, unseen=unseen)
         sub.memo.update(zip(keys, args[len(args) - n:]))
-        return _check_result(sub.run(fn, *args[:len(args) - n]), bound, name, unseen)
+        return _check_result(sub.run(fn, *args[:len(args) - n]), bound, name, unseen, floor)
 
     converted.__name__ = getattr(fn, "__name__", "converted")
     converted.__qualname__ = name
     return converted, captured
 
 
-def _check_result(out, bound, name, unseen):
-    """``out``, refused if it is traced on an enclosing tape: it depends on a
+def _levels(x):
+    """The levels of the tapes ``x`` is traced on (a traced value of one tape
+    may hold one of a lower tape)."""
+    while type(x) is Traced:
+        yield x.tape.level
+        x = x.value
+
+
+def _check_result(out, bound, name, unseen, floor=0):
+    """``out``, refused if it is traced on an enclosing tape (at or above
+    ``floor``, the tapes of the arguments being below it): it depends on a
     value being differentiated that was not converted, and a rule computing
     with it would drop that derivative or fail deep inside NumPy."""
     if holds_traced(out) or not pytree.is_leaf(out):
         for o in pytree.flatten(out)[0]:
-            if type(o) is Traced and o.tape.level < bound:
+            if type(o) is Traced and floor <= o.tape.level < bound:
                 raise UntraceableError(
                     f"{name} returned a result that depends on a value being "
                     f"differentiated (a closure or a global) that {unseen}, or that "

@@ -255,3 +255,24 @@ def test_quad_vec_full_output_is_scipys():
     assert cr.grad(f)(1.5) == pytest.approx(0.5 + 2 * 1.5)
     res, err, info = seen[-1]
     assert info.success and err >= 0.0
+
+
+def _closed_over(t):
+    a, b, w = t[0], t[1], t[2:]
+    return quad(lambda x: np.sum(np.sin(w * x)) * np.exp(-x * x), a, b)[0]
+
+
+def _in_args(t):
+    return quad(lambda x, w: np.sum(np.sin(w * x)) * np.exp(-x * x), t[0], t[1],
+                args=(t[2:],))[0]
+
+
+@pytest.mark.parametrize("f", [_closed_over, _in_args])
+def test_nested_differentiation_to_third_order(f):
+    t = np.array([0.1, 1.2, 0.7, 1.3])
+    v = np.array([0.2, -0.4, 0.5, 0.3])
+    h = cr.hessian(f)(t)
+    np.testing.assert_allclose(cr.jacobian(cr.grad(f))(t), h, rtol=1e-10, atol=1e-12)
+    third = cr.grad(lambda t: cr.hvp(f, t, v) @ v)(t)
+    fd = _fd(lambda s: cr.hvp(f, s, v) @ v, t, eps=1e-4)
+    np.testing.assert_allclose(third, fd, rtol=1e-5, atol=1e-8)
