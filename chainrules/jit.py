@@ -62,19 +62,35 @@ def _leaf_key(x):
 _ndarray = np.ndarray
 
 
-def _simple_key(args):
-    """The signature of a call whose arguments are all ndarrays and Python
-    floats (the common call), or ``None``."""
-    key = []
-    for a in args:
+def _quick_key(args):
+    """``(signature, dynamic leaves)`` of a call whose arguments are ndarrays,
+    Python floats and ints, ``None``, and tuples and lists of them (the
+    common call, keyed without flattening a pytree), or ``None``. The leaves
+    are in ``pytree.flatten``'s order, as a plan takes them."""
+    key, leaves = [], []
+    if not _quick(args, key, leaves):
+        return None
+    return tuple(key), leaves
+
+
+def _quick(seq, key, leaves):
+    for a in seq:
         t = type(a)
         if t is _ndarray:
             key.append((a.shape, a.dtype))
+            leaves.append(a)
         elif t is float or t is int:
             key.append(t)
+            leaves.append(a)
+        elif a is None:
+            key.append(None)
+        elif t is tuple or t is list:
+            key.append((t, len(a)))
+            if not _quick(a, key, leaves):
+                return False
         else:
-            return None
-    return tuple(key)
+            return False
+    return True
 
 
 def _close(a, b):
@@ -114,7 +130,7 @@ class Jitted:
     """A function staged by ``cr.jit``: call it as the function."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), strict=False,
-                 max_variants=8, cache_size=CACHE_SIZE):
+                 max_variants=8, cache_size=CACHE_SIZE, warn=True):
         if not callable(fun):
             raise TypeError(f"cr.jit needs a callable, not {type(fun).__name__}")
         if isinstance(static_argnums, int):
@@ -125,6 +141,7 @@ class Jitted:
         self.static_argnums = frozenset(static_argnums)
         self.static_argnames = frozenset(static_argnames)
         self.strict = strict
+        self.warn = warn  # False: the library's own plans fall back quietly
         self.max_variants = max_variants
         self.cache_size = cache_size
         self._cache = OrderedDict()
@@ -153,10 +170,7 @@ class Jitted:
         except TypeError:
             raise TypeError("cr.jit: a static argument must be hashable "
                             "(static_argnums / static_argnames)") from None
-        if not kwargs and not self.static_argnums:
-            key = _simple_key(args)
-            if key is not None:
-                return key, list(args), lambda values: (tuple(values), {})
+        quick = None if kwargs or self.static_argnums else _quick_key(args)
         leaves, tree = flatten((dyn_args, dyn_kw))
         keys = []
         dyn_pos = []
@@ -167,7 +181,7 @@ class Jitted:
             keys.append(k)
             if kind == "d":
                 dyn_pos.append(i)
-        key = (tree, tuple(keys), skey)
+        key = (tree, tuple(keys), skey) if quick is None else quick[0]
 
         def rebuild(values):
             lv = list(leaves)
@@ -189,16 +203,18 @@ class Jitted:
             # and the user's line: eager calls do that
             return self.fun(*args, **kwargs)
         if not kwargs and not self.static_argnums:
-            key = _simple_key(args)
-            if key is not None:
-                # the common call (arrays and numbers, positionally) of a
-                # checked plan: its first variant runs directly
+            quick = _quick_key(args)
+            if quick is not None:
+                # the common call (arrays, numbers, None, in tuples and lists,
+                # positionally) of a checked plan: its first variant runs
+                # directly
+                key, leaves = quick
                 entry = self._cache.get(key)
                 if entry is not None and entry.variants:
                     plan = entry.variants[0]
                     if plan.checked:
                         try:
-                            out = plan.run(*args)
+                            out = plan.run(*leaves)
                         except GuardFailed:
                             pass
                         else:
@@ -302,7 +318,7 @@ class Jitted:
         if self.strict:
             raise StagingError(msg)
         entry.eager = reason
-        if reason not in self._warned:
+        if self.warn and reason not in self._warned:
             self._warned.add(reason)
             warnings.warn(msg, StagingWarning, stacklevel=4)
         if args is None:
@@ -353,7 +369,7 @@ def _plan_name(fun):
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), strict=False, max_variants=8,
-        cache_size=CACHE_SIZE):
+        cache_size=CACHE_SIZE, warn=True):
     """Stage ``fun``: record it once per signature, replay the recording.
 
     ``fun`` is any function of arrays, NumPy scalars, Python numbers and
@@ -374,8 +390,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), strict=False, max_va
       are read by reference at replay: an in-place change is seen.
     * What cannot be staged (a conversion of a value to a plain array, a
       write into an argument, an impure function, guards that keep failing)
-      runs eagerly after one ``StagingWarning``, or raises ``StagingError``
-      with ``strict=True``.
+      runs eagerly after one ``StagingWarning`` (none with ``warn=False``),
+      or raises ``StagingError`` with ``strict=True``.
 
     Used as ``@cr.jit`` or ``@cr.jit(static_argnums=...)`` too. The jitted
     function's ``plan(*args)`` returns the plan of a signature (print it to
@@ -402,5 +418,6 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), strict=False, max_va
     """
     if fun is None:
         return lambda f: Jitted(f, static_argnums, static_argnames, strict, max_variants,
-                                cache_size)
-    return Jitted(fun, static_argnums, static_argnames, strict, max_variants, cache_size)
+                                cache_size, warn)
+    return Jitted(fun, static_argnums, static_argnames, strict, max_variants, cache_size,
+                  warn)

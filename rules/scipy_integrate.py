@@ -58,7 +58,9 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
 
 import numpy as np
 
+from chainrules.api import vjp
 from chainrules.errors import HvpNotSupported, NumericalInstabilityError
+from chainrules.jit import jit
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import is_zero
@@ -105,12 +107,13 @@ class OdeSpec:
     method) and its options. ``sensitivity_max`` overrides
     ``SENSITIVITY_MAX_STATE`` (0: always the adjoint method)."""
 
-    __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max")
+    __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max", "plans")
 
     def __init__(self, func, tfirst, solver, opts, name, sensitivity_max=None):
         self.func, self.tfirst, self.solver, self.opts, self.name = \
             func, tfirst, solver, dict(opts), name
         self.sensitivity_max = sensitivity_max
+        self.plans = {}  # staged derivatives of the right-hand side (_staged)
 
     def f(self, y, s, params):
         return self.func(s, y, *params) if self.tfirst else self.func(y, s, *params)
@@ -219,17 +222,43 @@ def rhs_jacobian(spec, y, s, params, pidx, seeds=None):
     right-hand side (traced again at every point: it may branch on values)
     and one reverse sweep of all its output directions at once (``seeds``,
     the identity of that size, may be passed in)."""
-    from chainrules.api import vjp
-
-    f_of = rhs_of(spec, params, pidx, s)
-    out, back = vjp(f_of, y, *[params[k] for k in pidx])
+    out, rows = _staged(spec, ("jacobian", tuple(pidx)), _jacobian_of)(y, s, params, seeds)
     n = np.size(out)
-    rows = back.many(np.eye(n) if seeds is None else seeds)
     if len(rows) == 1:
         return np.asarray(out, dtype=float), np.asarray(rows[0], dtype=float)
     jac = np.concatenate([np.reshape(np.asarray(r, dtype=float), (n, -1)) for r in rows],
                          axis=1)
     return np.asarray(out, dtype=float), jac
+
+
+def _staged(spec, key, make):
+    """``make(spec, pidx)`` staged (``cr.jit``) once per right-hand side and
+    key: the solver calls it at every step with one signature, so after two
+    calls a step replays a plan instead of tracing the right-hand side
+    again. A right-hand side that cannot be staged (impure, converting its
+    values) runs eagerly, without a warning: the user did not ask for it."""
+    fn = spec.plans.get(key)
+    if fn is None:
+        fn = spec.plans[key] = jit(make(spec, key[1]), warn=False)
+    return fn
+
+
+def _jacobian_of(spec, pidx):
+    def rhs_jacobian_rows(y, s, params, seeds):
+        f_of = rhs_of(spec, params, pidx, s)
+        out, back = vjp(f_of, y, *[params[k] for k in pidx])
+        n = np.size(out)
+        return out, back.many(np.eye(n) if seeds is None else seeds)
+
+    return rhs_jacobian_rows
+
+
+def _vjp_of(spec, pidx):
+    def rhs_vjp(y, s, params, a):
+        out, back = vjp(rhs_of(spec, params, pidx, s), y, *[params[k] for k in pidx])
+        return out, back(a)
+
+    return rhs_vjp
 
 
 def sensitivities(spec, y0, times, params, pidx, z0, dp):
@@ -299,13 +328,8 @@ class OdeRule(ReverseRule):
 
     def _f_vjp(self, y, s, a, pidx):
         """(a^T f_y, [a^T f_p for traced p], f) at (y, s)."""
-        params = list(self.params)
-
-        f_of = rhs_of(self.spec, params, pidx, s)
-        from chainrules.api import vjp
-
-        out, back = vjp(f_of, y, *[params[k] for k in pidx])
-        cots = back(a)
+        out, cots = _staged(self.spec, ("vjp", tuple(pidx)), _vjp_of)(
+            y, s, list(self.params), a)
         return cots[0], cots[1:], np.asarray(out, dtype=float)
 
     def pullback(self, g):
