@@ -502,3 +502,23 @@ def test_helpers_given_by_the_user():
                                                                      1))[0]
     np.testing.assert_allclose(cr.jacobian(fit_jac)(YD), cr.jacobian(
         lambda y: _regression(XD, y))(YD), rtol=1e-7, atol=1e-10)
+
+
+def test_a_closed_over_value_first_used_during_the_solve_is_refused():
+    """The closed-over values are found at the starting point; one the
+    function reaches only later (a branch on x) is refused with a typed
+    error, whatever SciPy's compiled code makes of it."""
+    def f(pq):
+        p, q = pq[0], pq[1]
+
+        def fun(x):
+            return x ** 3 - p if x[0] < 1.5 else x ** 3 - q * p
+        return np.sum(co.root(fun, np.ones(1)).x)
+    with pytest.raises(cr.UntraceableError, match="did not use at the starting point"):
+        cr.grad(f)(np.array([8.0, 1.0]))
+
+    def g(pq):
+        p, q = pq[0], pq[1]
+        return co.brentq(lambda x: x ** 3 - p if x < 1.5 else x ** 3 - q * p, 0.0, 10.0)
+    with pytest.raises(cr.UntraceableError, match="did not use at the starting point"):
+        cr.grad(g)(np.array([8.0, 1.0]))

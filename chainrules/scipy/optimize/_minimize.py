@@ -106,8 +106,9 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
             helpers["jac"] = grad(plain)
         if hess is None and hessp is None and meth in _NEED_HESSIAN:
             helpers["hess"] = hessian(plain_value)
-        res = _so.minimize(plain, x0p, method=method, bounds=bounds, constraints=cons_plain,
-                           tol=tol, callback=callback, options=options, **helpers)
+        res = prob.scipy(_so.minimize, plain, x0p, method=method, bounds=bounds,
+                         constraints=cons_plain, tol=tol, callback=callback, options=options,
+                         **helpers)
         if not res.success:
             not_converged(name, res.message)
         if bounds is not None:
@@ -198,8 +199,8 @@ def least_squares(fun, x0, jac="2-point", bounds=(-np.inf, np.inf), method="trf"
             return _plain_jac(jac, x, prob.plain_args)
 
     def run(params=None):
-        res = _so.least_squares(lambda x: prob.plain(x, params), x0p, jac=helper, loss=loss,
-                                **kw)
+        res = prob.scipy(_so.least_squares, lambda x: prob.plain(x, params), x0p, jac=helper,
+                         loss=loss, **kw)
         if res.status <= 0:
             not_converged(name, res.message)
         if np.any(res.active_mask != 0):
@@ -286,8 +287,9 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
         sg = None if sg is None else untraced(sg)
         cap = [untraced(c) for c in cap]
         try:
-            out = _so.curve_fit(lambda x, *p: model(x, *p, *cap), xd, yd, p0=start,
-                                sigma=sg, jac=jac_helper, full_output=True, **kw)
+            out = model_prob.scipy(_so.curve_fit, lambda x, *p: model_prob.strict(x, *p, *cap),
+                                   xd, yd, p0=start, sigma=sg, jac=jac_helper,
+                                   full_output=True, **kw)
         except RuntimeError as e:
             not_converged(name, str(e))
         if out[4] not in (1, 2, 3, 4):

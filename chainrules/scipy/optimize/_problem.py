@@ -7,7 +7,8 @@ import numpy as np
 
 from chainrules import pytree
 from chainrules.capture import FIXED, PLAIN, Capture, current, next_level
-from chainrules.errors import DomainError, MissingRuleError, NumericalInstabilityError
+from chainrules.errors import (DomainError, MissingRuleError, NumericalInstabilityError,
+                               UntraceableError)
 from chainrules.rules.scipy_optimize import ImplicitSpec, implicit_solution
 from chainrules.tracing import is_traced, untraced
 
@@ -36,6 +37,7 @@ class Problem:
 
     def __init__(self, fun, x_example, args, name):
         self.name = name
+        self.failure = None
         leaves, td = pytree.flatten(list(args))
         self.td, self.nleaves = td, len(leaves)
 
@@ -45,7 +47,10 @@ class Problem:
         # the values being differentiated that fun closes over: found by
         # running it once on plain values (chainrules.capture)
         self.parent = current()
-        first = Capture(next_level(), PLAIN, self.parent, name=name)
+        # tapes below this level are the enclosing ones (later ones are the
+        # solver's helpers', the pullback's own)
+        self.bound = next_level()
+        first = Capture(self.bound, PLAIN, self.parent, name=name)
         first.run(flat, x_example, *untraced(list(leaves)))
         self.captured = captured = list(first.captured)
         self.keys = [(c.tape.level, c.node) for c in captured]
@@ -96,9 +101,37 @@ class Problem:
 
     def plain(self, x, params=None):
         """``fun(x)`` on plain values (the parameters ``params``, plain, or
-        the problem's own)."""
+        the problem's own), as SciPy's solver calls it. A value being
+        differentiated that ``fun`` reaches without it being found at the
+        starting point is refused (``UntraceableError``, re-raised by
+        ``scipy`` when SciPy's compiled code replaces it)."""
         vals = self.plain_values if params is None else self.values(params)
-        return self.conv(x, *vals)
+        return self.strict(x, *vals)
+
+    def strict(self, x, *vals):
+        """``conv`` on plain values: any other value being differentiated
+        that the function reaches is refused."""
+        sub = Capture(self.bound, FIXED, self.parent, level=0, name=self.name,
+                      unseen="it did not use at the starting point, where chainrules "
+                             "evaluates it to find them; pass such a value in args")
+        sub.memo.update(zip(self.keys, vals[self.nleaves:]))
+        try:
+            return sub.run(self.flat, x, *vals[:self.nleaves])
+        except UntraceableError as e:
+            self.failure = e
+            raise
+
+    def scipy(self, solver, *args, **kwargs):
+        """``solver(*args, **kwargs)`` (SciPy's), with a refusal raised in
+        the function it calls re-raised as it is, whatever error SciPy's
+        compiled code made of it."""
+        self.failure = None
+        try:
+            return solver(*args, **kwargs)
+        except Exception as e:
+            if self.failure is not None and e is not self.failure:
+                raise self.failure from e
+            raise
 
 
 def plain_helper(fn, args):

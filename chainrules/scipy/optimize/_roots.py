@@ -38,9 +38,9 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     helper = plain_helper(jac, prob.plain_args)
 
     def run(params=None):
-        return _so.root(lambda x: prob.plain(x, params), x0p, method=method,
-                        jac=helper if callable(jac) else jac, tol=tol, callback=callback,
-                        options=options)
+        return prob.scipy(_so.root, lambda x: prob.plain(x, params), x0p, method=method,
+                          jac=helper if callable(jac) else jac, tol=tol, callback=callback,
+                          options=options)
 
     res = run()
     if not res.success:
@@ -79,7 +79,7 @@ def fsolve(func, x0, args=(), fprime=None, full_output=0, col_deriv=0, xtol=1.49
     helper = plain_helper(fprime, prob.plain_args)
 
     def run(params=None):
-        out = _so.fsolve(lambda x: prob.plain(x, params), x0p, full_output=True,
+        out = prob.scipy(_so.fsolve, lambda x: prob.plain(x, params), x0p, full_output=True,
                          fprime=None if fprime is None else (lambda x: helper(x)), **kw)
         if out[2] != 1:
             not_converged(name, out[3])
@@ -125,7 +125,8 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
     fp2 = plain_helper(fprime2, prob.plain_args) if callable(fprime2) else fprime2
 
     def run(params=None):
-        res = _so.root_scalar(lambda x: prob.plain(x, params), fprime=fp, fprime2=fp2, **kw)
+        res = prob.scipy(_so.root_scalar, lambda x: prob.plain(x, params), fprime=fp,
+                         fprime2=fp2, **kw)
         if not res.converged:
             not_converged(name, res.flag)
         return res
@@ -156,8 +157,8 @@ def _bracketing(solver):
 
         def run(params=None):
             try:
-                r, info = solver(lambda x: prob.plain(x, params), a, b, full_output=True,
-                                 disp=False, **opts)
+                r, info = prob.scipy(solver, lambda x: prob.plain(x, params), a, b,
+                                     full_output=True, disp=False, **opts)
             except (RuntimeError, ValueError) as e:
                 if "sign" in str(e):
                     raise
@@ -224,7 +225,7 @@ def newton(func, x0, fprime=None, args=(), tol=1.48e-08, maxiter=50, fprime2=Non
 
     def run(params=None):
         try:
-            out = _so.newton(lambda x: prob.plain(x, params), start, fprime=fp,
+            out = prob.scipy(_so.newton, lambda x: prob.plain(x, params), start, fprime=fp,
                              fprime2=fp2, full_output=True, disp=False, **kw)
         except RuntimeError as e:
             not_converged(name, str(e))
@@ -263,8 +264,8 @@ def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2"):
 
     def run(params=None):
         try:
-            return _so.fixed_point(lambda x: prob.plain(x, params), x0p, xtol=xtol,
-                                   maxiter=maxiter, method=method)
+            return prob.scipy(_so.fixed_point, lambda x: prob.plain(x, params), x0p, xtol=xtol,
+                              maxiter=maxiter, method=method)
         except RuntimeError as e:
             not_converged(name, str(e))
 
