@@ -345,6 +345,19 @@ class LinalgDef:
         self.pfb, self.pbb = pfb, pbb
 
 
+def _matrices_only(name, ids, xs):
+    """The derivatives here read every traced argument as a matrix or a
+    vector, by its trailing axes; a 0-d one (which NumPy or SciPy may take
+    as a scalar or a 1 x 1 matrix) is refused by name."""
+    for i, x in zip(ids, xs):
+        pairs = zip(i, x) if type(i) is tuple else ((i, x),)
+        if any(j is not None and np.ndim(v) == 0 for j, v in pairs):
+            raise MissingRuleError(
+                f"{name} of a traced 0-d array has no derivative rule (the rule reads its "
+                "arguments as matrices and vectors); pass np.reshape(x, (1, 1)) for a "
+                "1 x 1 matrix, or np.reshape(x, (1,)) for a vector of one element")
+
+
 class LinalgRule(ReverseRule):
     """A nonlinear rule defined by its pushforward (see the module docstring).
 
@@ -356,6 +369,7 @@ class LinalgRule(ReverseRule):
     __slots__ = ("d", "ids", "xs", "y", "kw", "aux", "memo")
 
     def __init__(self, d, ids, xs, y, kw, aux=None):
+        _matrices_only(d.name, ids, xs)
         self.d = d
         self.ids = ids
         self.xs = xs

@@ -106,6 +106,7 @@ def check_rule(op, *args, call=None, rtol=None, atol=None, rng=None, directions=
         c.hvp(fast=hvp_fast)
     if "rrule" in modes:
         c.batched(hvp="hvp" in modes, forward="frule" in modes)
+        c.batched_at_0d(hvp="hvp" in modes, forward="frule" in modes)
     c.check_unmutated("the checks")
     return c.report
 
@@ -127,6 +128,7 @@ def check_rrule(op, *args, call=None, rtol=None, rng=None, atol=None, directions
                    directions, "check_rrule", wrt)
     c.rrule(adjoint=adjoint)
     c.batched(hvp=False, forward=adjoint)
+    c.batched_at_0d(hvp=False, forward=adjoint)
     return c.report
 
 

@@ -3,6 +3,7 @@ pushforward, adjoint identity, HVP, raw cotangent kinds, zero cotangents,
 repeatability, mutation), run on one ``CheckedRecording``."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -43,6 +44,7 @@ class RuleCheck:
         self.rng = np.random.default_rng(0) if rng is None else rng
         self.directions = max(1, int(directions))
         self.report = CheckReport(op_label(op))
+        self.tols = (rtol, atol)
         f, idx, kw = self.f, self.idx, kwargs
 
         def fun(*d):
@@ -70,6 +72,7 @@ class RuleCheck:
         self._fd = {}
         self._ct = {}
         self._ju = {}
+        self._hv = {}
 
     # -- basic properties
     def check_unmutated(self, when):
@@ -376,24 +379,103 @@ class RuleCheck:
         result of the sweeps one at a time (to rounding): reverse, forward
         and, with ``hvp``, forward-over-reverse. Rules with batched methods
         are checked by it; the others go through the engine's
-        per-direction loop, which is checked too. ``forward`` False: the
-        reverse sweep only (a rule without a forward mode)."""
-        ctx, rec = self.ctx, self.rec
+        per-direction loop, which is checked too. A batch of one direction
+        (the Hessian of a size-1 or 0-d input, a last chunk of one) is
+        checked as well: the engine runs the unbatched sweeps for it and
+        lifts their values to a batch. ``forward`` False: the reverse sweep
+        only (a rule without a forward mode)."""
+        rec = self.rec
         k = max(2, self.directions)
         us = [self.us[j] if j < self.directions else
               [random_leaf(x, self.rng) for x in self.p_leaves] for j in range(k)]
         ws = [self.ws[j] if j < self.directions else
               [random_leaf(y, self.rng) for y in rec.out_values] for j in range(k)]
         self.report.add_mode("batched" if rec.batched_rules() else "batched(loop)")
+        self._batch_vs_one(us, ws, hvp, forward)
+        self._batch_vs_one(us[:1], ws[:1], hvp, forward)
+
+    def batched_at_0d(self, hvp=True, forward=True):
+        """``batched`` at a point where every differentiated array is 0-d
+        (its first element), when the op takes one: a batched value of a 0-d
+        node has one axis, the batch's, which a rule must not read as the
+        value's own (the Hessian of a 0-d input is a batch of one as well).
+        Run where a rule of the recording takes batches itself (the engine's
+        per-direction loop calls the unbatched methods); nothing when none
+        does, when the op refuses 0-d inputs or when they are 0-d already.
+        Returns the ``RuleCheck`` of that point, or None."""
+        if not any(batched_rule(r) for _, r in self.rec.rules()):
+            return None
+        args = _first_elements(self.args, self.idx)
+        if args is None:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                out = pytree.flatten(self.f(*args, **self.kwargs))[0]
+            except Exception:  # noqa: BLE001 - the op takes no 0-d input here
+                return None
+        if not any(inexact(v) for v in out) or not all(
+                np.all(np.isfinite(v)) for v in out if inexact(v)):
+            return None
+        try:
+            c = RuleCheck(self.op, args, self.kwargs, self.f if self.f is not self.op
+                          else None, *self.tols, self.rng,
+                          self.directions, "check_rule", [i for i in self.idx])
+        except Exception:  # noqa: BLE001 - a refusal (typed or not) of the 0-d point:
+            return None    # not the batch's question (see _one_direction_runs)
+        hvp, forward = c._one_direction_runs(hvp, forward)
+        if forward is None:
+            return None
+        c.batched(hvp, forward)
+        # the comparisons count in this check's report (its modes stay the
+        # point's own: the same sweeps at another point)
+        rep = self.report
+        rep.checks += c.report.checks
+        if c.report.worst > rep.worst:
+            rep.worst, rep.worst_at = c.report.worst, c.report.worst_at + " (0-d inputs)"
+        return c
+
+    def _one_direction_runs(self, hvp, forward):
+        """Which sweeps of one direction run at this point: ``(hvp,
+        forward)`` narrowed to them, ``forward`` None when not even the
+        reverse sweep does. The batched comparison needs them as its
+        reference; whether the rule differentiates this point correctly is
+        the other modes' question."""
+        try:
+            self.cotangent(0)
+        except Exception:  # noqa: BLE001 - no reference for the batch
+            return False, None
+        if not forward:
+            return False, False
+        try:
+            self.pushforward(0)
+        except Exception:  # noqa: BLE001
+            return False, False
+        if hvp:
+            try:
+                self._hvp_one(0)
+            except Exception:  # noqa: BLE001
+                hvp = False
+        return hvp, True
+
+    def _batch_vs_one(self, us, ws, hvp, forward):
+        """The sweeps of the directions ``us`` (forward, HVP) and ``ws``
+        (reverse) as one batch vs one direction at a time (the checker's
+        own directions' sweeps computed once: a batch of one reuses them)."""
+        ctx, rec = self.ctx, self.rec
+        k = len(us)
+        own = self.directions
         where = "direction #{} of a batch of {}"
         for j, c in enumerate(rec.backward_batch(ws)):
-            ctx.vector("batched pullback vs one direction", c, rec.backward(ws[j]), 0.0,
+            one = self.cotangent(j) if j < own else rec.backward(ws[j])
+            ctx.vector("batched pullback vs one direction", c, one, 0.0,
                        where.format(j, k), ("batched", "one direction"), rtol=ctx.adj)
         if not forward:
             return
         tans = rec.forward_batch(us)
         for j, t in enumerate(rec.output_tangents(tans, k)):
-            ctx.vector("batched pushforward vs one direction", t, rec.forward(us[j])[0], 0.0,
+            one = self.pushforward(j) if j < own else rec.forward(us[j])[0]
+            ctx.vector("batched pushforward vs one direction", t, one, 0.0,
                        where.format(j, k), ("batched", "one direction"), rtol=ctx.adj)
         if not hvp:
             return
@@ -403,10 +485,20 @@ class RuleCheck:
         except HvpNotSupported:
             return
         for j, hv in enumerate(batch):
-            _, one = rec.backward_with_tangents(w, rec.forward(us[j])[1], out_tangents=True,
-                                                leaf_cotangents=False)
+            one = self._hvp_one(j) if j < own else self._hvp_of(us[j])
             ctx.vector("batched HVP vs one direction", hv, one, 0.0, where.format(j, k),
                        ("batched", "one direction"), rtol=ctx.adj)
+
+    def _hvp_of(self, u):
+        """The HVP sweep of one direction ``u`` with the seed ``ws[0]``."""
+        rec = self.rec
+        return rec.backward_with_tangents(self.ws[0], rec.forward(u)[1], out_tangents=True,
+                                          leaf_cotangents=False)[1]
+
+    def _hvp_one(self, j):
+        if j not in self._hv:
+            self._hv[j] = self._hvp_of(self.us[j])
+        return self._hv[j]
 
     def _second_order_scale(self, w):
         """``|J^T w| / max(|x|, 1)``: the size of a Hessian of a function
@@ -492,6 +584,24 @@ class RuleCheck:
                            [ref.get(nid, ZERO)], 0.0,
                            f"rule {rule_name(rule)}, input node {int(nid)}, direction #{j}",
                            ("batched", "pullback"), rtol=ctx.adj)
+
+
+def _first_elements(args, idx):
+    """``args`` with each float or complex array (of at least one element
+    and one axis) among the arguments at ``idx`` replaced by its first
+    element as a 0-d array; None when there is no such array."""
+    changed = []
+
+    def first(a):
+        if isinstance(a, np.ndarray) and a.ndim and a.size and a.dtype.kind in "fc":
+            changed.append(a)
+            return np.array(a.reshape(-1)[0], dtype=a.dtype)
+        return a
+
+    out = list(args)
+    for i in idx:
+        out[i] = pytree.tree_map(first, args[i])
+    return tuple(out) if changed else None
 
 
 # -- public checkers -----------------------------------------------------------------

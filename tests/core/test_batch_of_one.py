@@ -108,3 +108,35 @@ def test_a_tangent_without_derivative_output_round_trips_a_batch_of_one():
     np.testing.assert_array_equal(back[0], fd)
     assert back[1] is ZERO
     assert as_batch_of_one(None) is None and as_batch_of_one(ZERO) is ZERO
+
+
+# SciPy reads a 0-d array as a 1 x 1 matrix (expm, sqrtm, cho_factor) or
+# keeps it 0-d (lu_factor); NumPy's multi_dot of two is a product. The
+# linear-algebra rules read their arguments by trailing axes: a traced 0-d
+# argument is refused by name, before any derivative could be wrong.
+def _zero_d_linalg_programs():
+    import scipy.linalg as sl
+    import chainrules.scipy.linalg as csl
+    return [
+        ("scipy.linalg.expm", lambda x: np.sum(csl.expm(x))),
+        ("scipy.linalg.sqrtm", lambda x: np.sum(csl.sqrtm(x))),
+        ("scipy.linalg.cho_factor", lambda x: np.sum(cho_factor(x)[0])),
+        ("scipy.linalg.lu_factor", lambda x: np.sum(lu_factor(x)[0])),
+        ("numpy.linalg.multi_dot", lambda x: np.linalg.multi_dot([x, x])),
+        ("scipy.linalg.solve_discrete_lyapunov",
+         lambda x: np.sum(csl.solve_discrete_lyapunov(np.full((1, 1), 0.3), x))),
+    ], sl
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_a_traced_0d_matrix_argument_is_refused_by_name(k):
+    programs, _ = _zero_d_linalg_programs()
+    name, f = programs[k]
+    x = np.array(0.7)
+    with pytest.raises(cr.MissingRuleError, match="traced 0-d array has no derivative rule"):
+        cr.grad(f)(x)
+    assert x == 0.7
+    # the 1 x 1 matrix it reads the value as is differentiated
+    if name != "numpy.linalg.multi_dot":
+        g = cr.grad(f)(np.full((1, 1), 0.7))
+        assert g.shape == (1, 1) and np.isfinite(g).all()
