@@ -10,13 +10,18 @@ of the function that was recorded.
 """
 
 import operator
+import os
 
 import numpy as np
+
+from .fp_warnings import at_user_line
 
 from .pytree import LEAF, unflatten
 from .staging import Ref
 
 __all__ = ["Plan", "GuardFailed"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class GuardFailed(Exception):
@@ -338,9 +343,12 @@ class Plan:
         w.lines.append(f"    return {_tree_source(out_tree, iter(rets), w)}")
         self.source = "\n".join(w.lines)
         self.namespace = w.ns
-        code = compile(self.source, f"<chainrules plan {name}>", "exec")
+        # a file name inside the package: the plan's frames are the library's
+        # (user_code.is_internal), so that NumPy's floating-point warnings
+        # raised in a replay are re-issued at the caller's line
+        code = compile(self.source, os.path.join(_HERE, f"<plan {name}>"), "exec")
         exec(code, w.ns)
-        self.run = w.ns[name]
+        self.run = at_user_line(w.ns[name])
         self.out_tree = out_tree
         self.num_steps = len(steps)
         self.guards = len(self.guard_lines)

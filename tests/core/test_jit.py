@@ -377,3 +377,14 @@ def test_sums_of_scalars_accumulated_in_a_python_loop():
         assert v == v2
         np.testing.assert_array_equal(d, d2)
     assert g.cache_info() == {"signatures": 1, "plans": 1, "eager": 0}
+
+
+def test_floating_point_warnings_of_a_replay_name_the_callers_line():
+    f = cr.jit(cr.grad(lambda x: np.sum(np.log(x))))
+    f(np.ones(2)), f(np.ones(2))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        g = f(np.array([0.0, 1.0]))
+    assert g[0] == np.inf and g[1] == 1.0
+    assert seen and all(w.category is RuntimeWarning for w in seen)
+    assert {w.filename for w in seen} == {__file__}
