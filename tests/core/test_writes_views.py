@@ -732,3 +732,50 @@ def test_complex_parts_with_infinities():
     for h in (real_part, imag_part):
         with pytest.raises(cr.UntraceableError, match="inf or nan.*two real arrays"):
             cr.grad(h)(X)
+
+
+# -- every layout: NumPy decides view or copy ----------------------------------------------
+_BASES = {
+    "C": lambda x: np.reshape(x * 1.0, (4, 6)),
+    "T": lambda x: np.reshape(x * 1.0, (4, 6)).T,
+    "cols": lambda x: np.reshape(x * 1.0, (4, 6))[:, ::2],
+    "rev": lambda x: np.reshape(x * 1.0, (4, 6))[::-1],
+    "1d step": lambda x: (x * 1.0)[::3],
+    "1d rev": lambda x: (x * 1.0)[::-1],
+    "3d": lambda x: np.reshape(x * 1.0, (2, 3, 4)),
+    "3d T": lambda x: np.reshape(x * 1.0, (2, 3, 4)).transpose(2, 0, 1),
+}
+_FUNCS = {
+    "ravel": lambda y: np.ravel(y), "ravel F": lambda y: np.ravel(y, "F"),
+    "ravel K": lambda y: np.ravel(y, "K"), "ravel A": lambda y: np.ravel(y, "A"),
+    "reshape": lambda y: np.reshape(y, -1),
+    "reshape F": lambda y: np.reshape(y, (-1,), order="F"),
+    "reshape A": lambda y: np.reshape(y, (-1,), order="A"),
+    "T": lambda y: y.T, "transpose": lambda y: np.transpose(y, tuple(range(y.ndim))[::-1]),
+    "swapaxes": lambda y: np.swapaxes(y, 0, -1), "moveaxis": lambda y: np.moveaxis(y, 0, -1),
+    "squeeze": lambda y: np.squeeze(y[None]), "real": lambda y: np.real(y),
+}
+
+
+@pytest.mark.parametrize("make", _FUNCS.values(), ids=_FUNCS.keys())
+@pytest.mark.parametrize("base", _BASES.values(), ids=_BASES.keys())
+def test_every_layout_follows_numpy(base, make):
+    def f(x):
+        y = base(x)
+        r = make(y)
+        r[(0,) * r.ndim] = -5.0 * x[0]
+        r *= 1.5
+        y[(1,) * y.ndim] = x[2] ** 2
+        return np.sum(np.sin(np.ravel(y)) * np.arange(y.size)) + np.sum(
+            np.cos(np.ravel(r)) * np.arange(r.size))
+
+    x = np.linspace(0.1, 2.4, 24)
+    plain = base(x.copy())
+    if make is _FUNCS["ravel K"] and not (plain.flags.c_contiguous or
+                                          plain.flags.f_contiguous):
+        with pytest.raises(cr.MissingRuleError, match="order='K'"):  # the rule's refusal
+            cr.grad(f)(x)
+        return
+    v, g = cr.value_and_grad(f)(x)
+    np.testing.assert_allclose(v, f(x.copy()), rtol=1e-12)
+    np.testing.assert_allclose(g, fd_grad(f, x), rtol=1e-6, atol=1e-6)
