@@ -522,3 +522,29 @@ def test_a_closed_over_value_first_used_during_the_solve_is_refused():
         return co.brentq(lambda x: x ** 3 - p if x < 1.5 else x ** 3 - q * p, 0.0, 10.0)
     with pytest.raises(cr.UntraceableError, match="did not use at the starting point"):
         cr.grad(g)(np.array([8.0, 1.0]))
+
+
+def test_more_failures_and_forms():
+    # fixed_point's plain iteration, differentiated as del2's
+    q = np.array([0.5, 0.7])
+    got = cr.grad(lambda q: np.sum(co.fixed_point(lambda x: q * np.cos(x), np.ones(2),
+                                                  method="iteration", xtol=1e-13,
+                                                  maxiter=2000)))(q)
+    x = so.fixed_point(lambda x: q * np.cos(x), np.ones(2))
+    np.testing.assert_allclose(got, np.cos(x) / (1 + q * np.sin(x)), rtol=1e-7)
+    with pytest.raises(cr.NumericalInstabilityError, match="did not converge"):
+        cr.grad(lambda p: np.sum(co.newton(lambda x: x ** 3 - p, np.ones(2), maxiter=2)))(P[:2])
+    with pytest.raises(cr.NumericalInstabilityError, match="did not converge"):
+        cr.grad(lambda y: np.sum(co.least_squares(lambda w: np.exp(X @ w) - y, np.zeros(2),
+                                                  max_nfev=1).x))(Y + 1.0)
+    with pytest.raises(cr.NumericalInstabilityError, match="did not converge"):
+        cr.grad(lambda y: np.sum(co.curve_fit(lambda x, a, b: np.exp(a * x) + b, XD, y,
+                                              maxfev=3)[0]))(YD)
+    with pytest.raises(cr.DomainError, match="active bound"):
+        cr.grad(lambda y: np.sum(co.curve_fit(_line, XD, y, p0=[0.5, 0.5],
+                                              bounds=([0.0, 0.0], [0.7, 1.0]))[0]))(YD)
+    # an interior bound: as without
+    np.testing.assert_allclose(
+        cr.jacobian(lambda y: co.curve_fit(_line, XD, y, p0=[0.5, 0.5],
+                                           bounds=([-5.0, -5.0], [5.0, 5.0]))[0])(YD),
+        cr.jacobian(lambda y: _regression(XD, y))(YD), rtol=1e-6, atol=1e-9)
