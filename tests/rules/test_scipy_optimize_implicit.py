@@ -548,3 +548,11 @@ def test_more_failures_and_forms():
         cr.jacobian(lambda y: co.curve_fit(_line, XD, y, p0=[0.5, 0.5],
                                            bounds=([-5.0, -5.0], [5.0, 5.0]))[0])(YD),
         cr.jacobian(lambda y: _regression(XD, y))(YD), rtol=1e-6, atol=1e-9)
+
+
+def test_minimize_objective_returning_a_size_1_array():
+    def sol(b):
+        return co.minimize(lambda x: np.atleast_1d(0.5 * x @ A @ x - b @ x), np.zeros(2),
+                           tol=1e-9).x
+    np.testing.assert_allclose(cr.jacobian(sol)(np.array([1.0, -0.5])), np.linalg.inv(A),
+                               rtol=1e-6)

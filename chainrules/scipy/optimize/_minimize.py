@@ -98,12 +98,12 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
             return prob.plain(x, params)
 
         def plain_value(x):
-            return plain(x)[0] if jac is True else plain(x)
+            return np.reshape(plain(x)[0] if jac is True else plain(x), ())
 
         helpers = dict(user)
         if jac is None and (meth in _USE_GRADIENT or method is None):
             # chainrules' exact gradient instead of SciPy's finite differences
-            helpers["jac"] = grad(plain)
+            helpers["jac"] = grad(plain_value)
         if hess is None and hessp is None and meth in _NEED_HESSIAN:
             helpers["hess"] = hessian(plain_value)
         res = prob.scipy(_so.minimize, plain, x0p, method=method, bounds=bounds,
@@ -123,7 +123,8 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
 
     def objective(x, params):
         out = prob.call(x, params)
-        return out[0] if jac is True else out
+        # a size-1 array is a scalar to SciPy, and here
+        return np.reshape(out[0] if jac is True else out, ())
 
     def residual(x, *params):
         return grad(lambda z: objective(z, params))(x)
