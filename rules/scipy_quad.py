@@ -20,12 +20,13 @@ them with ``chainrules.capture.closure_convert``).
   a cotangent ``g`` is the integral of ``vjp`` of the integrand, one vector
   with an entry per parameter entry; the pushforward of tangents ``p'`` is
   the integral of its ``jvp``. Both integrals are this same operation with
-  the derived integrand, solved by ``scipy.integrate.quad_vec`` with the
-  caller's ``epsabs``, ``epsrel``, ``limit`` and ``points``: quad_vec's
-  estimate of the error of the whole vector (2-norm) is at most
-  ``max(epsabs, epsrel * |integral|)`` when it converges; when it does not,
-  an ``IntegrationWarning`` names the derivative's integral, as SciPy warns
-  for the value.
+  the derived integrand, solved with the caller's ``epsabs``, ``epsrel``,
+  ``limit`` and ``points`` by ``scipy.integrate.quad`` when it has one
+  entry, else by ``scipy.integrate.quad_vec`` (whose error estimate is the
+  2-norm over the entries): the estimated error is at most
+  ``max(epsabs, epsrel * |integral|)`` when the solver converges; when it
+  does not, an ``IntegrationWarning`` names the derivative's integral, as
+  SciPy warns for the value.
 * Second order: the pullback and pushforward call ``integral`` again, on
   values that may be traced, so nested differentiation differentiates them
   (the integrand of the integrand's ``vjp`` is differentiated by chainrules
@@ -62,22 +63,26 @@ class QuadSpec:
     the tolerances its derivatives' integrals are solved to (``epsabs``,
     ``epsrel``, ``limit``, ``points``). ``name`` names it in messages."""
 
-    __slots__ = ("func", "vector", "opts", "name")
+    __slots__ = ("func", "vector", "opts", "name", "shape")
 
-    def __init__(self, func, vector, opts, name):
-        self.func, self.vector, self.name = func, vector, name
+    def __init__(self, func, vector, opts, name, shape=None):
+        self.func, self.vector, self.name, self.shape = func, vector, name, shape
         self.opts = {k: v for k, v in opts.items() if v is not None}
 
     def solve(self, a, b, params):
-        """The integral on plain values (quad's for a scalar integrand).
-        Parameters narrower than float64 are widened: SciPy integrates in
-        float64, and an integrand rounded to float32 keeps it from reaching
-        the tolerances (it would subdivide up to ``limit`` and warn)."""
+        """The integral on plain values: by ``quad`` for a scalar integrand
+        or an array one known to hold one entry (``shape``), else by
+        ``quad_vec``. Parameters narrower than float64 are widened: SciPy
+        integrates in float64, and an integrand rounded to float32 keeps it
+        from reaching the tolerances (it would subdivide up to ``limit`` and
+        warn)."""
         params = tuple(_widened(p) for p in params)
         if not self.vector:
-            keep = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
-                                                                  "points")}
-            return np.float64(si.quad(self.func, a, b, args=params, **keep)[0])
+            return np.float64(self._quad(self.func, a, b, params))
+        if self.shape is not None and int(np.prod(self.shape, dtype=int)) == 1:
+            def one_entry(x, *ps):
+                return np.ravel(self.func(x, *ps))[0]
+            return np.reshape(np.float64(self._quad(one_entry, a, b, params)), self.shape)
         res, _, info = si.quad_vec(self.func, a, b, args=params, full_output=True, **self.opts)
         if not info.success:
             warnings.warn(si.IntegrationWarning(
@@ -86,12 +91,29 @@ class QuadSpec:
                 stacklevel=user_stacklevel())
         return np.asarray(res, dtype=float)
 
-    def derived(self, func, what):
-        """The spec of an integrand derived from this one (its derivative's),
-        solved by ``quad_vec`` to the same tolerances."""
+    def _quad(self, func, a, b, params):
+        """``scipy.integrate.quad``'s value, its warnings naming this integral
+        and issued at the user's line."""
+        keep = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
+                                                              "points")}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = si.quad(func, a, b, args=params, **keep)[0]
+        level = user_stacklevel()
+        for w in caught:
+            if issubclass(w.category, si.IntegrationWarning):
+                warnings.warn(si.IntegrationWarning(f"{self.name}: {w.message}"),
+                              stacklevel=level)
+            else:
+                warnings.warn(w.message, w.category, stacklevel=level)
+        return y
+
+    def derived(self, func, what, shape):
+        """The spec of an integrand derived from this one (its derivative's,
+        an array of ``shape``), solved to the same tolerances."""
         opts = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
                                                               "points")}
-        return QuadSpec(func, True, opts, f"{self.name} ({what})")
+        return QuadSpec(func, True, opts, f"{self.name} ({what})", shape)
 
 
 def _widened(p):
@@ -194,7 +216,9 @@ def _pullback(spec, live, a, b, params, g):
         out.append((0, _like(-np.sum(g * fa), a)))
     pidx = [k for k in range(len(params)) if 2 + k in live]
     if pidx:
-        dspec = spec.derived(_vjp_integrand(spec.func, pidx, len(params)), "its derivative")
+        total = sum(int(np.prod(np.shape(params[k]), dtype=int)) for k in pidx)
+        dspec = spec.derived(_vjp_integrand(spec.func, pidx, len(params)), "its derivative",
+                             (total,))
         v = integral(a, b, *params, g, _spec=dspec)
         off = 0
         for k in pidx:
@@ -242,7 +266,7 @@ class QuadRule(ReverseRule):
         pidx = [k for k in range(len(params)) if 2 + k in tan and not is_zero(tan[2 + k])]
         if pidx:
             jspec = spec.derived(_jvp_integrand(spec.func, pidx, len(params), self.shape),
-                                 "its tangent")
+                                 "its tangent", self.shape)
             out = out + integral(self.a, self.b, *params, *[tan[2 + k] for k in pidx],
                                  _spec=jspec)
         return out

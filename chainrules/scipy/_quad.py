@@ -8,8 +8,9 @@ at the limit, by the fundamental theorem of calculus; refused with
 differentiated that the integrand closes over. The integrand is plain NumPy
 code: SciPy calls it with floats for the value, and chainrules
 differentiates it for the derivatives, which are integrals of the
-integrand's derivative solved by ``scipy.integrate.quad_vec`` with the same
-``epsabs``, ``epsrel``, ``limit`` and ``points`` (see rules/scipy_quad.py).
+integrand's derivative solved with the same ``epsabs``, ``epsrel``, ``limit``
+and ``points`` by ``scipy.integrate.quad`` (one entry) or ``quad_vec`` (see
+rules/scipy_quad.py).
 Second derivatives (``hvp``, ``hessian``, ``grad`` of ``grad``) work: the
 derivative's integrals are differentiated again the same way.
 """
@@ -110,10 +111,10 @@ def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-8, epsrel=1.49e-8, lim
     own (the value is computed by ``scipy.integrate.quad`` on plain values).
     ``d/db = func(b)``, ``d/da = -func(a)``; an infinite limit has no
     derivative (``DomainError`` if it is differentiated). The derivative in
-    the parameters is the integral of ``func``'s derivative, computed by
-    ``scipy.integrate.quad_vec`` with the same ``epsabs``, ``epsrel``,
-    ``limit`` and ``points``: its error (2-norm over the parameters' entries)
-    is estimated at most ``max(epsabs, epsrel * |derivative|)``, and an
+    the parameters is the integral of ``func``'s derivative, computed with
+    the same ``epsabs``, ``epsrel``, ``limit`` and ``points`` by
+    ``scipy.integrate.quad`` (one parameter entry) or ``quad_vec`` (several):
+    its error (2-norm over the parameters' entries) is estimated at most ``max(epsabs, epsrel * |derivative|)``, and an
     ``IntegrationWarning`` says when it is not. ``weight`` and
     ``complex_func`` are not differentiated (``MissingRuleError``).
 
@@ -150,8 +151,9 @@ def quad_vec(f, a, b, epsabs=1e-200, epsrel=1e-8, norm="2", cache_size=100e6, li
     """``scipy.integrate.quad_vec``, differentiable in ``a``, ``b``, ``args``
     and the values being differentiated that ``f`` closes over (as
     ``quad``). The value and its error estimate are SciPy's; the derivatives
-    are integrals of ``f``'s derivative, solved by ``quad_vec`` with the same
-    ``epsabs``, ``epsrel``, ``limit`` and ``points`` (2-norm error)."""
+    are integrals of ``f``'s derivative, solved with the same ``epsabs``,
+    ``epsrel``, ``limit`` and ``points`` (by ``quad_vec``, 2-norm error; by
+    ``quad`` for one entry)."""
     args = _as_args(args) if args else ()
     kw = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size, limit=limit,
               workers=workers, points=points, quadrature=quadrature, full_output=full_output)

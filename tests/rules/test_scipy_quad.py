@@ -276,3 +276,14 @@ def test_nested_differentiation_to_third_order(f):
     third = cr.grad(lambda t: cr.hvp(f, t, v) @ v)(t)
     fd = _fd(lambda s: cr.hvp(f, s, v) @ v, t, eps=1e-4)
     np.testing.assert_allclose(third, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_dblquad_second_order_with_a_closed_over_limit():
+    def d(c):   # the integral of c x y over 0 < y < c x, 0 < x < 1: c^3 / 8
+        return dblquad(lambda y, x: c * x * y, 0.0, 1.0, 0.0, lambda x: c * x)[0]
+
+    c = 0.7
+    assert float(d(c)) == pytest.approx(c ** 3 / 8, rel=1e-12)
+    assert cr.grad(d)(c) == pytest.approx(3 * c ** 2 / 8, rel=1e-10)
+    assert cr.hvp(d, c, 1.0) == pytest.approx(0.75 * c, rel=1e-10)
+    assert cr.grad(cr.grad(d))(c) == pytest.approx(0.75 * c, rel=1e-10)
