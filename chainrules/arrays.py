@@ -6,7 +6,7 @@ read the attribute when there is one, so they never record anything.
 
 import numpy as np
 
-from .staging import staged_constant
+from .staging import constant_value, staged_constant
 
 __all__ = ["computes_eagerly", "shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
            "is_array", "zeros_like_value", "ones_like_value"]
@@ -49,6 +49,9 @@ def uniform_array(value, shape, like=None):
             # ndarrays, staged (a plain value as a staged constant, so that
             # what is computed from it is recorded, never folded with
             # arrays the plan reads by reference)
+            const = constant_value(value)
+            if const is not None:
+                value = const
             if type(value) in (int, float, complex) or isinstance(value, (_ndarray,
                                                                          np.generic)):
                 return staged_constant(like, uniform_array(value, shape))

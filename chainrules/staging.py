@@ -24,6 +24,7 @@ function) are held by the plan by reference: an in-place change of a
 closed-over array is seen at replay.
 """
 
+import functools
 import operator
 import sys
 
@@ -74,7 +75,7 @@ class Recorder:
     line)``. ``tainted``: why the recording cannot be replayed, or
     ``None``."""
 
-    __slots__ = ("steps", "n", "tainted", "inputs", "guards")
+    __slots__ = ("steps", "n", "tainted", "inputs", "guards", "constants")
 
     def __init__(self):
         self.steps = []
@@ -82,6 +83,7 @@ class Recorder:
         self.tainted = None
         self.inputs = []
         self.guards = 0
+        self.constants = {}  # staged constants: variable -> the plain value
 
     def new(self, value, is_input=False):
         s = Staged(value, self.n, self)
@@ -603,7 +605,17 @@ def staged_constant(like, value):
     staged value of ``like``'s recording: a step of the plan that gives the
     constant, so that what is computed from it is recorded rather than
     folded at recording with arrays the plan reads by reference."""
-    return like.rec.wrap_call(_constant, (value,), {}, value)
+    out = like.rec.wrap_call(_constant, (value,), {}, value)
+    like.rec.constants[out.i] = value
+    return out
+
+
+def constant_value(x):
+    """The plain value of a staged constant (``staged_constant``), else
+    ``None``."""
+    if type(x) is Staged:
+        return x.rec.constants.get(x.i)
+    return None
 
 
 def _recorder_of(obj):
@@ -640,11 +652,11 @@ class OpaqueNamespace:
             return w
         obj = getattr(self._module, name)
         if callable(obj) and not isinstance(obj, type):
+            # named as the module's function (error messages name the op)
+            @functools.wraps(obj)
             def w(*args, _fn=obj, **kwargs):
                 return opaque(_fn, *args, **kwargs)
 
-            w.__name__ = getattr(obj, "__name__", name)
-            w.__wrapped__ = obj
             self._wrapped[name] = w
             return w
         return obj

@@ -4,6 +4,8 @@ outputs (``MULTI``), the hooks the layers above plug into the engine
 cotangents into buffers the sweep owns, and naming the rule that failed.
 """
 
+import math
+
 import numpy as np
 
 from .arrays import computes_eagerly
@@ -173,6 +175,8 @@ def _placed(g, index, shape, dtype, like=None):
     if len(idx) > len(shape) or any(type(s) is not slice or s.step not in (None, 1)
                                     for s in idx):
         return None
+    if like is not None and math.prod(shape) < 4096:
+        return None  # staged and small: zeros and one write are fewer steps
     acc = np.empty(shape, dtype) if like is None else np.empty_like(like, shape=shape,
                                                                     dtype=dtype)
     full = slice(None)
