@@ -186,8 +186,17 @@ def _sort_maker(op, arg):
             index = _permuted_index(x, axis, lambda v, a: np.argpartition(v, kth, axis=a))
         else:
             index = _permuted_index(x, axis, arg)
-        return x[index], NamedLinearRule(op_name(op), ids[0], _gather, _gather_transpose,
-                                         shape_of(x), (index,), {})
+        out = x[index]
+        if type(x) is np.ndarray and x.ndim > 1 and axis is not None \
+                and not x.flags.c_contiguous:
+            # NumPy sorts a copy in x's memory layout (a column-major x gives
+            # a column-major result): whether a later reshape or ravel of it
+            # is a view depends on that, so the primal keeps it
+            laid = np.empty_like(x)
+            laid[...] = out
+            out = laid
+        return out, NamedLinearRule(op_name(op), ids[0], _gather, _gather_transpose,
+                                    shape_of(x), (index,), {})
 
     register(op)(sort_maker)
 
