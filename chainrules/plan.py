@@ -237,10 +237,11 @@ def common_subexpressions(steps, outputs):
     result = []
     for step in steps:
         if step[0] == "guard":
-            j = alias.get(step[2].i)
+            j = alias.get(step[2].i) if alias else None
             result.append(step if j is None else step[:2] + (Ref(j),) + step[3:])
             continue
-        step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
+        if alias:
+            step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
         out = step[4]
         if type(out) is Ref and find(out.i) not in dirty:
             key = (id(step[1]), _key(step[2]), _key(step[3]), step[5:])

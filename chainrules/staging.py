@@ -406,22 +406,35 @@ class Staged(ArrayMethods):
     __hash__ = None
 
     # -- attributes (static for a signature) -----------------------------------
+    # (an ndarray's or NumPy scalar's own attributes; a Python number's
+    # through NumPy)
     @property
     def shape(self):
-        return np.shape(self.value)
+        try:
+            return self.value.shape
+        except AttributeError:
+            return ()
 
     @property
     def ndim(self):
-        return np.ndim(self.value)
+        try:
+            return self.value.ndim
+        except AttributeError:
+            return 0
 
     @property
     def dtype(self):
-        v = self.value
-        return v.dtype if hasattr(v, "dtype") else np.result_type(v)
+        try:
+            return self.value.dtype
+        except AttributeError:
+            return np.result_type(self.value)
 
     @property
     def size(self):
-        return np.size(self.value)
+        try:
+            return self.value.size
+        except AttributeError:
+            return 1
 
     @property
     def itemsize(self):
