@@ -32,7 +32,7 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import real_dtype
+from chainrules.arrays import computes_eagerly, real_dtype
 from chainrules.tangents import is_zero
 
 from chainrules.errors import MissingRuleError
@@ -40,6 +40,7 @@ from chainrules.graph import Tape
 from chainrules.rule import MultiOutput
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
+from chainrules.staging import opaque
 from chainrules.tangents import ZERO
 from chainrules.tracing import Traced, untraced
 
@@ -142,6 +143,10 @@ def _blas_lapack():
     return get_blas_funcs, get_lapack_funcs
 
 
+def _staged(a):
+    return type(a) is not np.ndarray and computes_eagerly(a)
+
+
 def _plain_real(*arrays):
     return (_blas_lapack() is not None
             and all(type(a) is np.ndarray and a.ndim == 2 and a.dtype == arrays[0].dtype
@@ -205,6 +210,14 @@ def _chol_kernels(low):
 
 
 def chol_pullback_plain(low, gl, lower=True):
+    if _staged(low):
+        # a staged value (cr.jit): the BLAS and LAPACK calls below are one
+        # step of the plan, on the replay's arrays
+        return opaque(_chol_pullback_plain, *(low, gl, lower))
+    return _chol_pullback_plain(low, gl, lower)
+
+
+def _chol_pullback_plain(low, gl, lower=True):
     """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
     factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
     plain real 2-D arrays, by BLAS and LAPACK. Returns None where it does
@@ -224,6 +237,14 @@ def chol_pullback_plain(low, gl, lower=True):
 
 
 def chol_tangent_plain(low, ad, lower=True):
+    if _staged(low):
+        # a staged value (cr.jit): the BLAS and LAPACK calls below are one
+        # step of the plan, on the replay's arrays
+        return opaque(_chol_tangent_plain, *(low, ad, lower))
+    return _chol_tangent_plain(low, ad, lower)
+
+
+def _chol_tangent_plain(low, ad, lower=True):
     """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
     plain real 2-D arrays (``Ad`` read from one triangle, as LAPACK read the
     matrix), by LAPACK's ``sygst`` (the congruence ``L^-1 Ad L^-T`` from one
@@ -253,6 +274,14 @@ def _phi_of(s):
 
 
 def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, ld=None):
+    if _staged(low):
+        # a staged value (cr.jit): the BLAS and LAPACK calls below are one
+        # step of the plan, on the replay's arrays
+        return opaque(_chol_pullback_with_tangents_plain, *(low, gl, gld, ad, lower, memo, ld))
+    return _chol_pullback_with_tangents_plain(low, gl, gld, ad, lower, memo, ld)
+
+
+def _chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, ld=None):
     """``(c, cd)``: the cotangent of ``A`` (as ``chol_pullback_plain``) and its
     tangent along the input tangent ``ad`` (the matrix LAPACK reads one
     triangle of) and the cotangent's tangent ``gld``, for plain real 2-D

@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 
+from chainrules.arrays import computes_eagerly
 from chainrules.tracing import untraced
 
 from ._linalg_util import mT, scipy_takes_batches
@@ -35,7 +36,8 @@ def tri_solve(low, b, trans=0):
     them to NumPy)."""
     solve = _scipy_solve_triangular()
     lv, bv = untraced(low), untraced(b)
-    if (solve is not None and type(lv) is np.ndarray and type(bv) is np.ndarray
+    # (staged values compute eagerly: SciPy's call is one step of the plan)
+    if (solve is not None and computes_eagerly(lv) and computes_eagerly(bv)
             and ((lv.ndim == 2 and bv.ndim <= 2) or scipy_takes_batches())):
         return solve(low, b, trans=trans, lower=True, check_finite=False)
     return np.linalg.solve(mT(low) if trans else low, b)
