@@ -37,6 +37,7 @@ exist: at a repeated eigenvalue or a rank-deficient QR chainrules raises
 """
 
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -276,6 +277,22 @@ def _check(program, seed, shape, hessian, family=(UNARY, _mixing)):
     if hessian:  # the whole Hessian, one batched sweep
         hess = cr.hessian(f)(x).reshape(x.size, x.size)
         assert _close(hess @ v.ravel(), ref_hvp.ravel(), value), program
+    # staged plans (cr.jit): recorded, checked, then replayed, here and at a
+    # second point of the same signature, each against JAX
+    x2 = rng.standard_normal(shape)
+    ref2 = np.asarray(jax.grad(fj)(jnp.asarray(x2)))
+    staged_vg = cr.jit(cr.value_and_grad(f))
+    staged_hvp = cr.jit(lambda x, v: cr.hvp(f, x, v))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cr.StagingWarning)
+        for point, ref_g in ((x, ref_grad), (x, ref_grad), (x, ref_grad), (x2, ref2)):
+            sv, sg = staged_vg(point)
+            assert _close(sg, ref_g, sv), ("staged", program)
+        for _ in range(3):
+            assert _close(staged_hvp(x, v), ref_hvp, value), ("staged hvp", program)
+    if family[0] is UNARY:  # NumPy's own steps are all staged
+        assert staged_vg.cache_info()["eager"] == 0, staged_vg.eager_reasons()
+        assert staged_hvp.cache_info()["eager"] == 0, staged_hvp.eager_reasons()
 
 
 @settings(max_examples=50, deadline=None)
