@@ -77,7 +77,7 @@ def test_families_are_the_registering_modules(rows):
              "scipy_signal", "fft", "special", "special_bessel", "special_incomplete",
              "special_elementary", "special_elliptic", "special_distributions",
              "special_integrals", "special_odes", "special_inverses", "scipy_fft",
-             "scipy_sparse", "scipy_sparse_linalg"}
+             "scipy_sparse", "scipy_sparse_linalg", "scipy_quad", "scipy_optimize"}
     # an operation registered by several families (np.matmul: contractions, and
     # scipy_sparse for a sparse right operand) lists them all
     assert {f for v in fam.values() for f in v.split(", ")} <= known
