@@ -133,8 +133,11 @@ def test_a_traced_0d_matrix_argument_is_refused_by_name(k):
     programs, _ = _zero_d_linalg_programs()
     name, f = programs[k]
     x = np.array(0.7)
-    with pytest.raises(cr.MissingRuleError, match="traced 0-d array has no derivative rule"):
+    # (SciPy before 1.16 refuses some 0-d inputs itself, with a ValueError)
+    with pytest.raises((cr.MissingRuleError, ValueError)) as refused:
         cr.grad(f)(x)
+    if isinstance(refused.value, cr.MissingRuleError):
+        assert "traced 0-d array has no derivative rule" in str(refused.value)
     assert x == 0.7
     # the 1 x 1 matrix it reads the value as is differentiated
     if name != "numpy.linalg.multi_dot":

@@ -231,7 +231,11 @@ def _linear_fit(build, x, y, axis, who):
     if not is_traced(y):
         return BSpline.construct_fast(ref.t, ref.c, ref.k, ref.extrapolate, ref.axis)
     yt = widen(np.moveaxis(y, axis % np.ndim(y), 0))
-    cmap = build(np.eye(np.shape(yt)[0]), 0).c
+    eye = np.eye(np.shape(yt)[0])
+    try:
+        cmap = build(eye, 0).c
+    except ValueError:  # a SciPy that fits 1-D data only (before 1.16): column by column
+        cmap = np.stack([build(eye[:, j], 0).c for j in range(eye.shape[1])], axis=-1)
     c = np.tensordot(cmap, yt, axes=([1], [0]))
     return BSpline.construct_fast(ref.t, c, ref.k, ref.extrapolate, ref.axis)
 
@@ -256,5 +260,7 @@ def make_smoothing_spline(x, y, w=None, lam=None, *, axis=0):
             "(for instance the one SciPy chooses on chainrules.stop_gradient(y)), and the "
             "spline is then linear in y")
     lam = None if lam is None else constant(lam, "lam", "make_smoothing_spline")
-    return _linear_fit(lambda v, ax: _si.make_smoothing_spline(x, v, w, lam, axis=ax),
+    # (SciPy takes axis= from 1.16 on: along axis 0 it is left out)
+    return _linear_fit(lambda v, ax: (_si.make_smoothing_spline(x, v, w, lam) if ax == 0 else
+                                      _si.make_smoothing_spline(x, v, w, lam, axis=ax)),
                        x, y, axis, "make_smoothing_spline")

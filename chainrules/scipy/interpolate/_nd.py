@@ -71,6 +71,18 @@ def _coordinates(xi, ndim):
     return xi
 
 
+def _ref_grid(ref):
+    """SciPy's grid, ascending (a private attribute since SciPy 1.16, the
+    public one before)."""
+    g = getattr(ref, "_grid", None)
+    return ref.grid if g is None else g
+
+
+def _ref_values(ref):
+    v = getattr(ref, "_values", None)
+    return ref.values if v is None else v
+
+
 class RegularGridInterpolator:
     """``scipy.interpolate.RegularGridInterpolator``: ``values`` and the
     query points may be traced. Every method (linear, nearest, slinear,
@@ -93,7 +105,7 @@ class RegularGridInterpolator:
                 values = np.flip(values, axis=ref._descending_dimensions)
             self._values = values
         else:
-            self._values = ref._values
+            self._values = _ref_values(ref)
         self.values = self._values
 
     def __call__(self, xi, method=None, *, nu=None):
@@ -102,7 +114,7 @@ class RegularGridInterpolator:
         if not any_traced(self._values, xi) and not spline:
             return self._ref(xi, method, nu=nu)
         expected = self._ref(untraced(xi), method, nu=nu)   # SciPy's checks and dtype
-        grid, values = self._ref._grid, self._values
+        grid, values = _ref_grid(self._ref), self._values
         nd = len(grid)
         xi = _coordinates(xi, nd)
         shape = np.shape(xi)[:-1]
@@ -131,7 +143,7 @@ class RegularGridInterpolator:
         return out
 
     def _local(self, cols, method):
-        grid, values = self._ref._grid, self._values
+        grid, values = _ref_grid(self._ref), self._values
         rest = np.ndim(values) - len(grid)
         lows, highs, fracs = [], [], []
         for g, x in zip(grid, cols):
@@ -162,7 +174,7 @@ class RegularGridInterpolator:
         then along each earlier axis, per query point, through the values
         found so far (each point's own slopes: Pchip is not linear in the
         data)."""
-        grid, values = self._ref._grid, self._values
+        grid, values = _ref_grid(self._ref), self._values
         nd = len(grid)
         values = widen(values)
         last = PchipInterpolator(grid[-1], np.moveaxis(values, nd - 1, 0), axis=0,
@@ -180,7 +192,7 @@ class RegularGridInterpolator:
         return cur
 
     def _spline(self, cols, k, nu=None):
-        grid, values = self._ref._grid, self._values
+        grid, values = _ref_grid(self._ref), self._values
         # SciPy's knots: not-a-knot along each axis, as its 1-D interpolant's
         knots = [_si.make_interp_spline(g, np.zeros(len(g)), k).t for g in grid]
         coef = values.astype(np.complex128 if np.result_type(values).kind == "c"
