@@ -213,7 +213,8 @@ _CATEGORIES = {
         "make a twin with traced values, csr_array((data, A.indices, A.indptr)); "
         + _NO_TWIN_YET: (
             "block_array block_diag bmat diags diags_array eye eye_array identity kron "
-            "kronsum spdiags hstack vstack tril triu expand_dims permute_dims swapaxes find"),
+            "kronsum spdiags hstack vstack tril triu expand_dims permute_dims swapaxes "
+            "matrix_transpose find"),
         "random sparse matrices: no derivative": "rand random random_array",
         "type checks, index dtypes and files: nothing to differentiate": (
             "get_index_dtype isspmatrix isspmatrix_bsr isspmatrix_coo isspmatrix_csc "
