@@ -103,6 +103,25 @@ EXPLAINED = {
      "if cotangent_tangent is None or is_zero(cotangent_tangent):"):
         "the cotangent and its tangent both structurally zero: the engine skips such a "
         "node; a direct rule.pullback_with_tangents call may pass them",
+    ("rules/scipy_sparse_linalg.py", "_fs_pf",
+     "if any(i is not None for i in r.ids[1:]):"):
+        "function_solve is recorded only for an operator whose matvec closes over a "
+        "traced value (a plain operator takes the matrix solves): one parameter is "
+        "always traced; a direct call may trace none",
+    ("rules/scipy_sparse_linalg.py", "_fs_pb",
+     "if any(i is not None for i in r.ids[1:]):"):
+        "function_solve is recorded only for an operator whose matvec closes over a "
+        "traced value (a plain operator takes the matrix solves): one parameter is "
+        "always traced; a direct call may trace none",
+    ("rules/_linalg_util.py", "chol_pullback_plain", "if _staged(low):"):
+        "staged values (cr.jit) take the BLAS/LAPACK path as one opaque step: "
+        "tests/rules/test_jit_sweep.py reaches it, the registry sweep runs on ndarrays",
+    ("rules/_linalg_util.py", "chol_tangent_plain", "if _staged(low):"):
+        "staged values (cr.jit) take the BLAS/LAPACK path as one opaque step: "
+        "tests/rules/test_jit_sweep.py reaches it, the registry sweep runs on ndarrays",
+    ("rules/_linalg_util.py", "chol_pullback_with_tangents_plain", "if _staged(low):"):
+        "staged values (cr.jit) take the BLAS/LAPACK path as one opaque step: "
+        "tests/rules/test_jit_sweep.py reaches it, the registry sweep runs on ndarrays",
     ("rules/scipy_linalg.py", "_cho_factor_pf", "if _cho_keeps_input():"):
         "which side runs depends on the installed SciPy (a copy of the input before "
         "1.18, zeros from 1.18): each SciPy takes one",
