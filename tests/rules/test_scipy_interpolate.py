@@ -673,3 +673,21 @@ def test_insert():
     used = len(ref.t) - k - 1
     close(traced_value(lambda v: ci.insert(1.3, ci.BSpline(t, v, k)).c, b.c)[:used],
           ref.c[:used])
+
+
+def test_two_point_akima_in_the_data():
+    # SciPy 1.16 on: the straight line through the points; before: a curved
+    # piece, which the twin refuses rather than differentiate another curve
+    from chainrules.scipy.interpolate._cubic import _two_point_akima_is_curved
+
+    x, y = np.array([0.0, 1.0]), np.array([1.0, 3.0])
+
+    def f(v):
+        return np.sum(ci.Akima1DInterpolator(x, v)(0.25))
+
+    if _two_point_akima_is_curved():
+        with pytest.raises(MissingRuleError, match="two points"):
+            cr.grad(f)(y)
+    else:
+        np.testing.assert_allclose(cr.grad(f)(y), [0.75, 0.25], rtol=1e-14)
+        assert f(y) == pytest.approx(1.5)

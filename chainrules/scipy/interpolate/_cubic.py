@@ -18,10 +18,13 @@ at the points where the branch changes the derivative is one-sided, the
 branch the values are on.
 """
 
+import functools
+
 import numpy as np
 import scipy.interpolate as _si
 import scipy.linalg as _sl
 
+from chainrules.errors import MissingRuleError
 from chainrules.scipy.linalg import solve_banded
 from chainrules.tracing import holds_traced, is_traced, untraced
 
@@ -295,6 +298,14 @@ def akima_slopes(x, yt, method):
     return np.where(defined, weighted, mean)
 
 
+@functools.cache
+def _two_point_akima_is_curved():
+    """Whether the installed SciPy's Akima interpolant through two points
+    is not their straight line (SciPy before 1.16): asked once."""
+    c = _si.Akima1DInterpolator(np.array([0.0, 1.0]), np.array([0.0, 1.0])).c
+    return bool(np.any(c[:2] != 0))
+
+
 class Akima1DInterpolator(CubicHermiteSpline):
     """``scipy.interpolate.Akima1DInterpolator`` (``method`` "akima" or
     "makima") with traced ``y``. Its slopes are weighted by absolute
@@ -308,5 +319,11 @@ class Akima1DInterpolator(CubicHermiteSpline):
                                       extrapolate=extrapolate)
         if not is_traced(y):
             return _set_from(self, ref, ref.c)
+        if len(ref.x) == 2 and _two_point_akima_is_curved():
+            raise MissingRuleError(
+                "Akima1DInterpolator through two points: this SciPy (before 1.16) builds "
+                "a curved piece there, which chainrules does not reproduce (SciPy 1.16 "
+                "and later build the straight line); pass three points or more, or "
+                "upgrade SciPy")
         yt = _widen(np.moveaxis(y, axis % np.ndim(y), 0))
         _set_from(self, ref, hermite_coefficients(ref.x, yt, akima_slopes(ref.x, yt, method)))
