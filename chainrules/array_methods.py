@@ -172,3 +172,38 @@ class ArrayMethods:
 
     def round(self, decimals=0):
         return np.round(self, decimals)
+
+
+def _binary(ufunc):
+    def op(self, other):
+        return ufunc(self, other)
+
+    def rop(self, other):
+        return ufunc(other, self)
+
+    return op, rop
+
+
+class ArithmeticOperators:
+    """``+ - * / ** @``, the bitwise operators and shifts as NumPy calls, for
+    array types whose operators have no fast path of their own (a staged
+    value of ``cr.jit``: ``chainrules.staging.Staged``)."""
+
+    __slots__ = ()
+
+    def __pos__(self):
+        return np.positive(self)
+
+    def __invert__(self):
+        return np.invert(self)
+
+
+for _name, _ufunc in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                      ("truediv", np.true_divide), ("pow", np.power), ("matmul", np.matmul),
+                      ("and", np.bitwise_and), ("or", np.bitwise_or),
+                      ("xor", np.bitwise_xor), ("lshift", np.left_shift),
+                      ("rshift", np.right_shift)]:
+    _op, _rop = _binary(_ufunc)
+    setattr(ArithmeticOperators, f"__{_name}__", _op)
+    setattr(ArithmeticOperators, f"__r{_name}__", _rop)
+del _name, _ufunc, _op, _rop

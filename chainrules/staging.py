@@ -30,7 +30,7 @@ import sys
 
 import numpy as np
 
-from .array_methods import ArrayMethods
+from .array_methods import ArithmeticOperators, ArrayMethods
 from .user_code import is_internal
 
 __all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque", "OpaqueNamespace"]
@@ -270,7 +270,7 @@ def _same(a, b):
         return False
 
 
-class Staged(ArrayMethods):
+class Staged(ArithmeticOperators, ArrayMethods):
     """A value of a function being staged: an array (or NumPy scalar) whose
     NumPy calls are recorded."""
 
@@ -493,73 +493,6 @@ class Staged(ArrayMethods):
         if ndigits is None:
             return round(self._convert("float", float))
         return np.round(self, ndigits)
-
-    # -- operators (those ArrayMethods leaves out) -----------------------------------
-    def __add__(self, other):
-        return np.add(self, other)
-
-    def __radd__(self, other):
-        return np.add(other, self)
-
-    def __sub__(self, other):
-        return np.subtract(self, other)
-
-    def __rsub__(self, other):
-        return np.subtract(other, self)
-
-    def __mul__(self, other):
-        return np.multiply(self, other)
-
-    def __rmul__(self, other):
-        return np.multiply(other, self)
-
-    def __truediv__(self, other):
-        return np.true_divide(self, other)
-
-    def __rtruediv__(self, other):
-        return np.true_divide(other, self)
-
-    def __pow__(self, other):
-        return np.power(self, other)
-
-    def __rpow__(self, other):
-        return np.power(other, self)
-
-    def __matmul__(self, other):
-        return np.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return np.matmul(other, self)
-
-    def __pos__(self):
-        return np.positive(self)
-
-    def __invert__(self):
-        return np.invert(self)
-
-    def __and__(self, other):
-        return np.bitwise_and(self, other)
-
-    def __rand__(self, other):
-        return np.bitwise_and(other, self)
-
-    def __or__(self, other):
-        return np.bitwise_or(self, other)
-
-    def __ror__(self, other):
-        return np.bitwise_or(other, self)
-
-    def __xor__(self, other):
-        return np.bitwise_xor(self, other)
-
-    def __rxor__(self, other):
-        return np.bitwise_xor(other, self)
-
-    def __lshift__(self, other):
-        return np.left_shift(self, other)
-
-    def __rshift__(self, other):
-        return np.right_shift(self, other)
 
     # in-place operators: NumPy's, written into the staged array (a NumPy
     # scalar is immutable: Python rebinds the name to a new value)
