@@ -383,11 +383,13 @@ class Program:
     caller that every value has the dtype its variable was built for."""
 
     __slots__ = ("consts", "variables", "steps", "outs", "names", "reads", "kinds",
-                 "dtypes")
+                 "dtypes", "nodes")
 
     def __init__(self, exprs):
         exprs = tuple(exprs)
         order, variables_, steps = _make_plan(exprs)
+        #: the expression of every slot (what a compiled kernel is written from)
+        self.nodes = tuple(order)
         self.consts = [e.value if e.op == "const" else None for e in order]
         self.variables = [(k, e.value, e.dtype) for k, e in variables_]
         self.names = frozenset(e.value for _, e in variables_)

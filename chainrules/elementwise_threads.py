@@ -288,7 +288,9 @@ def run(program, env, n=None):
             if computes_eagerly(v):
                 # staged values (cr.jit): the whole program is one step of
                 # the plan, run on the replay's arrays as here on NumPy's
-                return opaque(run, program, env, n)
+                # (by a compiled kernel once hot: ``kernels``)
+                from . import kernels
+                return opaque(kernels.run, program, env, n)
             out = elementwise_chunks.run(program, env, run)
             return program(env, False) if out is None else out
     if not shapes:

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import elementwise_expr as ee
 from . import elementwise_threads
+from . import kernels as compiled_kernels
 from .derived import BinaryScalarRule, UnaryScalarRule
 from .derived_common import NotKept
 from .derived_linear import BilinearRule, ConstPartialRule, SelfProductRule
@@ -65,7 +66,7 @@ MAX_MEMBERS = 48
 
 
 @contextlib.contextmanager
-def fusion(enabled=True, *, threads=None):
+def fusion(enabled=True, *, threads=None, kernels=None):
     """Turn fused sweeps on or off in this context (thread, task); they are
     on by default. Off, every rule is swept on its own, as anomaly mode does.
 
@@ -74,6 +75,14 @@ def fusion(enabled=True, *, threads=None):
     of ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS``
     that is set, else the cores this process may use
     (``chainrules/elementwise_threads.py``). Results do not depend on it.
+
+    ``kernels``: whether the hot regions of staged plans (``cr.jit``) run as
+    compiled loops when numba is installed: True (the default: once they
+    have repaid a compile and measure faster), False, or ``"always"`` (at
+    their first replay, whatever their speed). None: as before; by default
+    ``CHAINRULES_KERNELS`` (``0`` turns them off). Results agree with the
+    NumPy program's to a few units in the last place
+    (``chainrules/kernels.py``).
 
     Examples
     --------
@@ -85,6 +94,7 @@ def fusion(enabled=True, *, threads=None):
     ...     cr.grad(lambda x: np.sum(np.tanh(2.0 * x) ** 2))(np.zeros(3))
     array([0., 0., 0.])
     """
+    mode = None if kernels is None else compiled_kernels.set_mode(kernels)
     count = None if threads is None else elementwise_threads.set_threads(threads)
     token = _enabled.set(bool(enabled))
     try:
@@ -93,6 +103,8 @@ def fusion(enabled=True, *, threads=None):
         _enabled.reset(token)
         if count is not None:
             elementwise_threads.reset_threads(count)
+        if mode is not None:
+            compiled_kernels.reset_mode(mode)
 
 
 # -- finding regions --------------------------------------------------------------------

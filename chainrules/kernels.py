@@ -1,0 +1,591 @@
+"""Compiled kernels for hot plans: a fused region's program as one loop.
+
+A fused region (``fused_sweeps``) evaluates its derivative program
+(``elementwise_expr.Program``) with NumPy, one pass over memory per
+operation, each with its temporary array. In a staged plan (``cr.jit``) the
+program is one step, replayed many times on arrays of the same shapes. When
+numba is installed (the optional extra ``chainrules[numba]``), such a step
+becomes *hot* once the time spent in it has repaid a compile
+(``COMPILE_SECONDS``, or ``CACHED_SECONDS`` when the kernel is on disk
+already): the program is then written as one loop over the elements
+(``kernel_source``), every operation on registers, every result written
+once, and compiled with numba. After a few timed calls the kernel is kept
+only if it beats the NumPy program (``MIN_GAIN``); otherwise the region runs
+with NumPy as before. Large regions run over blocks of elements on the
+threads of ``elementwise_threads`` (the compiled loop releases the GIL).
+
+Exact by construction where it can be: each operation is computed in the
+dtypes NumPy's loop for it uses (``Expr.loop``; weak Python constants cast
+as NumPy casts them), ``+ - * /`` and ``sqrt`` round as NumPy's do, no
+``fastmath`` (no reassociation, no fused multiply-add), and ``x ** 2``,
+``x ** 0.5``, ``x ** -1`` as NumPy's fast paths compute them. Transcendental
+functions come from the compiler's math library rather than NumPy's own, and
+may differ in the last bits (``tests/core/test_kernels.py`` states the
+bound). A kernel runs only where it means the same as the program: real
+float, integer and bool values of the dtypes the program was built for, each
+either of the region's full shape or one element broadcast (a 0-d value, a
+NumPy scalar, a uniform cotangent); any other call runs the NumPy program.
+A kernel also reports whether any operation made a NaN or an infinity; the
+call then runs the NumPy program again, which raises or warns exactly as
+NumPy does (``np.errstate``, ``fp_warnings``), so a kernel never changes
+which warnings a user sees. Under a floating-point mode that traps underflow
+the NumPy program runs.
+
+State: the mode is per context (``fusion(kernels=...)``), defaulting to
+``CHAINRULES_KERNELS`` (``0`` turns kernels off, ``always`` compiles every
+region at its first replay) and to whether numba imports. The compiled kernels and the per-region timings are global to the
+process (the same code serves every context; ``stats()`` shows them). The
+generated sources, and numba's compiled code beside them, are cached on
+disk (``cache_dir()``): a second process loads them instead of compiling.
+``clear_cache()`` empties that folder.
+"""
+
+import contextvars
+import hashlib
+import importlib.util
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from . import elementwise_threads as et
+
+__all__ = ["run", "available", "mode", "set_mode", "reset_mode", "cache_dir",
+           "clear_cache", "stats", "kernel_source"]
+
+#: the time a first compile of a kernel is taken to cost (measured: 0.15 to
+#: 0.6 s for regions of 5 to 60 operations, ``benchmarks/kernels.py``): a
+#: region is compiled once the NumPy program has spent this long in it
+COMPILE_SECONDS = 0.3
+#: the time to load a kernel that numba cached on disk (measured 5 to 20 ms)
+CACHED_SECONDS = 0.02
+#: calls of a region before it may be compiled, whatever its time
+MIN_CALLS = 3
+#: a kernel is kept when the NumPy program's mean time is at least this many
+#: times the kernel's (median of ``PROBE_CALLS`` timed calls)
+MIN_GAIN = 1.15
+PROBE_CALLS = 3
+#: the least elements times summed operation costs for a kernel to be split
+#: over threads (a hand-over costs about 10 to 20 µs on a small machine)
+MIN_WORK = 400_000
+
+_switch = contextvars.ContextVar("chainrules_kernels", default=None)
+_numba = None  # None: not looked for yet; False: not importable
+_lock = threading.Lock()
+
+
+# -- the switch ---------------------------------------------------------------------------
+def available():
+    """Whether numba imports (looked for once, at the first compile)."""
+    global _numba
+    if _numba is None:
+        try:
+            import numba
+        except Exception:  # noqa: BLE001 - missing, or broken against this NumPy
+            _numba = False
+        else:
+            _numba = numba
+    return _numba is not False
+
+
+def _from_environment():
+    v = os.environ.get("CHAINRULES_KERNELS", "").strip().lower()
+    return "off" if v in ("0", "off", "false", "no") else "always" if v == "always" else "auto"
+
+
+_MODES = {True: "auto", False: "off", "auto": "auto", "off": "off", "always": "always"}
+
+
+def mode():
+    """How hot regions of plans are compiled in this context: ``"auto"``
+    (when they have repaid a compile and measure faster), ``"off"``, or
+    ``"always"`` (at their first replay, kept whatever their speed: for
+    tests of the kernels themselves)."""
+    m = _switch.get()
+    return _from_environment() if m is None else m
+
+
+def set_mode(m):
+    """Set the mode for this context (True, False, "auto", "off", "always",
+    or None for the default); returns the token to reset it with."""
+    if m is not None and (not isinstance(m, (bool, str)) or m not in _MODES):
+        raise ValueError(f"kernels must be True, False, 'auto', 'off', 'always' or None, "
+                         f"not {m!r}")
+    return _switch.set(None if m is None else _MODES[m])
+
+
+def reset_mode(token):
+    _switch.reset(token)
+
+
+# -- generating a kernel ----------------------------------------------------------------
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "greater": ">",
+          "greater_equal": ">=", "less": "<", "less_equal": "<=", "equal": "==",
+          "not_equal": "!=", "bitwise_and": "&", "bitwise_or": "|"}
+_CALLS = frozenset("""sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan arcsin
+    arccos arctan sinh cosh tanh arcsinh arccosh arctanh floor ceil trunc rint isfinite
+    isnan isinf copysign arctan2 hypot power""".split())
+_FORMS = {
+    "negative": "(-{0})", "positive": "(+{0})", "conjugate": "{0}", "absolute": "abs({0})",
+    "fabs": "abs({0})", "square": "({0} * {0})", "reciprocal": "(1 / {0})",
+    "logical_not": "({0} == 0)", "logical_and": "(({0} != 0) & ({1} != 0))",
+    "logical_or": "(({0} != 0) | ({1} != 0))",
+    # NumPy's: a NaN argument wins in maximum and minimum, loses in fmax, fmin
+    "maximum": "({0} if ({0} > {1} or {0} != {0}) else {1})",
+    "minimum": "({0} if ({0} < {1} or {0} != {0}) else {1})",
+    "fmax": "({0} if ({0} > {1} or {1} != {1}) else {1})",
+    "fmin": "({0} if ({0} < {1} or {1} != {1}) else {1})",
+    "sign": "(1 if {0} > 0 else (-1 if {0} < 0 else (0 if {0} == 0 else {0})))",
+    "where": "({1} if ({0} != 0) else {2})",
+}
+#: ndarray ** constant as NumPy computes it (its fast paths)
+_POWERS = {2: "({0} * {0})", 0.5: "np.sqrt({0})", -1: "(1 / {0})", 1: "(+{0})"}
+
+
+class NotCompilable(Exception):
+    """A program a kernel cannot express (complex values, an operation
+    without a form here)."""
+
+
+def _cast_name(dt):
+    if dt.kind not in "biuf" or dt == np.float16:
+        raise NotCompilable(f"values of {dt}")
+    return "_b" if dt.kind == "b" else f"_{dt.kind}{dt.itemsize}"
+
+
+def _literal(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "True" if v else "False"
+    if isinstance(v, (complex, np.complexfloating)):
+        raise NotCompilable("a complex constant")
+    if isinstance(v, (int, np.integer)):
+        return repr(int(v))
+    f = float(v)
+    if f != f:
+        return "np.nan"
+    if f in (np.inf, -np.inf):
+        return "np.inf" if f > 0 else "(-np.inf)"
+    return repr(f)
+
+
+def _arg(node, name, loop_dt):
+    """The text of argument ``node`` (named ``name`` when not a constant)
+    cast to the dtype ``loop_dt`` its operation's loop reads."""
+    if node.op == "const":
+        text = _literal(node.value)
+        if loop_dt is None or loop_dt.kind == "b":
+            return text
+        return f"{_cast_name(loop_dt)}({text})"
+    if loop_dt is None or node.dtype == loop_dt:
+        return name
+    if loop_dt.kind == "b":
+        return f"({name} != 0)"
+    return f"{_cast_name(loop_dt)}({name})"
+
+
+def _expression(node, names):
+    op, args = node.op, node.args
+    loop = node.loop if len(node.loop) == len(args) else (None,) * len(args)
+    texts = [_arg(a, names.get(id(a)), dt) for a, dt in zip(args, loop)]
+    if op == "**":
+        base, ex = args
+        if ex.op == "const" and not isinstance(ex.value, (complex, np.complexfloating)) \
+                and float(ex.value) in _POWERS:
+            return _POWERS[float(ex.value)].format(texts[0])
+        return f"np.power({texts[0]}, {texts[1]})"
+    if op == "float_power":
+        return f"np.power({texts[0]}, {texts[1]})"
+    if op in _INFIX:
+        return f"({texts[0]} {_INFIX[op]} {texts[1]})"
+    if op in _FORMS:
+        return _FORMS[op].format(*texts)
+    if op in _CALLS:
+        return f"np.{op}({', '.join(texts)})"
+    if op == "invert":
+        return f"({texts[0]} == 0)" if node.dtype.kind == "b" else f"(~{texts[0]})"
+    raise NotCompilable(f"the operation {op}")
+
+
+def kernel_source(program, pattern):
+    """The Python source of ``program``'s kernel (a function ``kernel(lo,
+    hi, *inputs, *outputs)`` returning whether a NaN or infinity was made)
+    for inputs given as ``pattern``: per variable, ``"a"`` an array of the
+    full shape (read at ``i``) or ``"s"`` one scalar. Raises
+    ``NotCompilable``."""
+    nodes = program.nodes
+    names, params, loads = {}, [], []
+    for (k, _, dt), kind in zip(program.variables, pattern):
+        _cast_name(dt)
+        names[id(nodes[k])] = f"v{k}"
+        if kind == "a":
+            params.append(f"a{k}")
+            loads.append(f"v{k} = a{k}[i]")
+        else:
+            params.append(f"v{k}")
+    body, checks = [], []
+    for k, fn, args, dying, dt, special in program.steps:
+        e = nodes[k]
+        name = names[id(e)] = f"t{k}"
+        _cast_name(dt)
+        text = _expression(e, names)
+        body.append(f"{name} = {_cast_name(dt)}({text})" if dt.kind != "b" else
+                    f"{name} = {text}")
+        if dt.kind == "f":
+            checks.append(f"(({name} - {name}) != 0)")
+    outs, stores = [], []
+    for j, k in enumerate(program.outs):
+        if program.kinds[j] == "step" and f"o{k}" not in outs:
+            outs.append(f"o{k}")
+            stores.append(f"o{k}[i] = t{k}")
+    # (the blocks sliced first, the loop from 0, the flag or-ed without a
+    # branch: so LLVM vectorizes the loop; ``for i in range(lo, hi)`` with a
+    # branch on the flag measured 5x slower)
+    slices = [f"{p} = {p}[lo:hi]" for p in params if p.startswith("a")] + [
+        f"{o} = {o}[lo:hi]" for o in outs]
+    check = [f"bad |= {' | '.join(checks)}"] if checks else []
+    lines = ["import numpy as np", "from numba import njit", "",
+             "_b = np.bool_",
+             *(f"_{c}{s} = np.{t}{8 * s}" for c, t in (("f", "float"), ("i", "int"),
+                                                      ("u", "uint"))
+               for s in (1, 2, 4, 8) if not (c == "f" and s == 1)), "", "",
+             "@njit(nogil=True, cache=CACHE, error_model='numpy')",
+             f"def kernel(lo, hi, {', '.join(params + outs)}):",
+             *(f"    {line}" for line in slices),
+             "    bad = False",
+             "    for i in range(hi - lo):",
+             *(f"        {line}" for line in loads + body + stores + check),
+             "    return bad", ""]
+    return "\n".join(lines)
+
+
+# -- the disk cache ---------------------------------------------------------------------
+def cache_dir():
+    """The folder of generated kernels and numba's compiled code:
+    ``CHAINRULES_CACHE_DIR``, else ``$XDG_CACHE_HOME/chainrules``, else
+    ``~/.cache/chainrules``; kernels go in its ``kernels`` folder."""
+    base = os.environ.get("CHAINRULES_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        base = os.path.join(xdg, "chainrules")
+    return os.path.join(base, "kernels")
+
+
+def clear_cache():
+    """Remove the cached kernels from disk (those loaded stay in use)."""
+    shutil.rmtree(cache_dir(), ignore_errors=True)
+
+
+_loaded = {}  # source digest -> the compiled dispatcher (or the reason it failed)
+_tmp = None
+
+
+def _writable_dir():
+    """The cache folder, made; a temporary one (this process only) when it
+    cannot be written."""
+    global _tmp
+    d = cache_dir()
+    try:
+        os.makedirs(d, exist_ok=True)
+        probe = os.path.join(d, f".probe-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+        return d, True
+    except OSError:
+        if _tmp is None:
+            _tmp = tempfile.mkdtemp(prefix="chainrules-kernels-")
+        return _tmp, False
+
+
+def _module(source):
+    """The module of ``source``, written to the cache folder (once: numba's
+    cache checks the file's time stamp) and imported from there."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:24]
+    hit = _loaded.get(digest)
+    if hit is not None:
+        return hit, True
+    folder, persistent = _writable_dir()
+    path = os.path.join(folder, f"k_{digest}.py")
+    cached = os.path.exists(path) and os.path.isdir(os.path.join(folder, "__pycache__")) \
+        and any(f.startswith(f"k_{digest}.") and f.endswith(".nbi")
+                for f in os.listdir(os.path.join(folder, "__pycache__")))
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}"
+        with open(tmp, "w") as fh:
+            fh.write(source.replace("cache=CACHE", f"cache={persistent}"))
+        os.replace(tmp, path)
+    name = f"chainrules_kernel_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    # (in sys.modules: numba's cached code names the module it comes from)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    _loaded[digest] = mod.kernel
+    return mod.kernel, cached
+
+
+def is_cached(source):
+    """Whether numba's compiled code for ``source`` is on disk already."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:24]
+    if digest in _loaded:
+        return True
+    folder = os.path.join(cache_dir(), "__pycache__")
+    try:
+        return any(f.startswith(f"k_{digest}.") and f.endswith(".nbi")
+                   for f in os.listdir(folder))
+    except OSError:
+        return False
+
+
+# -- per-region state ---------------------------------------------------------------------
+class _Region:
+    """One program on inputs of one pattern and full shape: its timings and
+    its kernel (None: not compiled yet; False: NumPy from now on)."""
+
+    __slots__ = ("program", "pattern", "shape", "calls", "numpy_seconds", "kernel",
+                 "source", "probes", "reason", "kernel_seconds", "cost", "lock", "runs")
+
+    def __init__(self, program, pattern, shape):
+        self.program, self.pattern, self.shape = program, pattern, shape
+        self.calls, self.numpy_seconds = 0, 0.0
+        self.runs = 0  # the calls a kernel answered
+        self.kernel, self.source, self.reason = None, None, None
+        self.probes = []
+        self.kernel_seconds = None
+        self.cost = sum(et._COST.get("where" if fn is None else getattr(fn, "__name__", ""),
+                                     et._OTHER) for _, fn, *_ in program.steps)
+        self.lock = threading.Lock()
+
+
+_regions = {}
+
+
+def _classify(program, env):
+    """``(pattern, full shape, inputs)`` of a call a kernel can take, else None."""
+    full = None
+    for _, name, dt in program.variables:
+        v = env.get(name)
+        if type(v) is np.ndarray and v.ndim:
+            if full is None or v.shape == full:
+                full = v.shape
+            else:
+                try:
+                    full = np.broadcast_shapes(full, v.shape)
+                except ValueError:
+                    return None
+    if full is None or 0 in full:
+        return None
+    pattern, inputs = [], []
+    for _, name, dt in program.variables:
+        v = env.get(name)
+        if type(v) is np.ndarray:
+            if v.dtype != dt:
+                return None
+            if v.shape == full and any(v.strides):
+                pattern.append("a")
+                inputs.append(v)
+            elif v.size == 1 or not any(v.strides):  # one value, broadcast
+                pattern.append("s")
+                inputs.append(v.reshape(-1)[0])
+            else:
+                return None
+        elif isinstance(v, np.generic) and v.dtype == dt:
+            pattern.append("s")
+            inputs.append(v)
+        else:
+            return None
+    return tuple(pattern), full, inputs
+
+
+def _flat(arrays, full):
+    """The arrays of shape ``full`` as 1-d arrays in one element order, and
+    the order the results take (``"C"`` or ``"F"``)."""
+    if len(full) == 1:
+        return arrays, "C"
+    if all(a.flags.c_contiguous for a in arrays):
+        return [a.reshape(-1) for a in arrays], "C"
+    if all(a.flags.f_contiguous for a in arrays):
+        return [a.reshape(-1, order="F") for a in arrays], "F"
+    return [np.ascontiguousarray(a).reshape(-1) for a in arrays], "C"
+
+
+def _call(region, inputs, n):
+    """The kernel on ``inputs``: the program's results, or None when it made
+    a NaN or an infinity (the NumPy program then runs)."""
+    program = region.program
+    arrays = [v for v, kind in zip(inputs, region.pattern) if kind == "a"]
+    flat, order = _flat(arrays, region.shape)
+    it = iter(flat)
+    args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
+    made, outs = {}, []
+    for j, k in enumerate(program.outs):
+        if program.kinds[j] == "step" and k not in made:
+            made[k] = np.empty(region.shape, program.dtypes[j], order=order)
+            outs.append(made[k].reshape(-1, order=order))
+    size = flat[0].size
+    kernel = region.kernel
+    work = size * region.cost
+    t = 1 if n < 2 or work < MIN_WORK else n if MIN_WORK <= 0 else min(
+        n, int(work // MIN_WORK))
+    if t < 2:
+        bad = kernel(0, size, *args, *outs)
+    else:
+        bad = _threaded(kernel, size, t, args + outs)
+    if bad:
+        return None
+    res = []
+    for j, k in enumerate(program.outs):
+        kind = program.kinds[j]
+        if kind == "step":
+            res.append(made[k])
+        elif kind == "var":  # the value given (``run`` puts it in)
+            res.append(None)
+        else:
+            res.append(program.consts[k])
+    return res
+
+
+def _threaded(kernel, size, t, args):
+    cuts = [size * j // t for j in range(t + 1)]
+    done = queue.SimpleQueue()
+    et._ensure(t - 1)
+    for j in range(1, t):
+        et._jobs.put((contextvars.copy_context(), kernel, (cuts[j], cuts[j + 1], *args),
+                      done))
+    bad, error = False, None
+    try:
+        bad = kernel(cuts[0], cuts[1], *args)
+    except BaseException as exc:  # pragma: no cover - a kernel raises nothing
+        error = exc
+    for _ in range(t - 1):
+        ok, value = done.get()
+        if not ok:
+            error = error or value
+        else:
+            bad = bad or value
+    if error is not None:
+        raise error
+    return bad
+
+
+def _compile(region, inputs):
+    """Make ``region.kernel`` (False with a reason when it cannot be)."""
+    if not available():
+        region.kernel, region.reason = False, "numba is not installed"
+        return
+    try:
+        source = kernel_source(region.program, region.pattern)
+    except NotCompilable as exc:
+        region.kernel, region.reason = False, f"not expressible: {exc}"
+        return
+    region.source = source
+    try:
+        kernel, _ = _module(source)
+        # the first call compiles for these argument types: on one element
+        one = [v[:1].reshape(-1) if kind == "a" else v
+               for v, kind in zip(inputs, region.pattern)]
+        outs = [np.empty(1, program_dt) for program_dt in
+                _step_out_dtypes(region.program)]
+        kernel(0, 1, *[np.ascontiguousarray(o) if isinstance(o, np.ndarray) else o
+                       for o in one], *outs)
+    except Exception as exc:  # noqa: BLE001 - a compiler's refusal: NumPy runs it
+        region.kernel, region.reason = False, f"{type(exc).__name__}: {exc}"[:300]
+        return
+    region.kernel = kernel
+
+
+def _step_out_dtypes(program):
+    seen, dts = set(), []
+    for j, k in enumerate(program.outs):
+        if program.kinds[j] == "step" and k not in seen:
+            seen.add(k)
+            dts.append(program.dtypes[j])
+    return dts
+
+
+def run(program, env, n):
+    """``elementwise_threads.run(program, env, n)``, by a compiled kernel
+    once the region is hot (a plan's replay calls this)."""
+    m = mode()
+    if m == "off" or _numba is False:
+        return et.run(program, env, n)
+    found = _classify(program, env)
+    if found is None:
+        return et.run(program, env, n)
+    pattern, full, inputs = found
+    key = (id(program), pattern, full)
+    region = _regions.get(key)
+    if region is None or region.program is not program:
+        if len(_regions) > 4096:
+            _regions.clear()
+        region = _regions[key] = _Region(program, pattern, full)
+    kernel = region.kernel
+    if kernel is False or np.geterr()["under"] != "ignore":
+        return et.run(program, env, n)
+    if kernel is None:
+        t0 = time.perf_counter()
+        out = et.run(program, env, n)
+        region.numpy_seconds += time.perf_counter() - t0
+        region.calls += 1
+        if m == "always":
+            with region.lock:
+                if region.kernel is None:
+                    _compile(region, inputs)
+                    region.probes = [0.0] * PROBE_CALLS  # kept, whatever its speed
+        elif region.calls >= MIN_CALLS:
+            source_known = region.source is not None and is_cached(region.source)
+            need = CACHED_SECONDS if source_known else COMPILE_SECONDS
+            if region.numpy_seconds >= need:
+                with region.lock:
+                    if region.kernel is None:
+                        _compile(region, inputs)
+        return out
+    if len(region.probes) < PROBE_CALLS:
+        t0 = time.perf_counter()
+        out = _call(region, inputs, n)
+        region.probes.append(time.perf_counter() - t0)
+        if len(region.probes) == PROBE_CALLS:
+            region.kernel_seconds = sorted(region.probes)[PROBE_CALLS // 2]
+            mean = region.numpy_seconds / region.calls
+            if mean < MIN_GAIN * region.kernel_seconds:
+                region.kernel, region.reason = False, (
+                    f"slower than NumPy: {region.kernel_seconds * 1e6:.0f} µs against "
+                    f"{mean * 1e6:.0f} µs")
+    else:
+        out = _call(region, inputs, n)
+    if out is None:  # a NaN or infinity was made: NumPy's own warnings and values
+        return et.run(program, env, n)
+    region.runs += 1
+    for j, kind in enumerate(program.kinds):
+        if kind == "var":
+            out[j] = env[program.reads[j][0]]
+    return out
+
+
+def stats():
+    """Per region seen by plans: its size, calls, NumPy and kernel times,
+    and whether it runs compiled (with the reason when it does not)."""
+    rows = []
+    for region in list(_regions.values()):
+        rows.append({
+            "steps": len(region.program.steps), "shape": region.shape,
+            "pattern": "".join(region.pattern), "calls": region.calls,
+            "numpy_us": (region.numpy_seconds / region.calls * 1e6 if region.calls
+                         else None),
+            "kernel_us": (None if region.kernel_seconds is None
+                          else region.kernel_seconds * 1e6),
+            "compiled": bool(region.kernel), "kernel_calls": region.runs,
+            "reason": region.reason})
+    return rows
+
+
+def _forget():
+    """Drop the per-region state (tests)."""
+    _regions.clear()
+

@@ -1,0 +1,384 @@
+"""Compiled kernels (``chainrules.kernels``): a staged plan's fused region
+as one compiled loop, checked three ways against the eager sweeps (every
+rule on its own) and the plan's NumPy program.
+
+The bound: operations whose NumPy result is correctly rounded (``+ - * /``,
+``sqrt``, ``x ** 2``, comparisons, ``maximum``, ``where``, ``sign``, ...)
+equal NumPy's bit for bit in a kernel, on every input including NaN,
+infinities and signed zeros (``test_exact_operations_equal_numpy_bit_for_bit``).
+Transcendental functions come from the compiler's math library and agree
+with NumPy's to ``FUNCTION_ULPS`` units in the last place; a kernel's
+derivative results then agree with the NumPy program's, and with the eager
+sweeps, within the fused sweeps' bound (``test_fusion.BOUND_ULPS``).
+"""
+
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import chainrules as cr
+from chainrules import elementwise_expr as ee
+from chainrules import fused_sweeps as fusion
+from chainrules import kernels
+from chainrules.testing.plugin import tier
+
+from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
+from test_fusion import _agree, chains, values_of, _chain
+
+_HAVE_NUMBA = kernels.available()
+needs_numba = pytest.mark.skipif(not _HAVE_NUMBA, reason="numba is not installed")
+
+#: measured at most 1 (float64) and 1 (float32) over the sampled ranges
+FUNCTION_ULPS = 4
+
+
+def setup_module():
+    # fuse at every size here (the thresholds are for speed, not results)
+    global _SIZES
+    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR
+    fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = fusion.MIN_NONLINEAR = 0
+
+
+def teardown_module():
+    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR = _SIZES
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache_dir(tmp_path_factory):
+    # the kernels this module compiles go to a folder of its own
+    old = os.environ.get("CHAINRULES_CACHE_DIR")
+    os.environ["CHAINRULES_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+    yield
+    if old is None:
+        del os.environ["CHAINRULES_CACHE_DIR"]
+    else:
+        os.environ["CHAINRULES_CACHE_DIR"] = old
+
+
+def _kernel_calls():
+    return sum(r["kernel_calls"] for r in kernels.stats())
+
+
+def _staged(call, args, mode):
+    """``call(*args)`` staged: recorded, checked, replayed twice, in ``mode``
+    (the values are arguments: what a plan computes from closed-over
+    arrays alone is folded at recording)."""
+    jitted = cr.jit(call, warn=False)
+    with cr.fusion(kernels=mode):
+        out = [jitted(*args) for _ in range(4)]
+    return out[-1], jitted
+
+
+def _has_region(jitted, args):
+    """Whether the plan of ``jitted`` on ``args`` runs a fused region."""
+    plan = jitted.plan(*args)
+    return plan is not None and any(v is kernels.run for v in plan.namespace.values())
+
+
+def _three(call, args, where, compiled=True, **agree):
+    """Eager unfused, the plan's NumPy program and its compiled kernels
+    agree; ``compiled``: a kernel ran (for calls whose regions it takes)."""
+    with cr.fusion(False):
+        plain = call(*args)
+    numpy_plan, _ = _staged(call, args, False)
+    before = _kernel_calls()
+    kernel_plan, jitted = _staged(call, args, "always")
+    _agree(numpy_plan, plain, where + " (NumPy plan)", **agree)
+    _agree(kernel_plan, numpy_plan, where + " (kernel against NumPy plan)", **agree)
+    _agree(kernel_plan, plain, where + " (kernel against eager)", **agree)
+    if compiled and _HAVE_NUMBA and _has_region(jitted, args):
+        assert _kernel_calls() > before, (where, kernels.stats()[-3:])
+    return kernel_plan
+
+
+# -- single operations against NumPy ------------------------------------------------------
+_SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 1e-310, -1e-310, 1e300, -1e300,
+                     np.inf, -np.inf, np.nan, 3.0, 7.25, -0.75, 1e-8])
+_EXACT_UNARY = ["negative", "positive", "absolute", "fabs", "square", "sqrt", "reciprocal",
+                "sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",
+                "logical_not", "conjugate"]
+_EXACT_BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "fmax",
+                 "fmin", "greater", "less", "equal", "not_equal", "greater_equal",
+                 "less_equal", "logical_and", "logical_or", "copysign"]
+_FUNCTIONS = ["exp", "expm1", "log", "log1p", "log2", "log10", "exp2", "sin", "cos", "tan",
+              "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+              "arctanh", "cbrt"]
+
+
+def _region_values(exprs, env):
+    """The kernel's values of ``exprs`` on ``env`` (every variable an array
+    of one shape), called directly: also where it made a NaN or infinity."""
+    program = ee.Program(exprs)
+    region = kernels._Region(program, ("a",) * len(program.variables),
+                             next(iter(env.values())).shape)
+    inputs = [env[name] for _, name, _ in program.variables]
+    kernels._compile(region, inputs)
+    assert region.kernel, region.reason
+    outs = [np.empty(region.shape, dt) for dt in kernels._step_out_dtypes(program)]
+    region.kernel(0, region.shape[0], *inputs, *outs)
+    return outs, program(env, False)
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        assert np.array_equal(nan, np.isnan(b))
+        return np.array_equal(a[~nan].view(np.uint8), b[~nan].view(np.uint8)) or \
+            np.array_equal(np.signbit(a[~nan]), np.signbit(b[~nan])) and \
+            np.array_equal(a[~nan], b[~nan])
+    return np.array_equal(a, b)
+
+
+@needs_numba
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_exact_operations_equal_numpy_bit_for_bit(dt):
+    x = ee.placeholder("x", dt)
+    y = ee.placeholder("y", dt)
+    with np.errstate(over="ignore"):  # (1e300 is infinite in float32)
+        xs = np.repeat(_SPECIAL, _SPECIAL.size).astype(dt)
+        ys = np.tile(_SPECIAL, _SPECIAL.size).astype(dt)
+    exprs = tuple(getattr(np, name)(x) for name in _EXACT_UNARY) + tuple(
+        getattr(np, name)(x, y) for name in _EXACT_BINARY) + (
+        x ** 2, x ** 0.5, x ** -1, x ** 1, np.where(x > y, x, y * 2.0),
+        x * 0.1, 0.1 - x, x / 3.0, (x + y) * (x - y) / 7.0)
+    with np.errstate(all="ignore"):
+        got, want = _region_values(exprs, {"x": xs, "y": ys})
+    names = _EXACT_UNARY + _EXACT_BINARY + ["**2", "**0.5", "**-1", "**1", "where",
+                                            "x*0.1", "0.1-x", "x/3", "(x+y)(x-y)/7"]
+    outs = iter(got)
+    for name, w in zip(names, want):
+        g = next(outs)
+        assert g.dtype == np.asarray(w).dtype, name
+        assert _same_bits(g, w), (name, xs[g != w], ys[g != w], g[g != w], w[g != w])
+
+
+@needs_numba
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_functions_within_a_few_ulps(dt):
+    x = ee.placeholder("x", dt)
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([rng.uniform(-0.99, 0.99, 400), rng.uniform(1.01, 30, 400),
+                         np.array([0.0, -0.0, np.inf, -np.inf, np.nan])]).astype(dt)
+    exprs = tuple(getattr(np, name)(x) for name in _FUNCTIONS) + (
+        np.arctan2(x, x * 0.5 - 1), np.hypot(x, 2.0 - x), np.power(np.abs(x), 1.5), x ** 3)
+    with np.errstate(all="ignore"):
+        got, want = _region_values(exprs, {"x": xs})
+    eps = np.finfo(dt).eps
+    for name, g, w in zip(_FUNCTIONS + ["arctan2", "hypot", "power", "**3"], got, want):
+        w = np.asarray(w)
+        assert g.dtype == w.dtype, name
+        assert np.array_equal(np.isnan(g), np.isnan(w)), name
+        fin = np.isfinite(w)
+        assert np.array_equal(g[~fin & ~np.isnan(w)], w[~fin & ~np.isnan(w)]), name
+        err = np.abs(g[fin].astype(np.float64) - w[fin]) / np.maximum(
+            np.abs(w[fin].astype(np.float64)), np.finfo(dt).tiny)
+        assert np.max(err, initial=0) <= FUNCTION_ULPS * eps, (name, np.max(err) / eps)
+
+
+def test_complex_programs_are_not_compiled():
+    z = ee.placeholder("z", np.complex128)
+    program = ee.Program((z * z,))
+    with pytest.raises(kernels.NotCompilable, match="complex"):
+        kernels.kernel_source(program, ("a",))
+
+
+# -- plans: every expressible rule of the library inside a region -------------------------
+@needs_numba
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("name", EXPRESSIBLE)
+def test_library_rule_three_ways(name, dt, request):
+    if tier(request.config) == "fast" and EXPRESSIBLE.index(name) % 6:
+        pytest.skip("a sample of the rules in the fast tier; --full runs every one")
+    spec = SPECS[name]
+    env, _ = _sample(spec, dt, n=48)
+    args = tuple([env["x"]] + ([env["y"]] if hasattr(spec, "dx") else []))
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.5, 1.5, args[0].shape).astype(dt)
+    ts = tuple(rng.standard_normal(a.shape).astype(dt) for a in args)
+    op = spec.op
+
+    def loss(a):
+        return np.sum(np.real(w * op(*a)) * 0.75)
+
+    with np.errstate(all="ignore"):
+        if np.result_type(op(*args)) != dt:
+            pytest.skip("a result of another dtype (outside a region)")
+        _three(lambda a: cr.value_and_grad(loss)(a), (args,), "grad", infinite_inputs=True)
+        _three(lambda a, t: cr.hvp(loss, a, t), (args, ts), "hvp", infinite_inputs=True)
+
+
+# -- plans: random elementwise chains -----------------------------------------------------
+@needs_numba
+@settings(max_examples=25, deadline=None)
+@given(chains())
+def test_random_chains_three_ways(chain):
+    shape, yshape, kind, steps, special, seed = chain
+    dt, draw = values_of(kind, seed)
+    x, y = draw(shape), draw(yshape)
+    if special is not None and x.size:
+        x.flat[0] = special
+    f = _chain(steps)
+    with np.errstate(all="ignore"):
+        out = f(x, y)
+        tx, ty, w = draw(shape), draw(yshape), draw(out.shape)
+        infinite = special is not None and np.isinf(special)
+        if dt == np.complex128:
+            _three(lambda x, y, tx, ty: cr.jvp(f, (x, y), (tx, ty)), (x, y, tx, ty), "jvp",
+                   compiled=False, infinite_inputs=infinite)
+            return
+
+        def loss(p, w):
+            return np.sum(w * f(*p))
+
+        _three(lambda p, w: cr.grad(loss)(p, w), ((x, y), w), "grad", compiled=False,
+               infinite_inputs=infinite)
+        _three(lambda p, t, w: cr.hvp(lambda q: loss(q, w), p, t), ((x, y), (tx, ty), w),
+               "hvp", compiled=False, infinite_inputs=infinite)
+
+
+# -- what a kernel keeps of NumPy's behaviour ---------------------------------------------
+def _rosen(x):
+    a = x[:-1]
+    return np.sum(100.0 * (x[1:] - a ** 2) ** 2 + (1.0 - a) ** 2)
+
+
+@needs_numba
+def test_rosenbrock_hvp_runs_compiled_and_agrees():
+    x = np.linspace(-1.2, 1.1, 500)
+    v = np.cos(np.arange(500.0))
+    out = _three(lambda x, v: cr.hvp(_rosen, x, v), (x, v), "hvp")
+    assert _has_region(cr.jit(lambda x, v: cr.hvp(_rosen, x, v)), (x, v))
+    np.testing.assert_allclose(out, cr.hessian(_rosen)(x) @ v, rtol=1e-12, atol=1e-9)
+
+
+@needs_numba
+def test_an_overflow_warns_as_numpy_does():
+    # the kernel sees the infinity it made and the NumPy program runs again:
+    # NumPy's warning, once, and its values
+    def f(x):
+        return np.sum(np.exp(x) * x)
+
+    x = np.linspace(0.0, 800.0, 64)
+    h = cr.jit(lambda x: cr.grad(f)(x), warn=False)
+    with cr.fusion(kernels="always"):
+        for _ in range(3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                h(x)
+        with pytest.warns(RuntimeWarning, match="overflow") as rec:
+            got = h(x)
+    assert all(w.filename == __file__ for w in rec), [w.filename for w in rec]
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, np.exp(x) * x + np.exp(x))
+    with np.errstate(over="raise"), cr.fusion(kernels="always"):
+        with pytest.raises(FloatingPointError):
+            h(x)
+
+
+def test_without_numba_the_numpy_program_runs(monkeypatch):
+    monkeypatch.setattr(kernels, "_numba", False)
+    x = np.linspace(-1.2, 1.1, 300)
+    v = np.sin(np.arange(300.0))
+    before = len(kernels.stats())
+    with cr.fusion(False):
+        plain = cr.hvp(_rosen, x, v)
+    got, _ = _staged(lambda x, v: cr.hvp(_rosen, x, v), (x, v), "always")
+    _agree(got, plain, "hvp")
+    assert len(kernels.stats()) == before  # no region was even considered
+
+
+@needs_numba
+def test_threads_split_a_kernel_without_changing_results(monkeypatch):
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
+    x = np.linspace(-1.2, 1.1, 4001)
+    v = np.cos(np.arange(4001.0))
+    with cr.fusion(threads=1):
+        one, _ = _staged(lambda x, v: cr.hvp(_rosen, x, v), (x, v), "always")
+    with cr.fusion(threads=2):
+        two, _ = _staged(lambda x, v: cr.hvp(_rosen, x, v), (x, v), "always")
+    np.testing.assert_array_equal(one, two)
+
+
+@needs_numba
+def test_the_mode_is_per_context():
+    x = np.linspace(-1.2, 1.1, 700)
+    seen = {}
+
+    def worker():
+        seen["mode"] = kernels.mode()
+
+    with cr.fusion(kernels=False):
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert kernels.mode() == "off"
+    assert seen["mode"] == kernels.mode() != "off"
+    with pytest.raises(ValueError, match="kernels must be"):
+        with cr.fusion(kernels="sometimes"):
+            pass
+    assert cr.grad(_rosen)(x).shape == x.shape
+
+
+@needs_numba
+def test_auto_mode_compiles_a_hot_region_and_drops_a_slow_one(monkeypatch):
+    kernels._forget()
+    monkeypatch.setattr(kernels, "COMPILE_SECONDS", 0.0)
+    monkeypatch.setattr(kernels, "MIN_GAIN", 1e9)  # no kernel can be fast enough
+    x = np.linspace(-1.2, 1.1, 600)
+    v = np.cos(np.arange(600.0))
+    h = cr.jit(lambda x, v: cr.hvp(_rosen, x, v), warn=False)
+    with cr.fusion(kernels=True):
+        for _ in range(kernels.MIN_CALLS + kernels.PROBE_CALLS + 3):
+            h(x, v)
+    (row,) = kernels.stats()
+    assert row["compiled"] is False and row["reason"].startswith("slower than NumPy")
+    kernels._forget()
+    monkeypatch.setattr(kernels, "MIN_GAIN", 0.0)  # any kernel is kept
+    h = cr.jit(lambda x, v: cr.hvp(_rosen, x, v), warn=False)
+    with cr.fusion(kernels=True):
+        for _ in range(kernels.MIN_CALLS + kernels.PROBE_CALLS + 3):
+            got = h(x, v)
+    (row,) = kernels.stats()
+    assert row["compiled"] is True and row["calls"] == kernels.MIN_CALLS
+    with cr.fusion(False):
+        _agree(got, cr.hvp(_rosen, x, v), "hvp")
+
+
+@needs_numba
+def test_a_second_process_loads_the_kernel_from_disk(tmp_path):
+    script = (
+        "import time, numpy as np, chainrules as cr\n"
+        "from chainrules import kernels, fused_sweeps as fs\n"
+        "fs.MIN_SIZE = fs.MIN_SIZE_SECOND = fs.MIN_NONLINEAR = 0\n"
+        "x = np.linspace(-1.2, 1.1, 300); v = np.cos(np.arange(300.0))\n"
+        "def rosen(x):\n"
+        "    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)\n"
+        "import pathlib\n"
+        "cache = pathlib.Path(kernels.cache_dir()) / '__pycache__'\n"
+        "print(cache.exists() and any(p.suffix == '.nbi' for p in cache.iterdir()))\n"
+        "h = cr.jit(lambda x, v: cr.hvp(rosen, x, v))\n"
+        "with cr.fusion(kernels='always'):\n"
+        "    for _ in range(4): h(x, v)\n"
+        "print(kernels.stats()[0]['compiled'])\n")
+    env = dict(os.environ, CHAINRULES_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert first == ["False", "True"] and second == ["True", "True"], (first, second)
+    assert any(p.suffix == ".nbi" for p in (tmp_path / "kernels" / "__pycache__").iterdir())
+    os.environ["CHAINRULES_CACHE_DIR"], old = str(tmp_path), os.environ[
+        "CHAINRULES_CACHE_DIR"]
+    try:
+        kernels.clear_cache()
+        assert not (tmp_path / "kernels").exists()
+    finally:
+        os.environ["CHAINRULES_CACHE_DIR"] = old
