@@ -394,7 +394,10 @@ FRAMEWORKS = {
     "numpy": ("numpy_wl", {}),
     "numpy.hand": ("handwritten_wl", {}),
     "chainrules": ("chainrules_wl", {}),
+    # staged plans; with numba installed their hot regions run compiled
+    # (chainrules.jit), or as NumPy programs (chainrules.jit.numpy)
     "chainrules.jit": ("chainrules_wl", {"jit": True}),
+    "chainrules.jit.numpy": ("chainrules_wl", {"jit": True, "kernels": False}),
     "autograd": ("autograd_wl", {}),
     "torch": ("torch_wl", {}),
     "jax": ("jax_wl", {"jit": False}),

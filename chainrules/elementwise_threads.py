@@ -47,7 +47,7 @@ import numpy as np
 
 from . import elementwise_chunks
 from .arrays import computes_eagerly
-from .staging import opaque
+from .staging import opaque_as
 
 __all__ = ["run", "threads", "set_threads", "reset_threads"]
 
@@ -274,6 +274,11 @@ def _index(ndim, full_ndim, axis, lo, hi):
     return (slice(None),) * a + (slice(lo, hi),)
 
 
+#: what a plan's replay calls for a region's program (``kernels.run``,
+#: which compiles hot ones; installed when ``kernels`` is imported)
+replay = None
+
+
 def run(program, env, n=None):
     """``program(env, False)``, block by block (by up to ``n`` threads,
     default ``threads()``) when every value is a NumPy value of the dtype
@@ -288,9 +293,8 @@ def run(program, env, n=None):
             if computes_eagerly(v):
                 # staged values (cr.jit): the whole program is one step of
                 # the plan, run on the replay's arrays as here on NumPy's
-                # (by a compiled kernel once hot: ``kernels``)
-                from . import kernels
-                return opaque(kernels.run, program, env, n)
+                # (by a compiled kernel once hot: ``kernels`` installs it)
+                return opaque_as(replay or run, run, program, env, n)
             out = elementwise_chunks.run(program, env, run)
             return program(env, False) if out is None else out
     if not shapes:

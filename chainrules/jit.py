@@ -24,7 +24,9 @@ import numpy as np
 
 from .anomaly import is_anomaly_enabled
 from .errors import StagingError, StagingWarning
+from . import kernels
 from .plan import GuardFailed, Plan
+from .plan_regions import absorb
 from .pytree import flatten, unflatten
 from .staging import Recorder, Ref, Staged
 
@@ -35,6 +37,10 @@ __all__ = ["jit", "Jitted"]
 CACHE_SIZE = 64
 
 _PY_NUMBERS = (bool, int, float, complex)
+
+
+def _is_region(fn):
+    return fn is kernels.run
 
 
 def _leaf_key(x):
@@ -289,8 +295,9 @@ class Jitted:
         if rec.tainted is not None:
             self._give_up(entry, rec.tainted, None, None)
             return result
-        plan = Plan(rec.steps, [s.i for s in staged], tpl, tree,
-                    name=_plan_name(self.fun))
+        # fused regions take in the elementwise calls that feed them alone
+        steps = absorb(rec.steps, tpl, rec.meta, _is_region)
+        plan = Plan(steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun))
         with self._lock:
             entry.variants.insert(0, plan)
         return result

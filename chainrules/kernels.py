@@ -7,7 +7,7 @@ program is one step, replayed many times on arrays of the same shapes. When
 numba is installed (the optional extra ``chainrules[numba]``), such a step
 becomes *hot* once the time spent in it has repaid a compile
 (``COMPILE_SECONDS``, or ``CACHED_SECONDS`` when the kernel is on disk
-already): the program is then written as one loop over the elements
+already, plus ``INIT_SECONDS`` for a process's first): the program is then written as one loop over the elements
 (``kernel_source``), every operation on registers, every result written
 once, and compiled with numba. After a few timed calls the kernel is kept
 only if it beats the NumPy program (``MIN_GAIN``); otherwise the region runs
@@ -58,14 +58,16 @@ from . import elementwise_threads as et
 __all__ = ["run", "available", "mode", "set_mode", "reset_mode", "cache_dir",
            "clear_cache", "stats", "kernel_source"]
 
-#: the time a first compile of a kernel is taken to cost (measured: 0.15 to
-#: 0.6 s for regions of 5 to 60 operations, ``benchmarks/kernels.py``): a
-#: region is compiled once the NumPy program has spent this long in it
+#: what compiling a kernel is taken to cost (measured with
+#: ``benchmarks/kernels.py``, 2 cores): a new kernel 0.15 to 0.45 s, one
+#: whose compiled code numba cached on disk 5 to 10 ms, and the first kernel
+#: of a process another 0.7 s or more (numba's import and set-up). A region
+#: is compiled once the NumPy program has spent that long in it.
 COMPILE_SECONDS = 0.3
-#: the time to load a kernel that numba cached on disk (measured 5 to 20 ms)
-CACHED_SECONDS = 0.02
+CACHED_SECONDS = 0.01
+INIT_SECONDS = 0.7
 #: calls of a region before it may be compiled, whatever its time
-MIN_CALLS = 3
+MIN_CALLS = 4
 #: a kernel is kept when the NumPy program's mean time is at least this many
 #: times the kernel's (median of ``PROBE_CALLS`` timed calls)
 MIN_GAIN = 1.15
@@ -76,6 +78,7 @@ MIN_WORK = 400_000
 
 _switch = contextvars.ContextVar("chainrules_kernels", default=None)
 _numba = None  # None: not looked for yet; False: not importable
+_ready = False  # whether a kernel has been compiled in this process (numba set up)
 _lock = threading.Lock()
 
 
@@ -211,22 +214,26 @@ def _expression(node, names):
     raise NotCompilable(f"the operation {op}")
 
 
-def kernel_source(program, pattern):
+def kernel_source(program, pattern, ndim=1):
     """The Python source of ``program``'s kernel (a function ``kernel(lo,
     hi, *inputs, *outputs)`` returning whether a NaN or infinity was made)
     for inputs given as ``pattern``: per variable, ``"a"`` an array of the
-    full shape (read at ``i``) or ``"s"`` one scalar. Raises
-    ``NotCompilable``."""
+    full shape or ``"s"`` one scalar. The arrays have ``ndim`` dimensions
+    (one: a flat run of elements; more: strided arrays, ``lo:hi`` along the
+    first axis). Raises ``NotCompilable``."""
     nodes = program.nodes
     names, params, loads = {}, [], []
+    index = "i" if ndim == 1 else ", ".join(f"i{d}" for d in range(ndim))
     for (k, _, dt), kind in zip(program.variables, pattern):
         _cast_name(dt)
         names[id(nodes[k])] = f"v{k}"
         if kind == "a":
             params.append(f"a{k}")
-            loads.append(f"v{k} = a{k}[i]")
+            loads.append(f"v{k} = a{k}[{index}]")
         else:
             params.append(f"v{k}")
+    if "a" not in pattern:
+        raise NotCompilable("no array of the region's shape")
     body, checks = [], []
     for k, fn, args, dying, dt, special in program.steps:
         e = nodes[k]
@@ -241,7 +248,7 @@ def kernel_source(program, pattern):
     for j, k in enumerate(program.outs):
         if program.kinds[j] == "step" and f"o{k}" not in outs:
             outs.append(f"o{k}")
-            stores.append(f"o{k}[i] = t{k}")
+            stores.append(f"o{k}[{index}] = t{k}")
     # (the blocks sliced first, the loop from 0, the flag or-ed without a
     # branch: so LLVM vectorizes the loop; ``for i in range(lo, hi)`` with a
     # branch on the flag measured 5x slower)
@@ -257,10 +264,20 @@ def kernel_source(program, pattern):
              f"def kernel(lo, hi, {', '.join(params + outs)}):",
              *(f"    {line}" for line in slices),
              "    bad = False",
-             "    for i in range(hi - lo):",
-             *(f"        {line}" for line in loads + body + stores + check),
+             *_loops(ndim, next(p for p in params if p.startswith("a")),
+                     loads + body + stores + check),
              "    return bad", ""]
     return "\n".join(lines)
+
+
+def _loops(ndim, first, body):
+    """The loop nest over ``ndim`` axes (the extents of array ``first``)."""
+    if ndim == 1:
+        return ["    for i in range(hi - lo):", *(f"        {line}" for line in body)]
+    lines = ["    for i0 in range(hi - lo):"]
+    for d in range(1, ndim):
+        lines.append(f"{'    ' * (d + 1)}for i{d} in range({first}.shape[{d}]):")
+    return lines + [f"{'    ' * (ndim + 1)}{line}" for line in body]
 
 
 # -- the disk cache ---------------------------------------------------------------------
@@ -348,11 +365,13 @@ class _Region:
     """One program on inputs of one pattern and full shape: its timings and
     its kernel (None: not compiled yet; False: NumPy from now on)."""
 
-    __slots__ = ("program", "pattern", "shape", "calls", "numpy_seconds", "kernel",
-                 "source", "probes", "reason", "kernel_seconds", "cost", "lock", "runs")
+    __slots__ = ("program", "pattern", "shape", "layout", "calls", "numpy_seconds",
+                 "kernel", "source", "probes", "reason", "kernel_seconds", "cost", "lock",
+                 "runs", "recent")
 
-    def __init__(self, program, pattern, shape):
-        self.program, self.pattern, self.shape = program, pattern, shape
+    def __init__(self, program, pattern, shape, layout="C"):
+        self.program, self.pattern, self.shape, self.layout = program, pattern, shape, layout
+        self.recent = []  # the NumPy program's last few times (the probes' baseline)
         self.calls, self.numpy_seconds = 0, 0.0
         self.runs = 0  # the calls a kernel answered
         self.kernel, self.source, self.reason = None, None, None
@@ -400,39 +419,43 @@ def _classify(program, env):
             inputs.append(v)
         else:
             return None
-    return tuple(pattern), full, inputs
+    arrays = [v for v, kind in zip(inputs, pattern) if kind == "a"]
+    if not arrays:
+        return None
+    # one run of elements in one order for every array (or strided, N-d)
+    layout = ("C" if len(full) == 1 or all(a.flags.c_contiguous for a in arrays) else
+              "F" if all(a.flags.f_contiguous for a in arrays) else "N")
+    return tuple(pattern), full, inputs, layout
 
 
-def _flat(arrays, full):
-    """The arrays of shape ``full`` as 1-d arrays in one element order, and
-    the order the results take (``"C"`` or ``"F"``)."""
-    if len(full) == 1:
-        return arrays, "C"
-    if all(a.flags.c_contiguous for a in arrays):
-        return [a.reshape(-1) for a in arrays], "C"
-    if all(a.flags.f_contiguous for a in arrays):
-        return [a.reshape(-1, order="F") for a in arrays], "F"
-    return [np.ascontiguousarray(a).reshape(-1) for a in arrays], "C"
+def _flat(arrays, layout):
+    """The arrays as the kernel takes them: 1-d runs in ``layout``'s order
+    (``"C"``, ``"F"``), or as they are (``"N"``: strided)."""
+    if layout == "N" or arrays[0].ndim == 1:
+        return arrays
+    return [a.reshape(-1, order=layout) for a in arrays]
 
 
 def _call(region, inputs, n):
     """The kernel on ``inputs``: the program's results, or None when it made
     a NaN or an infinity (the NumPy program then runs)."""
-    program = region.program
+    program, layout = region.program, region.layout
     arrays = [v for v, kind in zip(inputs, region.pattern) if kind == "a"]
-    flat, order = _flat(arrays, region.shape)
+    flat = _flat(arrays, layout)
     it = iter(flat)
     args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
+    order = "F" if layout == "F" else "C"
     made, outs = {}, []
     for j, k in enumerate(program.outs):
         if program.kinds[j] == "step" and k not in made:
             made[k] = np.empty(region.shape, program.dtypes[j], order=order)
-            outs.append(made[k].reshape(-1, order=order))
-    size = flat[0].size
+            outs.append(made[k] if layout == "N" else made[k].reshape(-1, order=order))
+    size = flat[0].shape[0]  # (N-d: blocks along the first axis)
+    per = flat[0].size // max(size, 1)
     kernel = region.kernel
-    work = size * region.cost
-    t = 1 if n < 2 or work < MIN_WORK else n if MIN_WORK <= 0 else min(
-        n, int(work // MIN_WORK))
+    work = size * per * region.cost
+    t = 1 if n < 2 or work < MIN_WORK or size < 2 else min(n, size) if MIN_WORK <= 0 \
+        else min(n, size, int(work // MIN_WORK))
     if t < 2:
         bad = kernel(0, size, *args, *outs)
     else:
@@ -479,25 +502,35 @@ def _compile(region, inputs):
     if not available():
         region.kernel, region.reason = False, "numba is not installed"
         return
-    try:
-        source = kernel_source(region.program, region.pattern)
-    except NotCompilable as exc:
-        region.kernel, region.reason = False, f"not expressible: {exc}"
-        return
-    region.source = source
+    source = region.source
+    if source is None:
+        try:
+            source = region.source = kernel_source(region.program, region.pattern,
+                                                   _ndim(region))
+        except NotCompilable as exc:
+            region.kernel, region.reason = False, f"not expressible: {exc}"
+            return
     try:
         kernel, _ = _module(source)
-        # the first call compiles for these argument types: on one element
-        one = [v[:1].reshape(-1) if kind == "a" else v
-               for v, kind in zip(inputs, region.pattern)]
-        outs = [np.empty(1, program_dt) for program_dt in
-                _step_out_dtypes(region.program)]
-        kernel(0, 1, *[np.ascontiguousarray(o) if isinstance(o, np.ndarray) else o
-                       for o in one], *outs)
+        # the first call compiles for the argument types of the calls to
+        # come: on no element
+        arrays = _flat([v[:1] for v, kind in zip(inputs, region.pattern) if kind == "a"],
+                       region.layout)
+        it = iter(arrays)
+        args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
+        shape = (1,) + region.shape[1:] if region.layout == "N" else (1,)
+        outs = [np.empty(shape, dt) for dt in _step_out_dtypes(region.program)]
+        kernel(0, 0, *args, *outs)
     except Exception as exc:  # noqa: BLE001 - a compiler's refusal: NumPy runs it
         region.kernel, region.reason = False, f"{type(exc).__name__}: {exc}"[:300]
         return
     region.kernel = kernel
+    global _ready
+    _ready = True
+
+
+def _ndim(region):
+    return len(region.shape) if region.layout == "N" else 1
 
 
 def _step_out_dtypes(program):
@@ -518,29 +551,37 @@ def run(program, env, n):
     found = _classify(program, env)
     if found is None:
         return et.run(program, env, n)
-    pattern, full, inputs = found
-    key = (id(program), pattern, full)
+    pattern, full, inputs, layout = found
+    key = (id(program), pattern, full, layout)
     region = _regions.get(key)
     if region is None or region.program is not program:
         if len(_regions) > 4096:
             _regions.clear()
-        region = _regions[key] = _Region(program, pattern, full)
+        region = _regions[key] = _Region(program, pattern, full, layout)
     kernel = region.kernel
     if kernel is False or np.geterr()["under"] != "ignore":
         return et.run(program, env, n)
     if kernel is None:
         t0 = time.perf_counter()
         out = et.run(program, env, n)
-        region.numpy_seconds += time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        region.numpy_seconds += spent
         region.calls += 1
+        region.recent = region.recent[-(PROBE_CALLS - 1):] + [spent]
         if m == "always":
             with region.lock:
                 if region.kernel is None:
                     _compile(region, inputs)
                     region.probes = [0.0] * PROBE_CALLS  # kept, whatever its speed
-        elif region.calls >= MIN_CALLS:
-            source_known = region.source is not None and is_cached(region.source)
-            need = CACHED_SECONDS if source_known else COMPILE_SECONDS
+        elif region.calls >= MIN_CALLS and region.numpy_seconds >= CACHED_SECONDS:
+            if region.source is None:
+                try:
+                    region.source = kernel_source(program, pattern)
+                except NotCompilable as exc:
+                    region.kernel, region.reason = False, f"not expressible: {exc}"
+                    return out
+            need = (CACHED_SECONDS if is_cached(region.source) else COMPILE_SECONDS) + (
+                0.0 if _ready else INIT_SECONDS)
             if region.numpy_seconds >= need:
                 with region.lock:
                     if region.kernel is None:
@@ -552,11 +593,12 @@ def run(program, env, n):
         region.probes.append(time.perf_counter() - t0)
         if len(region.probes) == PROBE_CALLS:
             region.kernel_seconds = sorted(region.probes)[PROBE_CALLS // 2]
-            mean = region.numpy_seconds / region.calls
-            if mean < MIN_GAIN * region.kernel_seconds:
+            # (the NumPy program's recent calls: its first ones run cold)
+            base = sorted(region.recent)[len(region.recent) // 2]
+            if base < MIN_GAIN * region.kernel_seconds:
                 region.kernel, region.reason = False, (
                     f"slower than NumPy: {region.kernel_seconds * 1e6:.0f} µs against "
-                    f"{mean * 1e6:.0f} µs")
+                    f"{base * 1e6:.0f} µs")
     else:
         out = _call(region, inputs, n)
     if out is None:  # a NaN or infinity was made: NumPy's own warnings and values
@@ -575,6 +617,7 @@ def stats():
     for region in list(_regions.values()):
         rows.append({
             "steps": len(region.program.steps), "shape": region.shape,
+            "layout": region.layout,
             "pattern": "".join(region.pattern), "calls": region.calls,
             "numpy_us": (region.numpy_seconds / region.calls * 1e6 if region.calls
                          else None),
@@ -589,3 +632,5 @@ def _forget():
     """Drop the per-region state (tests)."""
     _regions.clear()
 
+
+et.replay = run

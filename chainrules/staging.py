@@ -33,7 +33,8 @@ import numpy as np
 from .array_methods import ArithmeticOperators, ArrayMethods
 from .user_code import is_internal
 
-__all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque", "OpaqueNamespace"]
+__all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque", "opaque_as",
+           "OpaqueNamespace"]
 
 _ndarray = np.ndarray
 _generic = np.generic
@@ -75,7 +76,7 @@ class Recorder:
     line)``. ``tainted``: why the recording cannot be replayed, or
     ``None``."""
 
-    __slots__ = ("steps", "n", "tainted", "inputs", "guards", "constants")
+    __slots__ = ("steps", "n", "tainted", "inputs", "guards", "constants", "meta")
 
     def __init__(self):
         self.steps = []
@@ -84,9 +85,12 @@ class Recorder:
         self.inputs = []
         self.guards = 0
         self.constants = {}  # staged constants: variable -> the plain value
+        self.meta = {}  # staged arrays and NumPy scalars: variable -> (dtype, shape)
 
     def new(self, value, is_input=False):
         s = Staged(value, self.n, self)
+        if type(value) is _ndarray or isinstance(value, _generic):
+            self.meta[self.n] = (value.dtype, value.shape)
         self.n += 1
         if is_input:
             self.inputs.append(s)
@@ -616,14 +620,25 @@ def opaque(fn, *args, **kwargs):
     arrays whose NumPy calls need not be recorded one by one (a fused
     region's program; a LAPACK call through SciPy). Without staged values,
     plainly ``fn(*args, **kwargs)``."""
+    return _opaque(fn, fn, args, kwargs)
+
+
+def opaque_as(replay, now, *args, **kwargs):
+    """``opaque``, computing the value with ``now`` and recording ``replay``
+    (the same function of the same arguments, which may choose another way
+    to compute it on replay: ``kernels.run`` for a fused region)."""
+    return _opaque(replay, now, args, kwargs)
+
+
+def _opaque(fn, now, args, kwargs):
     rec = _recorder_of(args) or _recorder_of(kwargs)
     if rec is None:
-        return fn(*args, **kwargs)
+        return now(*args, **kwargs)
     if rec.tainted is not None:
-        return fn(*rec.template(args)[1], **rec.template(kwargs)[1])
+        return now(*rec.template(args)[1], **rec.template(kwargs)[1])
     atpl, acon = rec.template(args)
     ktpl, kcon = rec.template(kwargs)
-    value = fn(*acon, **kcon)
+    value = now(*acon, **kcon)
     # Python numbers among the results (a flag, a rank) stay numbers, guarded
     guards = []
     out, otpl = rec.wrap(value, fn, guards)

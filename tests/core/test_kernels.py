@@ -330,7 +330,8 @@ def test_the_mode_is_per_context():
 @needs_numba
 def test_auto_mode_compiles_a_hot_region_and_drops_a_slow_one(monkeypatch):
     kernels._forget()
-    monkeypatch.setattr(kernels, "COMPILE_SECONDS", 0.0)
+    for name in ("COMPILE_SECONDS", "CACHED_SECONDS", "INIT_SECONDS"):
+        monkeypatch.setattr(kernels, name, 0.0)
     monkeypatch.setattr(kernels, "MIN_GAIN", 1e9)  # no kernel can be fast enough
     x = np.linspace(-1.2, 1.1, 600)
     v = np.cos(np.arange(600.0))
@@ -382,3 +383,22 @@ def test_a_second_process_loads_the_kernel_from_disk(tmp_path):
         assert not (tmp_path / "kernels").exists()
     finally:
         os.environ["CHAINRULES_CACHE_DIR"] = old
+
+
+@needs_numba
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_strided_2d_regions_run_compiled(dt):
+    # total variation: every value of the region a strided view of the image
+    def tv(x):
+        dx = x[1:, :-1] - x[:-1, :-1]
+        dy = x[:-1, 1:] - x[:-1, :-1]
+        return np.sum(np.sqrt(dx * dx + dy * dy + 1e-2))
+
+    x = np.random.default_rng(5).standard_normal((30, 41)).astype(dt)
+    v = np.random.default_rng(6).standard_normal((30, 41)).astype(dt)
+    _three(lambda x: cr.grad(tv)(x), (x,), "grad")
+    _three(lambda x, v: cr.hvp(tv, x, v), (x, v), "hvp")
+    assert any(r["layout"] == "N" and r["kernel_calls"] for r in kernels.stats())
+    # F-ordered values: one run of elements in Fortran order
+    xf = np.asfortranarray(x)
+    _three(lambda x: cr.grad(lambda a: np.sum(np.tanh(a) * a))(x), (xf,), "grad, F order")

@@ -35,11 +35,11 @@ LAYERS = [
     {"graph"},
     {"tracing"},
     {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
-     "elementwise_expr", "elementwise_threads", "elementwise_chunks", "fusion_code",
+     "elementwise_expr", "elementwise_threads", "elementwise_chunks", "kernels", "fusion_code",
      "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "second_order", "writes", "writes_buffers", "writes_views",
-     "jit"},
+     "plan_regions", "jit"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 

@@ -1,0 +1,252 @@
+"""A pass on staged plans: elementwise steps that feed a fused region
+alone become part of the region's program.
+
+In a plan, a fused region (``fused_sweeps``) is one step: its derivative
+program run by ``kernels.run`` on a dict of values. Some of those values
+are made by elementwise NumPy calls of the plan just for it: the primal
+values an HVP recomputes (``x[1:] - x[:-1] ** 2`` of a Rosenbrock
+function), each a pass over memory and an array. ``absorb`` writes such a
+call (a ufunc the expressions know, on the plan's values and constants,
+whose result nothing else reads) into the program, as expressions over its
+arguments, and again for the calls that feed those, so the region reads
+the plan's inputs and computes the rest itself: a compiled kernel in one
+loop, the NumPy program with its own reused buffers.
+
+The program then makes the same NumPy calls on the same values in the
+same dtypes (``elementwise_expr`` resolves each node's loop as NumPy does),
+so a replay's results are those of the plan before the pass, bit for bit.
+A value written in place anywhere in the plan (or sharing memory with one
+that is) is never absorbed, nor read through an absorbed call: the call
+would then read it at another time.
+"""
+
+import numpy as np
+
+from . import elementwise_expr as ee
+from .plan import _FRESH, _defines, _uses, live_steps
+from .staging import Ref
+
+__all__ = ["absorb"]
+
+#: how many calls at most a region takes in (a bound on its program's size)
+MAX_ABSORBED = 64
+
+
+def _written(steps, is_region):
+    """Whether a value is written in place, or may share memory with one
+    that is (as in ``plan.common_subexpressions``: a call's result may be a
+    view of its arguments unless it is a ufunc's or a ``_FRESH`` function's;
+    a region's result is a view only of the value it returns as it is)."""
+    parent = {}
+
+    def find(i):
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    def union(ins, made):
+        for a in ins:
+            for m in made:
+                ra, rb = find(a), find(m)
+                if ra != rb:
+                    parent[ra] = rb
+
+    written = set()
+    for step in steps:
+        if step[0] != "call":
+            continue
+        fn, args, kwargs, out = step[1:5]
+        if out is None:
+            if "out" in kwargs:
+                _uses(kwargs["out"], written)
+            elif args:
+                _uses(args[0], written)
+            continue
+        if "out" in kwargs:
+            _uses(kwargs["out"], written)
+        if is_region(fn) and _is_region_call(step) and type(out) is tuple:
+            program, env = args[0], args[1]
+            for j, kind in enumerate(program.kinds):
+                if kind == "var" and j < len(out) and type(out[j]) is Ref:
+                    ref = env.get(program.reads[j][0])
+                    if type(ref) is Ref:
+                        union({ref.i}, {out[j].i})
+            continue
+        if not (isinstance(fn, np.ufunc) and not kwargs) and fn not in _FRESH:
+            ins, made = set(), set()
+            _uses(args, ins)
+            _uses(kwargs, ins)
+            _defines(out, made)
+            union(ins, made)
+    dirty = {find(i) for i in written}
+    return lambda i: find(i) in dirty
+
+
+def _is_region_call(step):
+    return (len(step) == 5 and len(step[2]) == 3 and isinstance(step[2][0], ee.Program)
+            and type(step[2][1]) is dict and not step[3])
+
+
+def _producer(step, meta):
+    """``(ufunc name, argument templates)`` when ``step`` is a call the
+    expressions can take: a known ufunc, positional arrays of the plan
+    (whose dtypes are known) and Python or NumPy scalars; else None."""
+    if step[0] != "call" or len(step) > 5:
+        return None
+    fn, args, kwargs, out = step[1:5]
+    if not isinstance(fn, np.ufunc) or kwargs or type(out) is not Ref:
+        return None
+    name = fn.__name__
+    if name not in ee._UFUNCS or getattr(np, name) is not fn or len(args) != fn.nin:
+        return None
+    for a in args:
+        if type(a) is Ref:
+            if a.i not in meta:
+                return None
+        elif not (type(a) in (bool, int, float) or isinstance(a, np.generic)):
+            return None
+    if out.i not in meta:
+        return None
+    return name, args
+
+
+def absorb(steps, outputs, meta, is_region):
+    """``steps`` with the producers of each region's values written into
+    its program (see the module's text). ``meta``: per value index, its
+    ``(dtype, shape)`` at recording; ``is_region(fn)``: whether a call's
+    function runs a region's program (its arguments ``(program, env,
+    threads)``)."""
+    regions = [k for k, s in enumerate(steps)
+               if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
+    if not regions:
+        return steps
+    # (uses counted on the steps the outputs need: a primal value an HVP's
+    # forward pass used for the value it drops is read by its region alone)
+    steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
+    regions = [k for k, s in enumerate(steps)
+               if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
+    uses = {}
+    for step in steps:
+        acc = []
+        if step[0] == "guard":
+            acc.append(step[2].i)
+        else:
+            _count(step[2], acc)
+            _count(step[3], acc)
+        for i in acc:
+            uses[i] = uses.get(i, 0) + 1
+    for o in outputs:
+        acc = []
+        _count(o, acc)
+        for i in acc:
+            uses[i] = uses.get(i, 0) + 2  # (a result is never absorbed)
+    made_by = {}
+    for k, step in enumerate(steps):
+        if step[0] == "call" and type(step[4]) is Ref:
+            made_by[step[4].i] = k
+    dirty = _written(steps, is_region)
+    steps = list(steps)
+    for k in regions:
+        new = _absorb_one(steps, k, uses, made_by, meta, dirty)
+        if new is not None:
+            steps[k] = new
+    return steps
+
+
+def _count(tpl, acc):
+    t = type(tpl)
+    if t is Ref:
+        acc.append(tpl.i)
+    elif t is tuple or t is list:
+        for x in tpl:
+            _count(x, acc)
+    elif t is dict:
+        for x in tpl.values():
+            _count(x, acc)
+
+
+def _absorb_one(steps, k, uses, made_by, meta, dirty):
+    fn, (program, env, n), kwargs, out = steps[k][1:5]
+    if not isinstance(program, ee.Program) or not all(type(v) is Ref for v in env.values()):
+        return None
+    name_of = {v.i: name for name, v in env.items()}
+    dtypes = {name: dt for _, name, dt in program.variables}
+    if any(meta.get(v.i, (None,))[0] != dtypes.get(name) for name, v in env.items()
+           if name in dtypes):
+        return None  # (values of other dtypes than the program's: not rewritten)
+    exprs = {}   # value index -> its expression over the region's variables
+    absorbed = 0
+    pending = [v.i for v in env.values()]
+    while pending and absorbed < MAX_ABSORBED:
+        i = pending.pop()
+        if i in exprs or uses.get(i, 0) != 1 or dirty(i):
+            continue
+        j = made_by.get(i)
+        if j is None or j > k:
+            continue
+        found = _producer(steps[j], meta)
+        if found is None:
+            continue
+        uname, args = found
+        if any(type(a) is Ref and (dirty(a.i) or made_by.get(a.i, -1) > j) for a in args):
+            continue  # (an argument written, or made again, after the call)
+        exprs[i] = (uname, args)
+        absorbed += 1
+        pending.extend(a.i for a in args if type(a) is Ref)
+    if not exprs:
+        return None
+    # the variables of the new program: the values the absorbed calls read
+    # that are not absorbed themselves, and the region's other values
+    variables = {}
+
+    def var(i):
+        name = name_of.get(i) or f"p{i}"
+        if name not in variables:
+            variables[name] = Ref(i)
+        return name
+
+    built = {}
+
+    def node(i):
+        if i in built:
+            return built[i]
+        if i in exprs:
+            uname, args = exprs[i]
+            e = ee.apply(getattr(np, uname), tuple(
+                node(a.i) if type(a) is Ref else ee.constant(a) for a in args))
+            if e.dtype != meta[i][0]:
+                raise ee.NotExpressible("an absorbed call's dtype differs")
+        else:
+            e = ee.placeholder(var(i), meta[i][0])
+        built[i] = e
+        return e
+
+    try:
+        subst = {}
+        for name, v in env.items():
+            subst[name] = node(v.i)
+        roots = tuple(_substitute(program.nodes[s], subst, {}) for s in program.outs)
+        new_program = ee.Program(roots)
+    except ee.NotExpressible:
+        return None
+    for name in new_program.names:
+        if name not in variables:
+            variables[name] = env[name]
+    new_env = {name: variables[name] for name in sorted(new_program.names)}
+    for i in exprs:
+        uses[i] = 0  # (their steps are dead now: the plan drops them)
+    return ("call", fn, (new_program, new_env, n), kwargs, out)
+
+
+def _substitute(e, subst, memo):
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit
+    if e.op == "var":
+        r = subst.get(e.value, e)
+    elif not e.args:
+        r = e
+    else:
+        r = ee.rebuild(e, [_substitute(a, subst, memo) for a in e.args])
+    memo[id(e)] = r
+    return r
