@@ -30,10 +30,14 @@ restores the setting it found. A new thread starts with the mode off. It
 costs one stack walk and one ``isfinite`` pass per operation while it is on.
 """
 
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import linecache
 import sys
+from types import FrameType
+from typing import Iterator
 
 import numpy as np
 
@@ -47,7 +51,7 @@ __all__ = ["detect_anomaly", "set_anomaly_mode", "is_anomaly_enabled", "user_fra
 anomaly_mode = contextvars.ContextVar("chainrules_anomaly_mode", default=False)
 
 
-def is_anomaly_enabled():
+def is_anomaly_enabled() -> bool:
     """True while anomaly detection is on in the current thread or task.
 
     Examples
@@ -60,7 +64,7 @@ def is_anomaly_enabled():
     return anomaly_mode.get()
 
 
-def set_anomaly_mode(enabled):
+def set_anomaly_mode(enabled: bool) -> bool:
     """Turn anomaly detection on or off for the current thread or task;
     returns the previous setting.
 
@@ -81,7 +85,7 @@ def set_anomaly_mode(enabled):
 
 
 @contextlib.contextmanager
-def detect_anomaly(enabled=True):
+def detect_anomaly(enabled: bool = True) -> Iterator[None]:
     """Context manager: check every value and cotangent for NaN/Inf.
 
     >>> import numpy as np, chainrules as cr
@@ -103,30 +107,30 @@ class SourceLocation:
 
     __slots__ = ("filename", "lineno", "function")
 
-    def __init__(self, filename, lineno, function):
+    def __init__(self, filename: str, lineno: int, function: str) -> None:
         self.filename = filename
         self.lineno = lineno
         self.function = function
 
     @property
-    def line(self):
+    def line(self) -> str:
         """The source text of the line (empty when unavailable)."""
         return linecache.getline(self.filename, self.lineno).strip()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.filename}:{self.lineno} in {self.function}"
 
-    def describe(self):
+    def describe(self) -> str:
         text = self.line
         where = f'File "{self.filename}", line {self.lineno}, in {self.function}'
         return where + (f"\n    {text}" if text else "")
 
 
-def user_frame():
+def user_frame() -> SourceLocation | None:
     """The first stack frame outside chainrules, NumPy and SciPy, as a
     ``SourceLocation`` (``None`` when the whole stack is internal)."""
     try:
-        f = sys._getframe(1)
+        f: FrameType | None = sys._getframe(1)
     except (AttributeError, ValueError):  # no frames to read: no user line to name
         return None
     while f is not None:

@@ -5,7 +5,10 @@ then runs one sweep of the engine. Arguments and outputs may be pytrees
 (tuples, lists, dicts, dataclasses) of arrays and scalars.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any, Callable, Literal, ParamSpec, Protocol, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -24,10 +27,23 @@ from .tangents import ZERO, Structural
 from .tracing import Traced, stop_gradient, untraced
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
-           "stop_gradient"]
+           "stop_gradient", "VjpFunction"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
+class VjpFunction(Protocol):
+    """The ``f_vjp`` that ``vjp`` returns: ``f_vjp(cotangent)`` gives one
+    cotangent per primal; ``f_vjp.many(cotangents)`` a batch of them."""
+
+    def __call__(self, cotangent: Any, /) -> tuple[Any, ...]: ...
+
+    def many(self, cotangents: Any, /) -> tuple[Any, ...]: ...
+
+
+def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[R, Any]]:
     """Return a function computing ``(f(*args), gradient)``.
 
     The gradient has the structure of ``args[argnums]`` (a tuple of them when
@@ -88,7 +104,8 @@ def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
-def grad(f, argnums=0, has_aux=False, holomorphic=False):
+def grad(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[P, Any]:
     """Return a function computing the gradient of scalar-valued ``f``.
 
     >>> import numpy as np, chainrules as cr
@@ -108,8 +125,18 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
+@overload
+def vjp(f: Callable[..., R], *primals: Any,
+        has_aux: Literal[False] = False) -> tuple[R, VjpFunction]: ...
+
+
+@overload
+def vjp(f: Callable[..., Any], *primals: Any,
+        has_aux: Literal[True]) -> tuple[Any, VjpFunction, Any]: ...
+
+
 @at_user_line
-def vjp(f, *primals, has_aux=False):
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``out, f_vjp = vjp(f, *primals)``; ``f_vjp(cotangent)`` returns a tuple
     with one cotangent per primal. ``f_vjp`` may be called many times;
     ``f_vjp.many(cotangents)`` takes a batch (a leading axis of directions on
@@ -174,14 +201,14 @@ def vjp(f, *primals, has_aux=False):
         users = user_arrays(cotangents)
         return tuple(collect_cotangent_batches(s, grads, k, users) for s in specs)
 
-    f_vjp.many = many
+    f_vjp.many = many  # type: ignore[attr-defined]
     if has_aux:
         return value, f_vjp, unwrap_level(aux, tape)
     return value, f_vjp
 
 
 @at_user_line
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., R], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[R, Any]:
     """Forward mode: ``(f(*primals), J @ tangents)``.
 
     Examples
@@ -256,7 +283,8 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
 
 
 @at_user_line
-def grad_and_hvp(f, x, v, _want_grad=True):
+def grad_and_hvp(f: Callable[[Any], Any], x: Any, v: Any,
+                 _want_grad: bool = True) -> tuple[Any, Any]:
     """``(gradient of f at x, Hessian of f at x times v)`` from one
     forward-over-reverse sweep.
 
@@ -270,7 +298,7 @@ def grad_and_hvp(f, x, v, _want_grad=True):
     return _hvp_fast(f, x, v, function_name(f), _want_grad)
 
 
-def hvp(f, x, v):
+def hvp(f: Callable[[Any], Any], x: Any, v: Any) -> Any:
     """The Hessian of scalar ``f`` at ``x`` applied to ``v``
     (forward-over-reverse).
 

@@ -6,6 +6,10 @@ is wider than an input (float32 with float64, real to complex), so that each
 input gets a cotangent of its own dtype from the rule itself.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from .arrays import shape_of
@@ -16,7 +20,7 @@ __all__ = ["unbroadcast", "unbroadcast_batched", "expand_batched", "CastCotangen
            "narrower_inputs"]
 
 
-def unbroadcast(g, shape):
+def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     """Sum ``g`` over the axes along which an argument of ``shape`` was
     broadcast, returning an array of exactly ``shape``.
 

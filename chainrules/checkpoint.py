@@ -40,9 +40,12 @@ capture cannot see raises ``UntraceableError`` rather than give a wrong
 derivative.
 """
 
+from __future__ import annotations
+
 import contextvars
 import functools
 import math
+from typing import Any, Callable, Iterable, Literal, ParamSpec, TypeVar, Union, overload
 
 import numpy as np
 
@@ -56,7 +59,15 @@ from .tangents import ZERO, Structural
 from .capture import FIXED, LEAVES, Capture, converted, current
 from .tracing import Traced, record, top_tape
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointRule", "dots_saveable"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointRule", "dots_saveable",
+           "CheckpointPolicy"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: what ``checkpoint`` saves inside a segment: a named policy, or a callable
+#: ``policy(op) -> bool`` naming the operations whose outputs to save
+CheckpointPolicy = Union[Literal["nothing", "everything", "dots"], Callable[[Any], bool]]
 
 _POLICIES = ("nothing", "everything", "dots")
 
@@ -64,7 +75,7 @@ _EXPENSIVE = {np.dot, np.einsum, np.tensordot, np.inner, np.vdot, np.outer, np.k
               np.matmul}
 
 
-def dots_saveable(op):
+def dots_saveable(op: Any) -> bool:
     """The ``"dots"`` policy: True for matmul/dot/einsum/tensordot/linalg."""
     if op in _EXPENSIVE:
         return True
@@ -335,7 +346,17 @@ def _check_escape(o, tape, level, name):
             "checkpointed function, or before it runs, on the calling thread")
 
 
-def checkpoint(f=None, policy="nothing"):
+@overload
+def checkpoint(f: Callable[P, R], policy: CheckpointPolicy = "nothing") -> Callable[P, R]: ...
+
+
+@overload
+def checkpoint(f: None = None, policy: CheckpointPolicy = "nothing"
+               ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def checkpoint(f: Callable[P, R] | None = None,
+               policy: CheckpointPolicy = "nothing") -> Any:
     """Return a version of ``f`` whose intermediate values are recomputed in
     the backward pass instead of stored. Usable as ``@checkpoint`` or
     ``@checkpoint(policy="dots")``.
@@ -364,6 +385,7 @@ def checkpoint(f=None, policy="nothing"):
     """
     if f is None:
         return functools.partial(checkpoint, policy=policy)
+    wants: Callable[[Any], bool] | None
     if callable(policy):
         wants = policy
     elif policy in _POLICIES:
@@ -396,7 +418,7 @@ def checkpoint(f=None, policy="nothing"):
             return record(run.outer, rule, run.out)
         return pytree.unflatten(out_td, record(run.outer, rule, MultiOutput(out_leaves)))
 
-    checkpointed.policy = policy
+    checkpointed.policy = policy  # type: ignore[attr-defined]
     return Transformed(checkpointed, checkpoint, f, (), dict(policy=policy))
 
 
@@ -481,7 +503,9 @@ def _seg_view(v):
     return v.view(_Seg) if type(v) is np.ndarray else v
 
 
-def checkpoint_sequential(layers, x, segments=None, policy="nothing"):
+def checkpoint_sequential(layers: Iterable[Callable[[Any], Any]], x: Any,
+                          segments: int | None = None,
+                          policy: CheckpointPolicy = "nothing") -> Any:
     """Apply ``layers`` (callables) in order to ``x``, checkpointing groups of
     consecutive layers: ``segments`` groups (default ``ceil(sqrt(n))``), so
     the backward pass keeps about ``2 sqrt(n)`` layers' worth of values

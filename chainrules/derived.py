@@ -13,6 +13,10 @@ more arguments); ``linear_rule`` and ``bilinear_rule`` live in
 ``derived_common``.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
 import numpy as np
 
 from .arrays import uniform_value
@@ -31,6 +35,8 @@ from .tangents import ZERO, Structural
 _ndarray = np.ndarray
 
 __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
+
+_Op = TypeVar("_Op", bound=Callable[..., Any])
 
 
 # -- unary ---------------------------------------------------------------------
@@ -307,7 +313,10 @@ class BinaryScalarRule(ReverseRule):
         return self._with_tangents(g, GD, tangents, skip, True)
 
 
-def scalar_rule(op, *partials, second=None, types=(), second_ratio=None, saves=None):
+def scalar_rule(op: _Op, *partials: Callable[..., Any] | complex, second: Any = None,
+                types: Sequence[Any] = (),
+                second_ratio: Callable[..., Any] | complex | None = None,
+                saves: str | Iterable[str] | None = None) -> _Op:
     """Register an elementwise rule from partial derivatives.
 
     Unary: ``scalar_rule(np.tanh, lambda x, y: 1 - y**2,

@@ -4,6 +4,10 @@ bilinear map), with the special cases an elementwise product records
 (``ConstPartialRule`` for a constant scalar factor, ``SelfProductRule`` for
 ``x * x``)."""
 
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, TypeVar
+
 import numpy as np
 
 from .arrays import shape_of, uniform_value
@@ -11,6 +15,8 @@ from .derived_common import cast_mixed, plus, times
 from .registry import op_name, register
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
+
+_Op = TypeVar("_Op", bound=Callable[..., Any])
 
 
 class ConstPartialRule(ReverseRule):
@@ -172,7 +178,8 @@ class LinearRule(ReverseRule):
         return [(self.x_id, cs[0][1] if cs else ZERO, ds[0][1] if ds else ZERO)]
 
 
-def linear_rule(op, transpose, types=(), batched=None):
+def linear_rule(op: _Op, transpose: Callable[..., Any], types: Sequence[Any] = (),
+                batched: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> _Op:
     """Register ``op(x, *static, **kw)``, linear in its first argument.
 
     ``transpose(g, x_shape, *static, **kw)`` returns the cotangent of ``x``.
@@ -358,7 +365,9 @@ class BatchedBilinear:
 _SCALARS = (float, int, np.float64, np.float32)
 
 
-def bilinear_rule(op, transpose_x, transpose_y, types=(), elementwise=False, batched=None):
+def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callable[..., Any],
+                  types: Sequence[Any] = (), elementwise: bool = False,
+                  batched: BatchedBilinear | None = None) -> _Op:
     """Register ``z = op(x, y, *static, **kw)``, bilinear in ``(x, y)``.
 
     ``transpose_x(g, y, x_shape, *static, **kw)`` is the cotangent of ``x``

@@ -15,14 +15,20 @@ own. ``np.errstate`` is context-local, so threads and tasks do not see
 each other's settings.
 """
 
+from __future__ import annotations
+
 import functools
 import warnings
+from typing import Callable, ParamSpec, TypeVar
 
 import numpy as np
 
 from .user_code import user_stacklevel
 
 __all__ = ["at_user_line"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _AtUserLine:
@@ -60,7 +66,8 @@ def redirected_modes():
 # costs a context-variable set instead of building the settings each call.
 # Without that variable the public ``np.errstate`` does the same.
 try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _SETTINGS
+    from numpy._core._ufunc_config import (  # type: ignore[attr-defined]
+        _extobj_contextvar as _SETTINGS)
 except ImportError:  # pragma: no cover - a NumPy without it
     _SETTINGS = None
 
@@ -87,19 +94,19 @@ def _redirect():
     return _SETTINGS.set(redirected)
 
 
-def at_user_line(fn):
+def at_user_line(fn: Callable[P, R]) -> Callable[P, R]:
     """Run ``fn`` with NumPy's floating-point warnings re-issued at the
     user's line (see the module docstring)."""
 
     if _SETTINGS is None:  # pragma: no cover - a NumPy without the variable
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def errstate_wrapper(*args, **kwargs):
             modes = redirected_modes()
             if modes is None:
                 return fn(*args, **kwargs)
             with np.errstate(**modes):
                 return fn(*args, **kwargs)
-        return wrapper
+        return errstate_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -20,9 +20,12 @@ of another dtype take the members' own rules one by one, as do anomaly
 mode (which names the operation that made a NaN) and ``fusion(False)``.
 """
 
+from __future__ import annotations
+
 import contextlib
 import contextvars
 from math import prod
+from typing import Any, Iterator, Literal
 
 import numpy as np
 
@@ -66,7 +69,8 @@ MAX_MEMBERS = 48
 
 
 @contextlib.contextmanager
-def fusion(enabled=True, *, threads=None, kernels=None):
+def fusion(enabled: bool = True, *, threads: int | None = None,
+           kernels: bool | Literal["auto", "off", "always"] | None = None) -> Iterator[None]:
     """Turn fused sweeps on or off in this context (thread, task); they are
     on by default. Off, every rule is swept on its own, as anomaly mode does.
 
@@ -108,11 +112,11 @@ def fusion(enabled=True, *, threads=None, kernels=None):
 
 
 # -- finding regions --------------------------------------------------------------------
-_codes = {}
+_codes: dict[Any, Any] = {}
 #: the regions found per tape structure (``find_regions``): a loop that
 #: traces the same function again (an optimiser's ``value_and_grad``) finds
 #: them once; emptied past 256 structures or 100,000 recorded operations
-_plans = {}
+_plans: dict[Any, Any] = {}
 _plans_nodes = 0
 _FUSIBLE = frozenset((UnaryScalarRule, BinaryScalarRule, ConstPartialRule, BilinearRule,
                       SelfProductRule))
@@ -134,7 +138,7 @@ def _const_key(v):
     return ("array", getattr(getattr(v, "dtype", None), "str", None))
 
 
-_expressible = {}
+_expressible: dict[Any, Any] = {}
 
 
 def _has_expressions(spec, dtype):

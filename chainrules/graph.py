@@ -24,14 +24,18 @@ what they share (``MULTI``, ``HOOKS``, ``Gradients``, accumulation) is in
 ``sweep_common.py``.
 """
 
+from __future__ import annotations
+
 import itertools
+from typing import Any, Sequence
 
 import numpy as np
 
 from .arrays import NOT_ARRAYS, is_array
 from .errors import GraphFreedError, TangentShapeError
 from .registry import MadeByUser
-from .rule import NODE_IDS, MultiOutput, ReverseRule, node_ids  # noqa: F401  (re-exported)
+from .rule import (NODE_IDS, MultiOutput, NodeId, ReverseRule,  # noqa: F401  (re-exported)
+                   node_ids)
 from .sweep_common import HOOKS, MULTI, EngineHooks, Gradients, rule_label  # noqa: F401
 from .sweep_forward import ForwardSweeps
 from .sweep_reverse import ReverseSweeps
@@ -201,14 +205,14 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # then verify what each such rule returns
         self.user_rules = False
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.rules)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Tape level={self.level} nodes={len(self.rules)}>"
 
     # -- recording ---------------------------------------------------------------
-    def leaf(self, value):
+    def leaf(self, value: Any) -> NodeId:
         """Add an input node and return its ``NodeId``."""
         shape, dtype = _meta(value)
         nid = node_ids(len(self.rules))
@@ -219,7 +223,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
             HOOKS.anomaly.on_leaf(self, value)
         return nid
 
-    def record(self, rule, value):
+    def record(self, rule: ReverseRule, value: Any) -> NodeId | None:
         """Append ``rule`` whose primal output is ``value``; return its NodeId.
 
         Returns ``None`` (and records nothing) when ``value`` is not of an
@@ -229,7 +233,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         self.user_rules = True
         return record(self, rule, value)
 
-    def record_multi(self, rule, values):
+    def record_multi(self, rule: ReverseRule, values: Sequence[Any]) -> list[NodeId | None]:
         """Append a rule with several outputs; return one NodeId per output
         (``None`` for outputs without a derivative). The rule's own node has
         the shape ``MULTI`` and, as its dtype, the tuple of its outputs'
@@ -237,7 +241,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         self.user_rules = True
         return _record_multi(self, rule, values, None)
 
-    def keep_replay(self, entry):
+    def keep_replay(self, entry: tuple[Any, ...]) -> None:
         """Keep how a rule, about to be recorded as the next node, was made:
         ``entry`` is ``(rule, maker, ids, args, kwargs, out)``: the rule and
         its output ``out`` made by ``maker(ids, *args, **kwargs)``. Its second order is found by making
@@ -245,7 +249,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         sweep uses an entry only while ``rule`` itself is at its node."""
         self.replays[len(self.rules)] = entry
 
-    def free(self):
+    def free(self) -> None:
         """Drop every rule and its saved values. Sweeping the tape afterwards
         raises ``GraphFreedError``."""
         n = len(self.rules)

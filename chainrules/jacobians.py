@@ -20,7 +20,10 @@ hand-written ``pullback_with_tangents`` get their second order by replay
 (``chainrules.second_order``), never by tracing ``f`` again.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any, Callable, Literal, ParamSpec, Sequence
 
 import numpy as np
 
@@ -37,6 +40,8 @@ from .staging import Staged
 from .tracing import Traced, untraced
 
 __all__ = ["jacobian", "hessian"]
+
+P = ParamSpec("P")
 
 
 # -- recording ---------------------------------------------------------------
@@ -170,7 +175,9 @@ def _assemble(rec, blocks, single):
 
 
 # -- jacobian ------------------------------------------------------------------
-def jacobian(f, argnums=0, mode=None, has_aux=False, holomorphic=False, chunk_size=None):
+def jacobian(f: Callable[P, Any], argnums: int | Sequence[int] = 0,
+             mode: Literal["forward", "reverse"] | None = None, has_aux: bool = False,
+             holomorphic: bool = False, chunk_size: int | None = None) -> Callable[P, Any]:
     """Return a function computing the Jacobian of ``f`` with respect to
     ``args[argnums]``.
 
@@ -347,7 +354,8 @@ def _jac_reverse(rec, ins, blocks, chunk_size):
 
 
 # -- hessian -------------------------------------------------------------------
-def hessian(f, argnums=0, has_aux=False, chunk_size=None):
+def hessian(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            chunk_size: int | None = None) -> Callable[P, Any]:
     """Return a function computing the Hessian of scalar ``f``.
 
     Forward-over-reverse: ``f`` is traced once, then each chunk of input

@@ -24,7 +24,12 @@ Without traced values these functions behave like ``np.array``,
 ``x.copy(); x[index] = values`` and ``x.copy(); np.add.at(x, index, values)``.
 """
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .arrays import computes_eagerly
 from .primitives import primitive
@@ -33,8 +38,12 @@ from .tracing import Traced, holds_traced, nested_array
 __all__ = ["array", "asarray", "full", "full_like", "r_", "c_", "index_update",
            "index_add"]
 
+# The results are arrays: ndarrays, or traced values (which stand for
+# arrays) when any input is traced; they are typed ``Any``, as NumPy's own
+# functions are typed ``ndarray`` and would not describe a traced result.
 
-def array(obj, dtype=None):
+
+def array(obj: ArrayLike, dtype: DTypeLike | None = None) -> Any:
     """``np.array(obj)`` for nested lists/tuples of traced and plain values.
 
     Pieces at each nesting level must have the same shape (as for
@@ -48,7 +57,7 @@ def array(obj, dtype=None):
     return nested_array(obj, dtype)
 
 
-def asarray(obj, dtype=None):
+def asarray(obj: ArrayLike, dtype: DTypeLike | None = None) -> Any:
     """Like ``array``; a traced value is returned as is."""
     if type(obj) is Traced and (dtype is None or np.dtype(dtype) == obj.dtype):
         return obj
@@ -57,7 +66,8 @@ def asarray(obj, dtype=None):
     return nested_array(obj, dtype)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: int | Sequence[int], fill_value: ArrayLike,
+         dtype: DTypeLike | None = None) -> Any:
     """``np.full`` whose fill value may be traced (NumPy converts the fill
     value with ``copyto`` before any protocol sees it)."""
     if type(fill_value) is not Traced:
@@ -66,7 +76,8 @@ def full(shape, fill_value, dtype=None):
     return out if dtype is None else out.astype(dtype)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
+              shape: int | Sequence[int] | None = None) -> Any:
     """``np.full_like`` whose fill value may be traced."""
     from .tracing import untraced
 
@@ -83,7 +94,7 @@ class _Concatenator:
     """``r_`` and ``c_`` for traced pieces: numbers and arrays (traced or not)
     and slices (``start:stop:step``, or ``start:stop:num*1j`` for linspace)."""
 
-    def __init__(self, columns):
+    def __init__(self, columns: bool) -> None:
         self.columns = columns
 
     def _piece(self, item):
@@ -100,7 +111,7 @@ class _Concatenator:
             return item if item.ndim else np.reshape(item, (1,))
         return np.atleast_1d(np.asarray(item))
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         items = key if isinstance(key, tuple) else (key,)
         pieces = [self._piece(i) for i in items]
         if not self.columns:
@@ -124,7 +135,7 @@ def _promoted_copy(x, values):
 
 
 @primitive
-def index_update(x, index, values):
+def index_update(x: ArrayLike, index: Any, values: ArrayLike) -> Any:
     """``x`` with ``x[index] = values`` applied out of place (differentiable).
 
     The result has ``np.result_type(x, values)``. Repeated positions in an
@@ -140,7 +151,7 @@ def index_update(x, index, values):
 
 
 @primitive
-def index_add(x, index, values):
+def index_add(x: ArrayLike, index: Any, values: ArrayLike) -> Any:
     """``x`` with ``values`` added at ``index`` out of place, repeated indices
     accumulating (like ``np.add.at``); differentiable in ``x`` and ``values``.
 

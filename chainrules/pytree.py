@@ -9,15 +9,35 @@ to make a container of your own a pytree, make it a dataclass.
 ``scipy.optimize``) with the function that rebuilds the tree from it.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import Any, Callable, Iterable
 
 import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["flatten", "unflatten", "tree_map", "is_leaf", "ravel"]
+__all__ = ["flatten", "unflatten", "tree_map", "is_leaf", "ravel", "PyTree"]
+
+#: A pytree: a leaf (an array, a scalar, ``None``, any other object), or a
+#: tuple, list, dict or dataclass instance of pytrees. Python's typing cannot
+#: say "a nested container of arrays" of arbitrary depth usefully, so it is
+#: ``Any``; the name documents what a function takes or returns.
+PyTree = Any
+
+
+#: types that are leaves whatever happens: NumPy's and Python's value types,
+#: whose classes cannot be changed into containers (dataclasses) later
+_LEAF_TYPES = frozenset((np.ndarray, float, int, complex, bool, str, bytes, type(None),
+                         np.float64, np.float32, np.float16, np.longdouble, np.complex128,
+                         np.complex64, np.clongdouble, np.int64, np.int32, np.int16, np.int8,
+                         np.uint64, np.uint32, np.uint16, np.uint8, np.bool_))
 
 
 def _kind(x):
     t = type(x)
+    if t in _LEAF_TYPES:
+        return None
     if t is tuple or t is list or t is dict:
         return t
     if isinstance(x, tuple):  # namedtuple and other tuple subclasses
@@ -31,14 +51,14 @@ def _kind(x):
     return None
 
 
-def is_leaf(x):
+def is_leaf(x: Any) -> bool:
     return _kind(x) is None
 
 
 class _Leaf:
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "*"
 
 
@@ -50,28 +70,32 @@ class TreeDef:
 
     __slots__ = ("kind", "node_type", "keys", "children")
 
-    def __init__(self, kind, node_type, keys, children):
+    def __init__(self, kind: Any, node_type: type, keys: tuple[Any, ...] | None,
+                 children: tuple[TreeDef | _Leaf, ...]) -> None:
         self.kind = kind
         self.node_type = node_type
         self.keys = keys
         self.children = children
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         # dict keys are hashable: a staged plan's cache keys a call by its
         # arguments' structure
         return hash((self.kind, self.node_type, self.keys, self.children))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, TreeDef) and self.kind == other.kind
                 and self.node_type is other.node_type and self.keys == other.keys
                 and self.children == other.children)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"TreeDef({self.node_type.__name__}, {self.children})"
 
 
-def flatten(tree):
-    leaves = []
+def flatten(tree: PyTree) -> tuple[list[Any], TreeDef | _Leaf]:
+    """``(leaves, treedef)``: the leaves of ``tree`` in a fixed order (dict
+    keys in insertion order, dataclass fields in declaration order) and its
+    structure, for ``unflatten``."""
+    leaves: list[Any] = []
     return leaves, _flatten(tree, leaves)
 
 
@@ -90,7 +114,8 @@ def _flatten(x, leaves):
     return TreeDef(kind, type(x), None, tuple(_flatten(c, leaves) for c in x))
 
 
-def unflatten(treedef, leaves):
+def unflatten(treedef: TreeDef | _Leaf, leaves: Iterable[Any]) -> PyTree:
+    """The tree of structure ``treedef`` (from ``flatten``) holding ``leaves``."""
     it = iter(leaves)
     out = _unflatten(treedef, it)
     return out
@@ -117,13 +142,15 @@ def _unflatten(td, it):
     return td.node_type(children) if td.node_type is not list else children
 
 
-def tree_map(fn, tree, *rest):
+def tree_map(fn: Callable[..., Any], tree: PyTree, *rest: PyTree) -> PyTree:
+    """``fn`` applied leaf by leaf to ``tree`` (and to the leaves of the
+    trees ``rest``, of the same structure, as further arguments)."""
     leaves, td = flatten(tree)
     others = [flatten(r)[0] for r in rest]
     return unflatten(td, [fn(x, *ys) for x, *ys in zip(leaves, *others)])
 
 
-def ravel(tree):
+def ravel(tree: PyTree) -> tuple[NDArray[Any], Callable[[Any], PyTree]]:
     """``(vector, unravel)``: the leaves of ``tree`` (arrays, scalars, traced
     values) flattened in ``flatten``'s order into one 1-D array of their
     common dtype, and the function that rebuilds from such a vector a tree

@@ -16,7 +16,10 @@ maker cached per (operation, type signature). A later registration for the
 same signature replaces the earlier one, so user rules override built-ins.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 from multipledispatch import Dispatcher
@@ -31,9 +34,15 @@ __all__ = ["register", "rrule", "non_differentiable", "lookup", "op_name", "DISP
            "GENERIC_MAKERS",
            "registered_ops", "is_registered"]
 
-DISPATCHERS = {}
-_cache = {}
-GENERIC_MAKERS = {}  # op -> maker, for ops registered only for (object, ...)
+DISPATCHERS: dict[Any, Dispatcher] = {}
+_cache: dict[tuple[Any, tuple[type, ...]], Callable[..., Any]] = {}
+# op -> maker, for ops registered only for (object, ...)
+GENERIC_MAKERS: dict[Any, Callable[..., Any]] = {}
+
+# what the registration decorators return unchanged: a maker (``register``) or
+# a closure rule (``rrule``); and an operation (``non_differentiable``)
+_Maker = TypeVar("_Maker", bound=Callable[..., Any])
+_Op = TypeVar("_Op", bound=Callable[..., Any])
 
 
 def _signature(types):
@@ -71,7 +80,7 @@ def user_maker(maker):
     return made_by_user
 
 
-def register(op, *types):
+def register(op: Callable[..., Any], *types: Any) -> Callable[[_Maker], _Maker]:
     """Decorator: register a maker for ``op`` on leading argument ``types``.
 
     Examples
@@ -115,11 +124,11 @@ def register(op, *types):
 #: list holding traced values there reaches the rule as a list. Anywhere else
 #: such a list is an array_like, and tracing turns it into one array first
 #: (``chainrules.numpy.array``), as NumPy's own ``asarray`` would.
-SEQUENCE_ARGS = {}
+SEQUENCE_ARGS: dict[Any, Any] = {}
 ALL = "all"
 
 
-def accepts_sequences(op, *positions):
+def accepts_sequences(op: Callable[..., Any], *positions: int) -> None:
     """Declare that ``op``'s rule handles lists of arrays at ``positions``
     (every position when none are given)."""
     SEQUENCE_ARGS[dispatch_target(op)] = ALL if not positions else frozenset(positions)
@@ -156,7 +165,7 @@ def decompose(op):
     return deco
 
 
-def registered_ops():
+def registered_ops() -> list[Any]:
     """Every operation that has a registered rule."""
     return list(DISPATCHERS)
 
@@ -183,7 +192,7 @@ def builtin_ops():
     return list(_builtin if _builtin is not None else DISPATCHERS)
 
 
-def is_registered(op):
+def is_registered(op: Callable[..., Any]) -> bool:
     return dispatch_target(op) in DISPATCHERS
 
 
@@ -191,7 +200,7 @@ def _generic_only(d):
     return len(d.funcs) == 1 and next(iter(d.funcs)) == _signature(())
 
 
-def lookup(op, types):
+def lookup(op: Callable[..., Any], types: tuple[type, ...]) -> Callable[..., Any]:
     """The maker for ``op`` applied to arguments of ``types`` (cached)."""
     m = GENERIC_MAKERS.get(op)
     if m is not None:
@@ -243,7 +252,7 @@ def _check_dispatchable(op):
             "@chainrules.primitive first, then register its rule.")
 
 
-def non_differentiable(op, *types):
+def non_differentiable(op: _Op, *types: Any) -> _Op:
     """Mark ``op`` as having no derivative: it returns plain values and its
     arguments get ``NoTangent``. Returns ``op``.
 
@@ -260,7 +269,7 @@ def non_differentiable(op, *types):
     def nondiff_maker(ids, *args, **kwargs):
         return op(*args, **kwargs), None
 
-    nondiff_maker._nondiff = True
+    nondiff_maker._nondiff = True  # type: ignore[attr-defined]
     register(op, *types)(nondiff_maker)
     return op
 
@@ -327,7 +336,7 @@ class ClosureRule(ReverseRule):
         return out
 
 
-def rrule(op, *types):
+def rrule(op: Callable[..., Any], *types: Any) -> Callable[[_Maker], _Maker]:
     """Register a ChainRules-style closure rule for ``op``.
 
     The decorated function takes the primal arguments and returns

@@ -35,7 +35,10 @@ user's function is never traced again; a pullback that cannot be traced
 raises ``HvpNotSupported`` naming the rule.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -56,18 +59,18 @@ class NodeId(int):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"NodeId({int(self)})"
 
 
 #: ``NODE_IDS[n] == NodeId(n)``, made once and shared by every tape (and
 #: thread): recording an operation indexes this list instead of constructing
 #: an int subclass (about 17 against 130 ns). Only ``node_ids`` grows it.
-NODE_IDS = []
+NODE_IDS: list[NodeId] = []
 _grow = threading.Lock()
 
 
-def node_ids(n):
+def node_ids(n: int) -> NodeId:
     """``NodeId(n)`` from ``NODE_IDS``, growing the table first if needed.
 
     One thread grows it at a time, and each growth appends a finished list
@@ -93,7 +96,7 @@ class MultiOutput:
 
     __slots__ = ("values",)
 
-    def __init__(self, values):
+    def __init__(self, values: Sequence[Any]) -> None:
         self.values = values
 
 
@@ -101,7 +104,7 @@ class MultiOutput:
 #: no ``pullback_with_tangents`` and are not ``linear`` (see
 #: ``ReverseRule.second_order_by_replay``). The tracer tests ``type(rule) in
 #: REPLAY_TYPES`` when it records, one set lookup.
-REPLAY_TYPES = set()
+REPLAY_TYPES: set[type[ReverseRule]] = set()
 
 
 class ReverseRule:
@@ -162,7 +165,7 @@ class ReverseRule:
     #: ``pullback_with_tangents`` would raise ``HvpNotSupported``).
     second_order_by_replay = False
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "second_order_by_replay" not in cls.__dict__:
             # ``linear`` may be a property (decided per rule): replay unless
@@ -176,7 +179,7 @@ class ReverseRule:
             REPLAY_TYPES.discard(cls)
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The name used in messages: the operation's (``self.op``) when the
         rule has one, else the class name. Subclasses may override it."""
         op = getattr(self, "op", None)
@@ -184,13 +187,16 @@ class ReverseRule:
             return op_name(op)
         return type(self).__name__
 
-    def inputs(self):
+    def inputs(self) -> Sequence[NodeId]:
+        """The ``NodeId`` of each traced argument the rule depends on."""
         raise NotImplementedError(f"{type(self).__name__} must define inputs()")
 
-    def pullback(self, cotangent):
+    def pullback(self, cotangent: Any) -> Sequence[tuple[NodeId, Any]]:
+        """``[(NodeId, cotangent), ...]``: the vector-Jacobian product for each
+        input (an input left out has a zero cotangent)."""
         raise NotImplementedError(f"{type(self).__name__} must define pullback()")
 
-    def pushforward(self, tangents):
+    def pushforward(self, tangents: Sequence[Any]) -> Any:
         # Not overridden: the engine derives the pushforward by transposing the
         # pullback (it knows the output's shape and dtype, which a rule need
         # not). Calling this directly on such a rule is a usage error.
@@ -199,7 +205,8 @@ class ReverseRule:
             "its pullback during Tape.forward (call chainrules.transpose."
             "transpose_pullback(rule, tangents, out_shape, out_dtype) to do it by hand)")
 
-    def pullback_with_tangents(self, cotangent, cotangent_tangent, tangents):
+    def pullback_with_tangents(self, cotangent: Any, cotangent_tangent: Any,
+                               tangents: Sequence[Any]) -> Sequence[tuple[NodeId, Any, Any]]:
         if self.linear:
             cots = list(self.pullback(cotangent))
             dots = list(self.pullback(cotangent_tangent))
@@ -215,13 +222,13 @@ class ReverseRule:
         )
 
 
-def rule_name(rule):
+def rule_name(rule: Any) -> str:
     """A readable name for a rule, for error messages."""
     return getattr(rule, "name", None) or type(rule).__name__
 
 
 # -- names of operations, for messages ------------------------------------------
-def dispatch_target(op):
+def dispatch_target(op: Any) -> Any:
     """The operation traced calls reach for ``op``: a ufunc that SciPy's
     array-API mode (``SCIPY_ARRAY_API=1``) wrapped in a Python function is
     the ufunc itself (the wrapper asks the arguments for their namespace,
@@ -234,7 +241,7 @@ def dispatch_target(op):
     return op
 
 
-def op_name(op):
+def op_name(op: Any) -> str:
     """A qualified, readable name of an operation, for messages: the public
     path (``numpy.sum``, ``numpy.linalg.solve``, ``scipy.special.erf``)
     rather than the private module that defines it."""
@@ -246,7 +253,7 @@ def op_name(op):
             if public is op or getattr(public, "__wrapped__", None) is op:
                 return f"{prefix}.{name}"
     if isinstance(op, np.ufunc):
-        return name
+        return op.__name__
     mod = getattr(op, "__module__", None) or ""
     qual = getattr(op, "__qualname__", None) or name or repr(op)
     parts = mod.split(".")
@@ -263,7 +270,7 @@ def op_name(op):
 _SCIPY_NAMESPACES = ("scipy.special", "scipy.linalg")
 
 
-def _PUBLIC_NAMESPACES():
+def _PUBLIC_NAMESPACES() -> list[tuple[str, Any]]:
     """NumPy's public namespaces, and SciPy's where the program has imported
     them (never imported here: SciPy is optional, and slow to import)."""
     import sys

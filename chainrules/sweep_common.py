@@ -4,13 +4,16 @@ outputs (``MULTI``), the hooks the layers above plug into the engine
 cotangents into buffers the sweep owns, and naming the rule that failed.
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any, ItemsView, Iterator
 
 import numpy as np
 
 from .arrays import computes_eagerly
 from .errors import RuleError
-from .rule import rule_name
+from .rule import NodeId, rule_name
 from .tangents import ZERO, NoTangent, ZeroTangent
 
 _ndarray = np.ndarray
@@ -68,33 +71,33 @@ class Gradients:
 
     __slots__ = ("_store",)
 
-    def __init__(self, store=None):
+    def __init__(self, store: dict[NodeId, Any] | None = None) -> None:
         self._store = {} if store is None else store
 
-    def get(self, node, default=ZERO):
+    def get(self, node: NodeId, default: Any = ZERO) -> Any:
         return self._store.get(node, default)
 
-    def remove(self, node, default=ZERO):
+    def remove(self, node: NodeId, default: Any = ZERO) -> Any:
         return self._store.pop(node, default)
 
-    def replace(self, node, value):
+    def replace(self, node: NodeId, value: Any) -> Any:
         old = self._store.get(node, ZERO)
         self._store[node] = value
         return old
 
-    def __contains__(self, node):
+    def __contains__(self, node: object) -> bool:
         return node in self._store
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._store)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[NodeId]:
         return iter(self._store)
 
-    def items(self):
+    def items(self) -> ItemsView[NodeId, Any]:
         return self._store.items()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Gradients({sorted(int(k) for k in self._store)})"
 
 
@@ -216,7 +219,7 @@ def note_failure(exc, rule, i, method):
 
 #: rule classes of the library itself, whose results the property sweep
 #: checks: the sweeps verify the results of every other (user) rule class
-_verified_classes = set()
+_verified_classes: set[type] = set()
 
 
 def library_rule(cls):

@@ -2,9 +2,13 @@
 leaves to the outputs), and which tangents and cotangents a reverse sweep
 carrying tangents reads (``tangent_demand``, ``cotangent_demand``)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
+
 import numpy as np
 
-from .rule import ReverseRule
+from .rule import NodeId, ReverseRule
 from .sweep_batch import as_batch_of_one, batched_rule, pushforward_sliced, slice_of
 from .sweep_common import HOOKS, MULTI, note_failure
 from .tangents import ZERO, Structural
@@ -18,8 +22,19 @@ class ForwardSweeps:
 
     __slots__ = ()
 
+    # what the tape holds (``Tape.__init__``), for the type checker
+    rules: list[Any]  # ReverseRule (with the optional batched methods) or None
+    shapes: list[Any]
+    dtypes: list[Any]
+    anomaly: bool
+    if TYPE_CHECKING:
+        def _check_alive(self) -> None: ...
+
+        def _project(self, c: Any, nid: int, rule: Any, what: str = ...,
+                     batch: int | None = ...) -> Any: ...
+
     # -- what a forward-over-reverse sweep reads ------------------------------------
-    def tangent_demand(self, outputs):
+    def tangent_demand(self, outputs: Sequence[NodeId]) -> bytearray:
         """Which forward tangents a ``backward_with_tangents`` sweep from
         ``outputs`` reads: a bytearray over the nodes, for ``forward(needed=)``.
 
@@ -39,7 +54,8 @@ class ForwardSweeps:
                     need[j] = 1
         return need
 
-    def cotangent_demand(self, outputs, leaf_cotangents=False, keep=()):
+    def cotangent_demand(self, outputs: Sequence[NodeId], leaf_cotangents: bool = False,
+                         keep: Collection[NodeId] = ()) -> bytearray:
         """Which first-order cotangents a ``backward_with_tangents`` sweep
         from ``outputs`` must compute: a bytearray over the nodes.
 
@@ -72,7 +88,9 @@ class ForwardSweeps:
         return need
 
     # -- forward-tangent sweep ---------------------------------------------------
-    def forward(self, leaf_tangents, start=0, needed=None, check=None, batch=None):
+    def forward(self, leaf_tangents: Mapping[NodeId, Any], start: int = 0,
+                needed: bytearray | None = None, check: Callable[..., Any] | None = None,
+                batch: int | None = None) -> list[Any]:
         """Push ``leaf_tangents`` ({NodeId: tangent}) through every rule.
 
         ``needed`` (from ``tangent_demand``) limits the sweep to the nodes
@@ -102,7 +120,7 @@ class ForwardSweeps:
             if rule is None or (needed is not None and not needed[i]):
                 continue
             ins = rule.inputs()
-            ts = [tans[j] for j in ins]
+            ts: Sequence[Any] = [tans[j] for j in ins]
             if all(t is None for t in ts):
                 continue
             ts = tuple(ZERO if t is None else t for t in ts)

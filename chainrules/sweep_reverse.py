@@ -5,13 +5,17 @@ forward-over-reverse HVPs). Cotangents are accumulated from the outputs back
 to the leaves, optionally only along the nodes that lead to a chosen set
 (``wrt``)."""
 
+from __future__ import annotations
+
+from typing import Any, Callable, Collection, Sequence
+
 import numpy as np
 
 from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, accumulate, accumulate_slot, add_at,
                            library_rule, note_failure, verify_results)
 from .sweep_batch import (as_batch_of_one, batched_rule, pullback_sliced,
                           pullback_with_tangents_sliced, slice_of)
-from .rule import REPLAY_TYPES
+from .rule import REPLAY_TYPES, NodeId
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -118,7 +122,10 @@ class ReverseSweeps:
 
     __slots__ = ()
 
-    def backward(self, outputs, seeds, wrt=None, retain_graph=False, check=None, batch=None):
+    def backward(self, outputs: Sequence[NodeId], seeds: Sequence[Any],
+                 wrt: Collection[NodeId] | None = None, retain_graph: bool = False,
+                 check: Callable[..., Any] | None = None,
+                 batch: int | None = None) -> Gradients:
         """Reverse sweep from ``outputs`` seeded with ``seeds``.
 
         ``wrt``: the nodes whose cotangents to keep (default: every leaf).
@@ -137,10 +144,14 @@ class ReverseSweeps:
             return Gradients({k: as_batch_of_one(v) for k, v in g.items()})
         return self._reverse(outputs, seeds, None, None, wrt, retain_graph, check, batch)[0]
 
-    def backward_with_tangents(self, outputs, seeds, seed_tangents, tangents,
-                               wrt=None, retain_graph=True, check=None,
-                               leaf_cotangents=True, need=None, out_tangents=True,
-                               batch=None):
+    def backward_with_tangents(self, outputs: Sequence[NodeId], seeds: Sequence[Any],
+                               seed_tangents: Sequence[Any], tangents: Sequence[Any],
+                               wrt: Collection[NodeId] | None = None,
+                               retain_graph: bool = True,
+                               check: Callable[..., Any] | None = None,
+                               leaf_cotangents: bool = True, need: bytearray | None = None,
+                               out_tangents: bool = True,
+                               batch: int | None = None) -> tuple[Gradients, Gradients]:
         """Reverse sweep carrying, for every cotangent, its tangent along the
         forward tangents ``tangents`` (from ``forward``).
 
@@ -157,7 +168,9 @@ class ReverseSweeps:
         Returns ``(Gradients of cotangents, Gradients of their tangents)``.
         """
         if need is None and not leaf_cotangents:
-            need = self.cotangent_demand(outputs, False, () if wrt is None else wrt)
+            # (a method of ForwardSweeps, the tape's other mixin)
+            need = self.cotangent_demand(  # type: ignore[attr-defined]
+                outputs, False, () if wrt is None else wrt)
         if batch == 1:  # one direction: the unbatched sweep, without batch overheads
             carry = TangentCarry(self, [slice_of(t, 0) if t is not None else None
                                         for t in tangents], need, out_tangents)

@@ -21,10 +21,14 @@ pytrees (tuple, list, dict, dataclass). ``inner`` is the real dual pairing
 docs/guide/complex.md): ``<J^T w, u> == <w, J u>``.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 from multipledispatch import Dispatcher
+from numpy.typing import NDArray
 
 from . import pytree
 
@@ -32,7 +36,14 @@ __all__ = ["Structural", "ZeroTangent", "NoTangent", "add", "scale", "inner", "z
            "random_like", "to_vector", "from_vector", "is_zero"]
 
 
+_S = TypeVar("_S", bound="Structural")
+_T = TypeVar("_T")
+
+
 class Structural:
+    """The base of the structural tangents ``ZeroTangent`` and ``NoTangent``
+    (one instance each)."""
+
     __slots__ = ()
     __array_ufunc__ = None  # make ndarray binary operators defer to us
 
@@ -43,32 +54,32 @@ class Structural:
             cls._singleton = inst
         return inst
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Structural], tuple[()]]:
         return (type(self), ())
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return False
 
     # both structural zeros subtract and scale as zero: x - z is x, z - x is
     # -x, a scaled zero is itself
-    def __sub__(self, other):
+    def __sub__(self, other: Any) -> Any:
         return -other if not isinstance(other, Structural) else self
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: _T) -> _T:
         return other
 
-    def __mul__(self, other):
+    def __mul__(self: _S, other: object) -> _S:
         return self
 
     __rmul__ = __mul__
 
-    def __neg__(self):
+    def __neg__(self: _S) -> _S:
         return self
 
-    def __pos__(self):
+    def __pos__(self: _S) -> _S:
         return self
 
 
@@ -85,7 +96,7 @@ class ZeroTangent(Structural):
 
     __slots__ = ()
 
-    def __add__(self, other):
+    def __add__(self, other: _T) -> _T:
         return other
 
     __radd__ = __add__
@@ -109,7 +120,7 @@ class NoTangent(Structural):
 
     # adding acts as zero, as the engine accumulates it (a value added to
     # "no derivative" is that value); anything else keeps "no derivative"
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Any:
         return other if not isinstance(other, ZeroTangent) else self
 
     __radd__ = __add__
@@ -120,7 +131,7 @@ ZERO = ZeroTangent()
 NOTANGENT = NoTangent()
 
 
-def is_zero(t):
+def is_zero(t: object) -> bool:
     """True for ``ZeroTangent()``, ``NoTangent()`` and ``None``."""
     return t is None or isinstance(t, Structural)
 
@@ -264,7 +275,7 @@ def _random_default(x, rng):
 
 
 # -- flatten to / from a real vector -------------------------------------------
-def to_vector(t):
+def to_vector(t: Any) -> tuple[NDArray[np.float64], Callable[[NDArray[Any]], Any]]:
     """Flatten a tangent (array, scalar or pytree) into a real 1-D vector.
 
     Complex entries contribute their real and imaginary parts, so the result
@@ -272,7 +283,8 @@ def to_vector(t):
     Returns ``(vector, rebuild)``; ``rebuild(vector)`` gives the tangent back.
     """
     leaves, td = pytree.flatten(t)
-    parts, specs = [], []
+    parts: list[NDArray[Any]] = []
+    specs: list[tuple[Any, Any]] = []
     for leaf in leaves:
         if isinstance(leaf, Structural) or leaf is None:
             specs.append((None, leaf))
@@ -309,6 +321,6 @@ def to_vector(t):
     return vec, rebuild
 
 
-def from_vector(vector, like):
+def from_vector(vector: NDArray[Any], like: Any) -> Any:
     """Inverse of ``to_vector`` with the structure of ``like``."""
     return to_vector(like)[1](vector)

@@ -28,7 +28,10 @@ functions of ``SPECIAL_FUNCTIONS`` when it is imported). The arrays a
 traced value holds are never written to.
 """
 
+from __future__ import annotations
+
 import contextvars
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -36,12 +39,15 @@ from .array_methods import ArrayMethods
 from .arrays import NOT_ARRAYS
 from .errors import EscapedTracerError, MissingRuleError, TruthValueError
 from .guards import ConversionGuards, is_plain_subclass, refuse_subclass, untraceable
-from .graph import record as _record
+from .graph import Tape, record as _record
 from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS,
                        keywords_to_positions, lookup, op_name)
+from .rule import NodeId
 
 __all__ = ["Traced", "dispatch", "getitem", "stop_gradient", "untraced", "is_traced",
            "top_tape"]
+
+_T = TypeVar("_T")
 
 _list_tuple = (list, tuple)
 _new = object.__new__
@@ -58,7 +64,7 @@ WRITES = None
 #: own before anything else (``np.zeros_like`` of a traced value is a traced
 #: buffer, ``np.copyto`` into one a write, ``np.reshape``'s result an alias):
 #: ``func -> handler(func, args, kwargs)``, filled by ``chainrules.writes``
-SPECIAL_FUNCTIONS = {}
+SPECIAL_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
 
 
 def set_capture_bound(level):
@@ -291,7 +297,8 @@ def _binary_operator(op, reflected=False):
 #: from scipy._lib to scipy._external in SciPy 1.18)
 _SCIPY_COMPAT_NUMPY = ("scipy._external.array_api_compat.numpy",
                        "scipy._lib.array_api_compat.numpy")
-_STRUCT = set()  # filled below: structural tangent types defer to their own operators
+# filled below: structural tangent types defer to their own operators
+_STRUCT: set[type] = set()
 # types of constant operands met and found plain (not structural, not a
 # refused ndarray subclass): the fast paths test membership only
 _PLAIN = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.int64,
@@ -301,7 +308,7 @@ _PLAIN = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.int6
 #: base class -> ``check(t, op)``: constant operands that the rule library
 #: takes in some operations only (SciPy's sparse matrices, in ``x @ A``);
 #: ``check`` raises for the others. Such a type is never remembered as plain.
-OPERAND_CHECKS = {}
+OPERAND_CHECKS: dict[type, Callable[[type, Any], None]] = {}
 
 
 def _unusual_operand(t, op):
@@ -326,7 +333,7 @@ def getitem(x, index):
     return x[index]
 
 
-getitem._chainrules_op = True
+getitem._chainrules_op = True  # type: ignore[attr-defined]
 _getitem = _binary_operator(getitem)  # x[basic index] takes the operators' fast path
 
 
@@ -362,8 +369,14 @@ class Traced(ConversionGuards, ArrayMethods):
     # (chainrules/writes.py); the recording paths leave them unset
     __slots__ = ("value", "node", "tape", "_base", "_views", "__weakref__")
     __array_priority__ = 1000.0
+    #: the array it stands for (an ndarray, or another array type's value)
+    value: Any
+    #: its node on ``tape``
+    node: NodeId
+    #: the recording it belongs to
+    tape: Tape
 
-    def __init__(self, value, node, tape):
+    def __init__(self, value: Any, node: NodeId, tape: Tape) -> None:
         self.value = value
         self.node = node
         self.tape = tape
@@ -478,19 +491,19 @@ class Traced(ConversionGuards, ArrayMethods):
 
     # -- attributes ---------------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return self.value.shape
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return self.value.ndim
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype[Any]:
         return self.value.dtype
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.value.size
 
     def __len__(self):
@@ -617,7 +630,7 @@ def astype(x, dtype):
     return x.astype(dtype)
 
 
-astype._chainrules_op = True
+astype._chainrules_op = True  # type: ignore[attr-defined]
 
 
 def _init_struct():
@@ -669,7 +682,7 @@ def private_copy(v):
     return v
 
 
-def stop_gradient(x):
+def stop_gradient(x: _T) -> _T:
     """A constant copy of ``x``: every level of tracing removed, and arrays
     copied, so that writing to the result changes neither the caller's array
     nor the value being differentiated.

@@ -44,6 +44,10 @@ and the comparison context), ``recording`` (one op recorded, with the raw
 sweeps) and ``rule_check`` (every check of one op at one point).
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
 import numpy as np
 
 import chainrules as cr
@@ -84,9 +88,12 @@ def _merge_kwargs(kwargs, op_kwargs):
     return kwargs
 
 
-def check_rule(op, *args, call=None, rtol=None, atol=None, rng=None, directions=3,
-               modes=("rrule", "frule", "hvp"), hvp_fast=None, wrt=None, op_kwargs=None,
-               **kwargs):
+def check_rule(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | None = None,
+               rtol: float | None = None, atol: float | None = None,
+               rng: np.random.Generator | None = None, directions: int = 3,
+               modes: Iterable[str] = ("rrule", "frule", "hvp"), hvp_fast: bool | None = None,
+               wrt: int | Sequence[int] | None = None,
+               op_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> CheckReport:
     """Run the checks of ``modes`` (any of "rrule", "frule", "hvp", or
     "nondiff") on ``op`` at ``args`` from one recording, sharing the finite
     differences. Returns a ``CheckReport``. ``hvp_fast=True`` fails when a
@@ -111,8 +118,11 @@ def check_rule(op, *args, call=None, rtol=None, atol=None, rng=None, directions=
     return c.report
 
 
-def check_rrule(op, *args, call=None, rtol=None, rng=None, atol=None, directions=3,
-                adjoint=True, wrt=None, op_kwargs=None, **kwargs):
+def check_rrule(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | None = None,
+                rtol: float | None = None, rng: np.random.Generator | None = None,
+                atol: float | None = None, directions: int = 3, adjoint: bool = True,
+                wrt: int | Sequence[int] | None = None,
+                op_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> CheckReport:
     """Check the reverse rule of ``op`` at ``args`` (see the module docstring):
     primal, pullback vs finite differences along ``directions`` random
     directions, adjoint identity with the pushforward (``adjoint=False`` skips
@@ -132,8 +142,11 @@ def check_rrule(op, *args, call=None, rtol=None, rng=None, atol=None, directions
     return c.report
 
 
-def check_frule(op, *args, call=None, rtol=None, rng=None, atol=None, directions=3,
-                wrt=None, op_kwargs=None, **kwargs):
+def check_frule(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | None = None,
+                rtol: float | None = None, rng: np.random.Generator | None = None,
+                atol: float | None = None, directions: int = 3,
+                wrt: int | Sequence[int] | None = None,
+                op_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> CheckReport:
     """Check the pushforward (forward mode) of ``op`` at ``args`` against finite
     differences, and the kind of every tangent a rule returns.
 
@@ -151,8 +164,11 @@ def check_frule(op, *args, call=None, rtol=None, rng=None, atol=None, directions
 check_jvp = check_frule
 
 
-def check_hvp(op, *args, call=None, rtol=None, rng=None, atol=None, fast=None, wrt=None,
-              op_kwargs=None, **kwargs):
+def check_hvp(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | None = None,
+              rtol: float | None = None, rng: np.random.Generator | None = None,
+              atol: float | None = None, fast: bool | None = None,
+              wrt: int | Sequence[int] | None = None,
+              op_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> CheckReport:
     """Check the Hessian-vector product of ``s(x) = <w, op(x)>``:
     ``pullback_with_tangents`` against finite differences of the gradient,
     the symmetry ``<u, H v> == <v, H u>``, and its consistency with the
@@ -170,10 +186,11 @@ def check_hvp(op, *args, call=None, rtol=None, rng=None, atol=None, fast=None, w
 
 
 for _f in (check_rule, check_rrule, check_frule, check_hvp):
-    _f.__doc__ += _COMMON
+    _f.__doc__ += _COMMON  # type: ignore[operator]  # each has a docstring
 
 
-def check_nondiff(op, *args, call=None, op_kwargs=None, **kwargs):
+def check_nondiff(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | None = None,
+                  op_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> CheckReport:
     """Check an operation registered as non-differentiable: on traced inputs
     it returns plain (untraced) values equal to the plain call, and it does not
     mutate its inputs."""
@@ -213,8 +230,10 @@ def check_nondiff(op, *args, call=None, op_kwargs=None, **kwargs):
 
 
 # -- whole functions -------------------------------------------------------------------
-def check_grads(f, *args, order=2, modes=("fwd", "rev"), rtol=None, atol=None,
-                rng=None, directions=2, **kwargs):
+def check_grads(f: Callable[..., Any], *args: Any, order: int = 2,
+                modes: Iterable[str] = ("fwd", "rev"), rtol: float | None = None,
+                atol: float | None = None, rng: np.random.Generator | None = None,
+                directions: int = 2, **kwargs: Any) -> CheckReport:
     """Check the derivatives of a whole function ``f`` up to ``order``.
 
     Order 1: the vjp (``chainrules.vjp``) and the jvp (``chainrules.jvp``)

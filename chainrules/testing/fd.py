@@ -28,10 +28,13 @@ times smaller and four times larger are tried and the best one kept.
 True
 """
 
+from __future__ import annotations
+
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from chainrules import pytree
 from chainrules.tangents import Structural
@@ -250,7 +253,8 @@ class _Stencil:
         return best[1:]
 
 
-def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
+def fd_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+           order: int = 6, step: float | None = None, richardson: bool = True) -> FDResult:
     """Directional derivative of ``f(*primals)`` along ``tangents``.
 
     ``primals`` and ``tangents`` are sequences of pytrees with the same
@@ -284,7 +288,8 @@ def fd_jvp(f, primals, tangents, order=6, step=None, richardson=True):
     return FDResult(pytree.unflatten(out_def, value), trunc + rnd, trunc, rnd, h)
 
 
-def fd_jacobian(f, x, order=6):
+def fd_jacobian(f: Callable[[NDArray[np.float64]], ArrayLike], x: ArrayLike,
+                order: int = 6) -> NDArray[np.float64]:
     """Dense Jacobian of ``f`` at the array ``x`` by finite differences:
     shape ``f(x).shape + x.shape`` (real ``x``), built one column at a time."""
     x = np.asarray(x)

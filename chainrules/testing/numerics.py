@@ -2,9 +2,13 @@
 norms over pytrees of arrays, random directions, snapshots of inputs (to
 detect mutation), and finite differences of list-valued functions."""
 
+from __future__ import annotations
+
 import math
+from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from chainrules import pytree
 from chainrules.tangents import NOTANGENT, Structural
@@ -13,18 +17,18 @@ from chainrules.tracing import Traced, untraced
 from .fd import fd_jvp
 
 
-def eps(dtype):
+def eps(dtype: DTypeLike) -> float:
     return float(np.finfo(np.dtype(dtype)).eps)
 
 
-def default_rtol(dtype):
+def default_rtol(dtype: DTypeLike) -> float:
     """Relative tolerance of comparisons against finite differences for a
     computation in ``dtype``: 1e-9 for float64/complex128, 1e-4 for
     float32/complex64, ~0.1 for float16."""
     return max(1e-9, 16.0 * eps(dtype) ** 0.75)
 
 
-def adjoint_rtol(dtype):
+def adjoint_rtol(dtype: DTypeLike) -> float:
     """Relative tolerance of identities that hold to rounding (adjoint
     identity, HVP symmetry, primal): ~1e-12 for float64, 1e-4 for float32."""
     return min(default_rtol(dtype), 4096.0 * eps(dtype))
@@ -119,7 +123,8 @@ def mutated(tree, snap):
 
 
 # -- finite differences of list-valued functions -----------------------------------
-def finite_difference(f, x, u, h=None):
+def finite_difference(f: Callable[[list[Any]], Any], x: Sequence[Any], u: Sequence[Any],
+                      h: float | None = None) -> Any:
     """Directional derivative of ``f`` (taking a list of arrays) at ``x`` along
     ``u`` (lists of arrays), by ``chainrules.testing.fd.fd_jvp``."""
     return fd_jvp(lambda *xs: f(list(xs)), tuple(x), tuple(u), step=h).value

@@ -3,6 +3,8 @@ shapes and dtypes, the direction, both numbers and the relative error),
 ``CheckReport`` (the tally of a passing check) and ``Context``, which runs
 one comparison against its tolerance and records it."""
 
+from __future__ import annotations
+
 import dataclasses
 import math
 
@@ -97,25 +99,25 @@ class CheckReport:
     """
 
     name: str
-    modes: list = dataclasses.field(default_factory=list)
+    modes: list[str] = dataclasses.field(default_factory=list)
     checks: int = 0
     worst: float = 0.0
     worst_at: str = ""
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return True
 
-    def record(self, what, rel):
+    def record(self, what: str, rel: float) -> None:
         self.checks += 1
         if rel > self.worst or not self.worst_at:
             self.worst = max(rel, self.worst)
             self.worst_at = what
 
-    def add_mode(self, mode):
+    def add_mode(self, mode: str) -> None:
         if mode not in self.modes:
             self.modes.append(mode)
 
-    def merge(self, other):
+    def merge(self, other: CheckReport) -> CheckReport:
         for m in other.modes:
             self.add_mode(m)
         self.checks += other.checks
@@ -123,7 +125,7 @@ class CheckReport:
             self.worst, self.worst_at = other.worst, other.worst_at
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"CheckReport({self.name}: {'+'.join(self.modes)}, {self.checks} checks, "
                 f"worst relative error {self.worst:.2g})")
 

@@ -18,7 +18,10 @@ A partial that raises anything else (an order argument with no derivative)
 is skipped for that call.
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 
@@ -83,7 +86,7 @@ def reads(op, *args, **kwargs):
     return spec.saves, frozenset(r for r in values if reads_role(r))
 
 
-def check_saves(op, *args, **kwargs):
+def check_saves(op: Callable[..., Any], *args: Any, **kwargs: Any) -> CheckReport:
     """Check that the ``scalar_rule`` registered for ``op`` keeps exactly the
     values its partials read at ``args``: raises ``CheckFailure`` when a
     partial reads a value the rule does not keep (its derivative would raise

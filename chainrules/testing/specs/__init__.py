@@ -86,7 +86,7 @@ class RuleSpec:
         return tuple(np.dtype(d) for d in self.dtypes)
 
 
-def family_specs(fam):
+def family_specs(fam: str) -> list[RuleSpec]:
     """The specs of one built-in family (empty when its module is absent,
     e.g. SciPy families without SciPy)."""
     try:
@@ -98,7 +98,7 @@ def family_specs(fam):
     return list(getattr(mod, "SPECS", []))
 
 
-def all_specs():
+def all_specs() -> list[RuleSpec]:
     """Every built-in spec, from the family modules that exist."""
     out = []
     for fam in FAMILIES:
