@@ -15,10 +15,13 @@ eagerly after one ``StagingWarning`` (a ``StagingError`` with
 ``strict=True``).
 """
 
+from __future__ import annotations
+
 import functools
 import threading
 import warnings
 from collections import OrderedDict
+from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -31,6 +34,9 @@ from .pytree import flatten, unflatten
 from .staging import Recorder, Ref, Staged
 
 __all__ = ["jit", "Jitted"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: how many signatures one jitted function keeps plans for (least recently
 #: used first out)
@@ -132,8 +138,9 @@ class _Entry:
         self.eager = None  # the reason the signature runs eagerly
 
 
-class Jitted:
-    """A function staged by ``cr.jit``: call it as the function."""
+class Jitted(Generic[P, R]):
+    """A function staged by ``cr.jit``: call it as the function (the same
+    parameters and result type as the function it stages)."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), strict=False,
                  max_variants=8, cache_size=CACHE_SIZE, warn=True):
@@ -203,7 +210,7 @@ class Jitted:
         return key, [leaves[i] for i in dyn_pos], rebuild
 
     # -- calls ---------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if is_anomaly_enabled():
             # anomaly mode checks each operation as it runs, naming the op
             # and the user's line: eager calls do that
@@ -333,7 +340,7 @@ class Jitted:
         return self.fun(*args, **kwargs)
 
     # -- looking at plans ------------------------------------------------------------
-    def plan(self, *args, **kwargs):
+    def plan(self, *args: P.args, **kwargs: P.kwargs) -> Plan | None:
         """The plan of this signature (recorded now if there is none yet):
         ``print(f.plan(x))`` shows its generated code; ``None`` when the
         signature runs eagerly."""
@@ -351,7 +358,7 @@ class Jitted:
             return None
         return entry.variants[0]
 
-    def cache_info(self):
+    def cache_info(self) -> dict[str, int]:
         """``{"signatures", "plans", "eager"}``: how many signatures are
         cached, how many plans (variants) they hold, how many run eagerly."""
         with self._lock:
@@ -360,12 +367,12 @@ class Jitted:
                 "plans": sum(len(e.variants) for e in entries),
                 "eager": sum(e.eager is not None for e in entries)}
 
-    def eager_reasons(self):
+    def eager_reasons(self) -> list[str]:
         """Why the signatures that run eagerly do (one string each)."""
         with self._lock:
             return [e.eager for e in self._cache.values() if e.eager is not None]
 
-    def clear_cache(self):
+    def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
 
@@ -375,8 +382,23 @@ def _plan_name(fun):
     return name if name.isidentifier() else "plan"
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), strict=False, max_variants=8,
-        cache_size=CACHE_SIZE, warn=True):
+@overload
+def jit(fun: Callable[P, R], *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), strict: bool = False,
+        max_variants: int = 8, cache_size: int = CACHE_SIZE, warn: bool = True
+        ) -> Jitted[P, R]: ...
+
+
+@overload
+def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), strict: bool = False,
+        max_variants: int = 8, cache_size: int = CACHE_SIZE, warn: bool = True
+        ) -> Callable[[Callable[P, R]], Jitted[P, R]]: ...
+
+
+def jit(fun: Callable[P, R] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), strict: bool = False,
+        max_variants: int = 8, cache_size: int = CACHE_SIZE, warn: bool = True) -> Any:
     """Stage ``fun``: record it once per signature, replay the recording.
 
     ``fun`` is any function of arrays, NumPy scalars, Python numbers and
