@@ -32,6 +32,10 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# NumPy's ufuncs are typed with overloads (scalar first, then arrays); a type
+# checker that gives a ParamSpec the first overload only (mypy) would reject
+# ``grad(np.sin)(x)`` for an array ``x``, so a ufunc keeps no signature here.
+
 
 class VjpFunction(Protocol):
     """The ``f_vjp`` that ``vjp`` returns: ``f_vjp(cotangent)`` gives one
@@ -40,6 +44,16 @@ class VjpFunction(Protocol):
     def __call__(self, cotangent: Any, /) -> tuple[Any, ...]: ...
 
     def many(self, cotangents: Any, /) -> tuple[Any, ...]: ...
+
+
+@overload
+def value_and_grad(f: np.ufunc, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[..., tuple[Any, Any]]: ...
+
+
+@overload
+def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[R, Any]]: ...
 
 
 def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -102,6 +116,16 @@ def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux:
 
     return Transformed(value_and_grad_f, value_and_grad, f, (),
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
+
+
+@overload
+def grad(f: np.ufunc, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[..., Any]: ...
+
+
+@overload
+def grad(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[P, Any]: ...
 
 
 def grad(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,

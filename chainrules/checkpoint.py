@@ -65,6 +65,10 @@ __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointRule", "dots_saveab
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# NumPy's ufuncs are typed with overloads (scalar first, then arrays); a type
+# checker that gives a ParamSpec the first overload only (mypy) would reject
+# ``checkpoint(np.tanh)(x)`` for an array ``x``, so a ufunc keeps no signature here.
+
 #: what ``checkpoint`` saves inside a segment: a named policy, or a callable
 #: ``policy(op) -> bool`` naming the operations whose outputs to save
 CheckpointPolicy = Union[Literal["nothing", "everything", "dots"], Callable[[Any], bool]]
@@ -344,6 +348,10 @@ def _check_escape(o, tape, level, name):
             "path chainrules cannot follow (a traced value kept from an earlier "
             "differentiation, or computed in another thread); compute it inside the "
             "checkpointed function, or before it runs, on the calling thread")
+
+
+@overload
+def checkpoint(f: np.ufunc, policy: CheckpointPolicy = "nothing") -> Callable[..., Any]: ...
 
 
 @overload

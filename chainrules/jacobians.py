@@ -23,7 +23,7 @@ hand-written ``pullback_with_tangents`` get their second order by replay
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Literal, ParamSpec, Sequence
+from typing import Any, Callable, Literal, ParamSpec, Sequence, overload
 
 import numpy as np
 
@@ -42,6 +42,10 @@ from .tracing import Traced, untraced
 __all__ = ["jacobian", "hessian"]
 
 P = ParamSpec("P")
+
+# NumPy's ufuncs are typed with overloads (scalar first, then arrays); a type
+# checker that gives a ParamSpec the first overload only (mypy) would reject
+# ``jacobian(np.sin)(x)`` for an array ``x``, so a ufunc keeps no signature here.
 
 
 # -- recording ---------------------------------------------------------------
@@ -175,6 +179,18 @@ def _assemble(rec, blocks, single):
 
 
 # -- jacobian ------------------------------------------------------------------
+@overload
+def jacobian(f: np.ufunc, argnums: int | Sequence[int] = 0,
+             mode: Literal["forward", "reverse"] | None = None, has_aux: bool = False,
+             holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]: ...
+
+
+@overload
+def jacobian(f: Callable[P, Any], argnums: int | Sequence[int] = 0,
+             mode: Literal["forward", "reverse"] | None = None, has_aux: bool = False,
+             holomorphic: bool = False, chunk_size: int | None = None) -> Callable[P, Any]: ...
+
+
 def jacobian(f: Callable[P, Any], argnums: int | Sequence[int] = 0,
              mode: Literal["forward", "reverse"] | None = None, has_aux: bool = False,
              holomorphic: bool = False, chunk_size: int | None = None) -> Callable[P, Any]:
@@ -354,6 +370,16 @@ def _jac_reverse(rec, ins, blocks, chunk_size):
 
 
 # -- hessian -------------------------------------------------------------------
+@overload
+def hessian(f: np.ufunc, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            chunk_size: int | None = None) -> Callable[..., Any]: ...
+
+
+@overload
+def hessian(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            chunk_size: int | None = None) -> Callable[P, Any]: ...
+
+
 def hessian(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
             chunk_size: int | None = None) -> Callable[P, Any]:
     """Return a function computing the Hessian of scalar ``f``.

@@ -38,6 +38,10 @@ __all__ = ["jit", "Jitted"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# NumPy's ufuncs are typed with overloads (scalar first, then arrays); a type
+# checker that gives a ParamSpec the first overload only (mypy) would reject
+# ``jit(np.sin)(x)`` for an array ``x``, so a ufunc keeps no signature here.
+
 #: how many signatures one jitted function keeps plans for (least recently
 #: used first out)
 CACHE_SIZE = 64
@@ -380,6 +384,13 @@ class Jitted(Generic[P, R]):
 def _plan_name(fun):
     name = getattr(fun, "__name__", None) or type(fun).__name__
     return name if name.isidentifier() else "plan"
+
+
+@overload
+def jit(fun: np.ufunc, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), strict: bool = False,
+        max_variants: int = 8, cache_size: int = CACHE_SIZE, warn: bool = True
+        ) -> Jitted[..., Any]: ...
 
 
 @overload
