@@ -34,10 +34,10 @@ from . import numpy  # noqa: E402,F401  (chainrules.numpy.array, index_update, i
 from . import writes as _writes  # noqa: E402,F401  (installs writes into traced arrays)
 from . import writes_buffers as _writes_buffers  # noqa: E402,F401  (ufunc.at, np.put...)
 from . import writes_views as _writes_views  # noqa: E402,F401  (reshape, ravel... views)
-# (the rule library's source is rules/ at the top of the repository, mapped to
-# chainrules.rules by pyproject.toml, where a type checker of the source tree
-# does not look: it is imported for its registrations, not its names)
-from . import rules  # type: ignore[attr-defined]  # noqa: E402,F401  (registers the rules)
+# the NumPy rule library, imported for its registrations (its source is rules/
+# at the top of the repository, mapped to chainrules.rules by pyproject.toml:
+# a type checker of the source tree finds it only in an installed package)
+from . import rules  # type: ignore[attr-defined, import-not-found, unused-ignore]  # noqa: E402,F401
 from .registry import mark_builtins as _mark_builtins  # noqa: E402
 
 _mark_builtins()

@@ -17,7 +17,7 @@ from chainrules.tracing import Traced, untraced
 from .fd import fd_jvp
 
 
-def eps(dtype: DTypeLike) -> float:
+def eps(dtype: Any) -> float:
     return float(np.finfo(np.dtype(dtype)).eps)
 
 
