@@ -7,25 +7,36 @@
   ``linearize(grad(f), x)`` without recording the backward pass.
 * ``hessian_operator(f, x)``: the same as a ``scipy.sparse.linalg.LinearOperator``
   (``matvec``/``matmat`` are HVPs), for ``cg``, ``eigsh``, ``minimize``.
-* ``hessp(f)``: a ``hessp(x, p)`` callable for ``scipy.optimize.minimize``
-  that records ``f`` once per point ``x``, whatever the number of
-  Hessian-vector products the optimiser asks for there.
+* ``hessp(f)``: a ``hessp(x, p)`` callable for ``scipy.optimize.minimize``:
+  its value, gradient and Hessian-vector products run as staged plans
+  (``cr.jit``), recorded once for the shape and dtype of ``x`` and replayed
+  at every point; where a plan cannot be used, ``f`` is recorded once per
+  point ``x``, whatever the number of products asked for there.
 
-Every sweep here is a sweep of the one recording: ``f`` is never traced
-again, also not for rules without a hand-written ``pullback_with_tangents``
-(their second order is found by replay, ``chainrules.second_order``).
+Every sweep of ``linearize``, ``linearize_grad`` and ``hessian_operator``
+is a sweep of the one recording: ``f`` is never traced again, also not for
+rules without a hand-written ``pullback_with_tangents`` (their second order
+is found by replay, ``chainrules.second_order``). A ``hessian_operator``
+asked for many products runs those sweeps as a plan where that was
+measured faster (``STAGE_AFTER``).
 """
+
+import time
 
 import numpy as np
 
 from . import pytree
+from .anomaly import is_anomaly_enabled
+from .api import _hvp_fast, value_and_grad
 from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangents, function_name,
                         is_inexact, scalar_output_dtype, unwrap_level, zero_like_value)
 from .arrays import shape_of
 from .errors import GraphFreedError, NonDifferentiableInputError, TangentShapeError
 from .fp_warnings import at_user_line
+from .jit import jit
 from .jacobians import (Recording, batch_or_zeros, concat_batches, direction_chunks,
                         is_complex_leaf, leaf_dtype)
+from .staging import Staged
 from .tangents import NOTANGENT, ZERO, Structural, to_vector
 
 __all__ = ["linearize", "linearize_grad", "hessian_operator", "hessp", "Hessp"]
@@ -110,6 +121,111 @@ def linearize(f, *primals):
     f_jvp.free = tape.free
     f_jvp.many = many
     return value, f_jvp
+
+
+# -- plans the engine uses itself ---------------------------------------------------
+class _EnginePlan:
+    """``fun`` run through a ``cr.jit`` plan, recorded quietly
+    (``warn=False``). ``eager`` is ``None`` while the plan answers; once it
+    gives up (``fun`` impure, guards that keep failing, a recording that
+    cannot be replayed) it holds why, and the caller takes its eager path
+    from then on. Every answer is right either way: a plan that gave up
+    answered with the eager call. ``recordings`` counts the recordings of
+    ``fun`` (one per variant of a signature)."""
+
+    __slots__ = ("jitted", "recordings", "eager", "_plain")
+
+    def __init__(self, fun, name):
+        self.recordings = 0
+        self.eager = None
+        self._plain = False
+
+        def body(*args):
+            if type(args[0]) is Staged:
+                self.recordings += 1
+            else:  # the purity check's eager call, or the plan gave up
+                self._plain = True
+            return fun(*args)
+
+        body.__name__ = body.__qualname__ = name
+        self.jitted = jit(body, warn=False)
+
+    def __call__(self, *args):
+        self._plain = False
+        out = self.jitted(*args)
+        if self._plain and self.eager is None:
+            reasons = self.jitted.eager_reasons()
+            if reasons:
+                self.eager = reasons[0]
+        return out
+
+
+#: a ``hessian_operator``'s first STAGE_AFTER products run as eager sweeps
+#: (timed); the next records a plan of the sweeps, the one after checks it,
+#: the PROBE_CALLS after that are timed, and the plan is kept if it took at
+#: most 1 / MIN_GAIN of the sweeps' median time. Recording and checking cost
+#: 15 to 20 eager products on small arrays (``benchmarks/hessp_plans.py``):
+#: staging after as many eager ones costs at most about twice what the sweeps
+#: alone would have (none for an operator asked for 16 products or fewer),
+#: and a long solve runs 3 to 6 times faster per product. On arrays of 1e5
+#: elements the sweeps are NumPy's work already, and the plan is not kept.
+STAGE_AFTER = 16
+PROBE_CALLS = 3
+MIN_GAIN = 1.25
+
+
+class _StagedProducts:
+    """The products of one fixed recording, as eager sweeps or as a plan of
+    them, whichever was measured faster (``STAGE_AFTER``). ``sweeps(v)``
+    and ``body(v)`` compute the same product; ``body`` is written to be
+    staged (a function of ``v`` only, everything else fixed)."""
+
+    __slots__ = ("sweeps", "body", "plan", "use_plan", "plan_calls", "sweep_times",
+                 "plan_times")
+
+    def __init__(self, sweeps, body):
+        self.sweeps, self.body = sweeps, body
+        self.plan = None
+        self.use_plan = None  # None: still measuring
+        self.plan_calls = 0
+        self.sweep_times, self.plan_times = [], []
+
+    def __call__(self, v):
+        if self.use_plan is False or is_anomaly_enabled():
+            return self.sweeps(v)
+        plan = self.plan
+        if self.use_plan:
+            out = plan(v)
+            if plan.eager is not None:
+                self._decide(False)
+            return out
+        if plan is None:
+            if len(self.sweep_times) < STAGE_AFTER:
+                t0 = time.perf_counter()
+                out = self.sweeps(v)
+                self.sweep_times.append(time.perf_counter() - t0)
+                return out
+            plan = self.plan = _EnginePlan(self.body, "hvp_sweeps")
+        t0 = time.perf_counter()
+        out = plan(v)
+        dt = time.perf_counter() - t0
+        self.plan_calls += 1
+        if plan.eager is not None:
+            self._decide(False)
+        elif self.plan_calls > 2:  # after the recording and the check
+            self.plan_times.append(dt)
+            if len(self.plan_times) >= PROBE_CALLS:
+                self._decide(MIN_GAIN * _median(self.plan_times) <= _median(self.sweep_times))
+        return out
+
+    def _decide(self, use_plan):
+        self.use_plan = use_plan
+        if not use_plan:
+            self.plan = None  # it holds arrays made of the recording's
+
+
+def _median(times):
+    return sorted(times)[len(times) // 2]
 
 
 class _HvpRecording:
@@ -261,13 +377,25 @@ def _get_operator_class():
         """The Hessian of a scalar function at one point as a LinearOperator.
 
         ``matvec``/``matmat`` run tangent sweeps over one recording of the
-        function. Attributes: ``value`` (f(x)), ``grad`` (the gradient with
-        the structure of x), ``grad_vector`` (flattened), ``x``.
+        function (``matvec``s, for ``x`` an array, as a plan of them once
+        measured faster: ``hessian_operator``). Attributes: ``value``
+        (f(x)), ``grad`` (the gradient with the structure of x),
+        ``grad_vector`` (flattened), ``x``.
         """
 
         def __init__(self, rec, n, rebuild):
             self._rec = rec
             self._rebuild = rebuild
+            x = rec.x
+            self._products = None
+            if type(x) is np.ndarray:  # a pytree x keeps the sweeps
+                shape, dtype = x.shape, x.dtype
+
+                def hvp_sweeps(v):
+                    # (in x's dtype: a plan's check compares to its precision)
+                    return np.reshape(rec.hvp(v.reshape(shape).astype(dtype, copy=False)), -1)
+
+                self._products = _StagedProducts(hvp_sweeps, hvp_sweeps)
             self.value = rec.value
             self.grad = rec.grad
             self.x = rec.x
@@ -283,11 +411,10 @@ def _get_operator_class():
                     "HessianOperator.matvec: a complex vector for the Hessian of a real "
                     "function; apply the real and imaginary parts separately")
             v = np.asarray(v, dtype=np.float64).reshape(-1)
-            x = self.x
-            if type(x) is np.ndarray and x.dtype == np.float64:  # no copies
-                return np.reshape(self._rec.hvp(v.reshape(x.shape)), -1)
-            hv = self._rec.hvp(self._rebuild(v))
-            return to_vector(hv)[0]
+            self._rec._check_open()
+            if self._products is not None:
+                return self._products(v).astype(np.float64, copy=False)
+            return to_vector(self._rec.hvp(self._rebuild(v)))[0]
 
         _rmatvec = _matvec
 
@@ -307,6 +434,7 @@ def _get_operator_class():
 
         def free(self):
             """Drop the recording (the operator is unusable afterwards)."""
+            self._products = None  # its plan holds arrays made of the recording's
             self._rec.free()
 
     _operator_class = HessianOperator
@@ -325,6 +453,19 @@ def hessian_operator(f, x):
     (``chainrules.tangents.to_vector`` order). The operator carries
     ``value``, ``grad`` and ``grad_vector`` of ``f`` at ``x``.
 
+    For ``x`` an array, ``matvec`` runs the sweeps as a staged plan of the
+    direction alone (``cr.jit``; what the recording fixes is computed once)
+    where that pays: the first ``STAGE_AFTER`` (16) products are eager
+    sweeps, the next records the plan and the one after checks it against
+    the sweeps, and the plan is kept if its next ``PROBE_CALLS`` (3)
+    products took at most 1 / ``MIN_GAIN`` (0.8) of the sweeps' time. On
+    arrays of 1e2 to 1e3 elements a replay is 4 to 6 times faster than the
+    sweeps, on 1e4 about 2 times; on 1e5 the sweeps are NumPy's work
+    already and keep running (``benchmarks/hessp_plans.py``). A solve
+    asking for fewer than about 40 products gains nothing. ``matmat`` (a
+    batch of directions in one pair of sweeps) and a pytree ``x`` always
+    run the sweeps.
+
     >>> import numpy as np, chainrules as cr
     >>> H = cr.hessian_operator(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]))
     >>> H @ np.array([0.0, 1.0])
@@ -336,25 +477,49 @@ def hessian_operator(f, x):
 
 
 class Hessp:
-    """A ``hessp(x, p)`` callable for ``scipy.optimize.minimize`` that traces
-    ``f`` once per point.
-
-    Newton-CG and trust-krylov ask for many Hessian-vector products at the
-    same ``x``; ``Hessp`` records ``f`` when ``x`` changes and answers every
-    product at that point with sweeps only. ``value_and_grad(x)`` shares
-    the recording (pass it with ``jac=True``)::
+    """A ``hessp(x, p)`` callable for ``scipy.optimize.minimize``, with
+    ``value_and_grad(x)`` for ``jac=True``::
 
         h = chainrules.hessp(f)
         scipy.optimize.minimize(h.value_and_grad, x0, jac=True, hessp=h,
                                 method="trust-krylov")
+
+    The optimiser calls ``f``'s value and gradient once per point and asks
+    for Hessian-vector products there, at a new point each iteration. Both
+    run as staged plans (``cr.jit`` of ``value_and_grad(f)`` and of
+    ``hvp(f, x, p)``): ``f`` is recorded once for the shape and dtype of
+    ``x``, its plan checked against an eager call at its second call, then
+    replayed at every point without running ``f``'s Python code (a Python
+    ``if`` on a value is guarded: the other branch is recorded when taken).
+    ``f`` must be a function of ``x`` alone, as ``cr.jit`` needs: a global
+    or closed-over name rebound after the second call (to another number,
+    or to another array) is not seen, an array changed in place is; pass
+    ``staged=False`` for such an ``f`` (or make a new ``Hessp``).
+
+    Without plans (``staged=False``; ``x`` not a real float array; anomaly
+    mode; a plan that gave up, e.g. ``f`` draws random numbers, whose call
+    answered eagerly) ``f`` is recorded when ``x`` changes and every
+    product at that point is a pair of sweeps over the recording, which
+    ``value_and_grad`` shares. ``staged`` says whether plans are in use
+    (``False`` from the call on where one gave up; ``eager_reason`` says
+    why). ``recordings`` counts the recordings of ``f``: one per distinct
+    point without plans, one per recorded plan with them.
     """
 
-    def __init__(self, f):
+    def __init__(self, f, staged=True):
         self.f = f
         self.fname = function_name(f)
+        self.staged = bool(staged)
+        self.eager_reason = None
         self._x = None
         self._rec = None
-        self.recordings = 0
+        self._points = 0  # recordings of the path without plans
+        self._vg = self._hv = None
+
+    @property
+    def recordings(self):
+        staged = 0 if self._vg is None else self._vg.recordings + self._hv.recordings
+        return self._points + staged
 
     def _at(self, x):
         if self._rec is None or self._x.shape != np.shape(x) or \
@@ -363,24 +528,56 @@ class Hessp:
                 self._rec.free()
             self._x = np.array(x, copy=True)
             self._rec = _HvpRecording(self.f, self._x, self.fname)
-            self.recordings += 1
+            self._points += 1
         return self._rec
+
+    def _plans(self, x):
+        """Whether the plans answer at ``x`` (a plain array)."""
+        if not self.staged or x.dtype.kind != "f" or is_anomaly_enabled():
+            return False
+        if self._vg is None:
+            f, fname = self.f, self.fname
+
+            def hvp(x, p):
+                return _hvp_fast(f, x, p, fname, False)[1]
+
+            self._vg = _EnginePlan(value_and_grad(f), "value_and_grad")
+            self._hv = _EnginePlan(hvp, "hvp")
+        return True
+
+    def _gave_up(self, plan):
+        if plan.eager is not None:
+            self.staged = False
+            self.eager_reason = plan.eager
 
     def __call__(self, x, p):
         if np.iscomplexobj(p):
             raise TangentShapeError(
                 f"hessp of {self.fname}: a complex direction for the Hessian of a real "
                 "function; apply the real and imaginary parts separately")
+        xa = x if type(x) is np.ndarray else np.asarray(x)
+        if type(xa) is np.ndarray and self._plans(xa):
+            hv = self._hv(xa, np.asarray(p, dtype=xa.dtype).reshape(xa.shape))
+            self._gave_up(self._hv)
+            # (a plan gives a 0-d result as a NumPy scalar)
+            return hv if type(hv) is np.ndarray else np.asarray(hv)
         return self._at(x).hvp(np.asarray(p, dtype=self._x.dtype).reshape(self._x.shape))
 
     def value_and_grad(self, x):
+        xa = x if type(x) is np.ndarray else np.asarray(x)
+        if type(xa) is np.ndarray and self._plans(xa):
+            value, g = self._vg(xa)
+            self._gave_up(self._vg)
+            return value, g if type(g) is np.ndarray else np.asarray(g)
         rec = self._at(x)
         return rec.value, rec.grad
 
 
-def hessp(f):
-    """``hessp(f)`` returns a ``Hessp``: ``h(x, p) = H(x) @ p`` recording
-    ``f`` once per distinct ``x``; ``h.value_and_grad`` shares it.
+def hessp(f, staged=True):
+    """``hessp(f)`` returns a ``Hessp``: ``h(x, p) = H(x) @ p`` and
+    ``h.value_and_grad(x)``, as staged plans recorded once for the shape
+    and dtype of ``x`` (``staged=False``: ``f`` recorded once per distinct
+    ``x``, the products at that point sweeps over the recording).
 
     Examples
     --------
@@ -389,4 +586,4 @@ def hessp(f):
     >>> h(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
     array([12.,  0.])
     """
-    return Hessp(f)
+    return Hessp(f, staged)

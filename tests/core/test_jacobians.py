@@ -386,13 +386,15 @@ def test_newton_cg_with_hessian_operator_products():
 
 
 def test_hessp_reuses_the_recording_per_point():
+    """Without plans, f is recorded once per point; value_and_grad shares
+    it (with plans: tests/core/test_linearization_plans.py)."""
     calls = []
 
     def f(x):
         calls.append(1)
         return np.sum(np.sin(x) * x)
 
-    h = cr.hessp(f)
+    h = cr.hessp(f, staged=False)
     x = np.array([0.1, 0.2])
     for _ in range(4):
         h(x, np.ones(2))
