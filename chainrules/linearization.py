@@ -21,9 +21,13 @@ asked for many products runs those sweeps as a plan where that was
 measured faster (``STAGE_AFTER``).
 """
 
+from __future__ import annotations
+
 import time
+from typing import Any, Callable, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import pytree
 from .anomaly import is_anomaly_enabled
@@ -39,12 +43,39 @@ from .jacobians import (Recording, batch_or_zeros, concat_batches, direction_chu
 from .staging import Staged
 from .tangents import NOTANGENT, ZERO, Structural, to_vector
 
-__all__ = ["linearize", "linearize_grad", "hessian_operator", "hessp", "Hessp"]
+__all__ = ["linearize", "linearize_grad", "hessian_operator", "hessp", "Hessp",
+           "JvpFunction", "HvpFunction"]
+
+
+class JvpFunction(Protocol):
+    """The ``f_jvp`` that ``linearize`` returns: ``f_jvp(*tangents)`` is
+    ``J @ tangents``, ``f_jvp.many(*tangents)`` the same of batches of
+    them; ``f_jvp.free()`` drops the recording."""
+
+    def __call__(self, *tangents: Any) -> Any: ...
+
+    def many(self, *tangents: Any) -> Any: ...
+
+    def free(self) -> None: ...
+
+
+class HvpFunction(Protocol):
+    """The ``hvp_fn`` that ``linearize_grad`` returns: ``hvp_fn(v)`` is
+    ``H @ v``, ``hvp_fn.many(V)`` the same of a batch of directions;
+    ``hvp_fn.value`` is ``f(x)``; ``hvp_fn.free()`` drops the recording."""
+
+    value: Any
+
+    def __call__(self, v: Any, /) -> Any: ...
+
+    def many(self, V: Any, /) -> Any: ...
+
+    def free(self) -> None: ...
 
 
 # -- linearize -----------------------------------------------------------------
 @at_user_line
-def linearize(f, *primals):
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, JvpFunction]:
     """``out, f_jvp = linearize(f, *primals)``.
 
     ``f`` is traced once at ``primals``; ``f_jvp(*tangents)`` returns
@@ -336,7 +367,7 @@ class _HvpRecording:
         self.tape.free()
 
 
-def linearize_grad(f, x):
+def linearize_grad(f: Callable[[Any], Any], x: Any) -> tuple[Any, HvpFunction]:
     """``g, hvp_fn = linearize_grad(f, x)``: the gradient of scalar ``f`` at
     ``x`` and a function ``hvp_fn(v) = H(x) @ v``.
 
@@ -441,7 +472,7 @@ def _get_operator_class():
     return HessianOperator
 
 
-def hessian_operator(f, x):
+def hessian_operator(f: Callable[[Any], Any], x: Any) -> Any:
     """The Hessian of scalar ``f`` at ``x`` as a
     ``scipy.sparse.linalg.LinearOperator``.
 
@@ -517,7 +548,7 @@ class Hessp:
         self._vg = self._hv = None
 
     @property
-    def recordings(self):
+    def recordings(self) -> int:
         staged = 0 if self._vg is None else self._vg.recordings + self._hv.recordings
         return self._points + staged
 
@@ -550,7 +581,7 @@ class Hessp:
             self.staged = False
             self.eager_reason = plan.eager
 
-    def __call__(self, x, p):
+    def __call__(self, x: ArrayLike, p: ArrayLike) -> Any:
         if np.iscomplexobj(p):
             raise TangentShapeError(
                 f"hessp of {self.fname}: a complex direction for the Hessian of a real "
@@ -563,7 +594,7 @@ class Hessp:
             return hv if type(hv) is np.ndarray else np.asarray(hv)
         return self._at(x).hvp(np.asarray(p, dtype=self._x.dtype).reshape(self._x.shape))
 
-    def value_and_grad(self, x):
+    def value_and_grad(self, x: ArrayLike) -> tuple[Any, Any]:
         xa = x if type(x) is np.ndarray else np.asarray(x)
         if type(xa) is np.ndarray and self._plans(xa):
             value, g = self._vg(xa)
@@ -573,7 +604,7 @@ class Hessp:
         return rec.value, rec.grad
 
 
-def hessp(f, staged=True):
+def hessp(f: Callable[[Any], Any], staged: bool = True) -> Hessp:
     """``hessp(f)`` returns a ``Hessp``: ``h(x, p) = H(x) @ p`` and
     ``h.value_and_grad(x)``, as staged plans recorded once for the shape
     and dtype of ``x`` (``staged=False``: ``f`` recorded once per distinct

@@ -105,6 +105,22 @@ primal_out, tangent_out = cr.jvp(np.sin, (x,), (np.ones(2),))
 hv = cr.hvp(loss, x, np.ones(2))
 gr, hv2 = cr.grad_and_hvp(loss, x, np.ones(2))
 frozen: NDArray[np.float64] = cr.stop_gradient(x)
+lin_out, f_jvp = cr.linearize(np.sin, x)
+f_jvp(np.ones(2))
+f_jvp.many(np.ones((3, 2)))
+f_jvp.free()
+g_lin, hvp_fn = cr.linearize_grad(loss, x)
+hvp_fn(np.ones(2))
+hvp_fn.many(np.ones((3, 2)))
+f_at_x = hvp_fn.value
+hvp_fn.free()
+hvp_fn.flush()  # type: ignore[attr-defined]
+h = cr.hessp(loss)
+hp = h(x, np.ones(2))
+vg_at_x = h.value_and_grad(x)
+n_recordings: int = h.recordings
+cr.hessp(loss, staged="yes")  # type: ignore[arg-type]
+H = cr.hessian_operator(loss, x)
 
 # -- rules ---------------------------------------------------------------------------
 softsign = cr.primitive(lambda a: a / (1 + np.abs(a)))
