@@ -76,13 +76,14 @@ def _leaf_key(x):
 
 
 _ndarray = np.ndarray
+_generic = np.generic
 
 
 def _quick_key(args):
     """``(signature, dynamic leaves)`` of a call whose arguments are ndarrays,
-    Python floats and ints, ``None``, and tuples and lists of them (the
-    common call, keyed without flattening a pytree), or ``None``. The leaves
-    are in ``pytree.flatten``'s order, as a plan takes them."""
+    NumPy scalars, Python floats and ints, ``None``, and tuples and lists of
+    them (the common call, keyed without flattening a pytree), or ``None``.
+    The leaves are in ``pytree.flatten``'s order, as a plan takes them."""
     key, leaves = [], []
     if not _quick(args, key, leaves):
         return None
@@ -97,6 +98,9 @@ def _quick(seq, key, leaves):
             leaves.append(a)
         elif t is float or t is int:
             key.append(t)
+            leaves.append(a)
+        elif isinstance(a, _generic):  # a NumPy scalar (a solver's time, a parameter)
+            key.append(("n", a.dtype))
             leaves.append(a)
         elif a is None:
             key.append(None)

@@ -212,13 +212,16 @@ def common_subexpressions(steps, outputs):
     written = set()
     for o in outputs:
         _uses(o, written)
+    reads = []  # per step, the values it reads (None for a guard)
     for step in steps:
         if step[0] != "call":
+            reads.append(None)
             continue
         fn, args, kwargs, out = step[1:5]
         ins = set()
         _uses(args, ins)
         _uses(kwargs, ins)
+        reads.append(ins)
         if out is None:  # a write: into its first argument, or out=
             if "out" in kwargs:
                 _uses(kwargs["out"], written)
@@ -235,12 +238,12 @@ def common_subexpressions(steps, outputs):
     seen = {}
     alias = {}
     result = []
-    for step in steps:
+    for step, ins in zip(steps, reads):
         if step[0] == "guard":
             j = alias.get(step[2].i) if alias else None
             result.append(step if j is None else step[:2] + (Ref(j),) + step[3:])
             continue
-        if alias:
+        if alias and not alias.keys().isdisjoint(ins):
             step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
         out = step[4]
         if type(out) is Ref and find(out.i) not in dirty:
