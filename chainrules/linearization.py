@@ -206,16 +206,14 @@ MIN_GAIN = 1.25
 
 
 class _StagedProducts:
-    """The products of one fixed recording, as eager sweeps or as a plan of
-    them, whichever was measured faster (``STAGE_AFTER``). ``sweeps(v)``
-    and ``body(v)`` compute the same product; ``body`` is written to be
-    staged (a function of ``v`` only, everything else fixed)."""
+    """The products ``sweeps(v)`` of one fixed recording, run eagerly or as
+    a plan, whichever was measured faster (``STAGE_AFTER``): ``sweeps`` is a
+    function of ``v`` only, everything else fixed."""
 
-    __slots__ = ("sweeps", "body", "plan", "use_plan", "plan_calls", "sweep_times",
-                 "plan_times")
+    __slots__ = ("sweeps", "plan", "use_plan", "plan_calls", "sweep_times", "plan_times")
 
-    def __init__(self, sweeps, body):
-        self.sweeps, self.body = sweeps, body
+    def __init__(self, sweeps):
+        self.sweeps = sweeps
         self.plan = None
         self.use_plan = None  # None: still measuring
         self.plan_calls = 0
@@ -236,7 +234,7 @@ class _StagedProducts:
                 out = self.sweeps(v)
                 self.sweep_times.append(time.perf_counter() - t0)
                 return out
-            plan = self.plan = _EnginePlan(self.body, "hvp_sweeps")
+            plan = self.plan = _EnginePlan(self.sweeps, "hvp_sweeps")
         t0 = time.perf_counter()
         out = plan(v)
         dt = time.perf_counter() - t0
@@ -426,7 +424,7 @@ def _get_operator_class():
                     # (in x's dtype: a plan's check compares to its precision)
                     return np.reshape(rec.hvp(v.reshape(shape).astype(dtype, copy=False)), -1)
 
-                self._products = _StagedProducts(hvp_sweeps, hvp_sweeps)
+                self._products = _StagedProducts(hvp_sweeps)
             self.value = rec.value
             self.grad = rec.grad
             self.x = rec.x
