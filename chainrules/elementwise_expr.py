@@ -69,6 +69,11 @@ class Expr:
         return (str(self.value) if self.op == "var" else repr(self.value) if self.op == "const"
                 else f"{self.op}({', '.join(map(repr, self.args))})")
 
+    def __reduce__(self):
+        # rebuilt by the functions that made it (and interned again), so a
+        # program pickles to a process of dask's workers
+        return _unpickle, (self.op, self.args, self.value, self.dtype)
+
     def _refuse(self, *args, **kwargs):
         raise NotExpressible("a partial used its argument as a concrete value (a Python "
                              "branch, a conversion, indexing or a length)")
@@ -129,6 +134,16 @@ def _intern(key, op, args, value, dtype, loop=()):
             object.__setattr__(e, k, v)
         _interned[key] = e
     return e
+
+
+def _unpickle(op, args, value, dtype):
+    if op == "var":
+        return placeholder(value, dtype)
+    if op == "const":
+        return _leaf(value)
+    if op == "where":
+        return where(*args)
+    return _node(op, args)
 
 
 def placeholder(name, dtype):

@@ -435,3 +435,17 @@ def test_scratch_buffers_carry_over_between_calls():
     out = np.empty(50)
     program(envs[0], False, out=out, scratch=scratch)
     assert not any(a is out for a in scratch)
+
+
+def test_expressions_and_programs_pickle():
+    # (a program goes to dask's worker processes; its nodes come back interned)
+    import pickle
+
+    x = ee.placeholder("x", np.float32)
+    e = np.where(x > 0, np.sin(x) * 0.1, x ** 2) + np.float32(3)
+    assert pickle.loads(pickle.dumps(e)) is e
+    p = pickle.loads(pickle.dumps(ee.Program((e, x))))
+    v = np.arange(-2, 3, dtype=np.float32)
+    got = p({"x": v})
+    np.testing.assert_array_equal(got[0], ee.evaluate(e, {"x": v}))
+    assert got[0].dtype == np.float32 and got[1] is v
