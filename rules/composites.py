@@ -99,7 +99,6 @@ def _geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 @decompose(np.trapezoid)
 def _trapezoid(y, x=None, dx=1.0, axis=-1):
     y = _asarray(y)
-    n = shape_of(y)[axis]
     lo = [slice(None)] * ndim_of(y)
     hi = [slice(None)] * ndim_of(y)
     lo[axis], hi[axis] = slice(None, -1), slice(1, None)
@@ -110,7 +109,7 @@ def _trapezoid(y, x=None, dx=1.0, axis=-1):
         d = np.diff(x, axis=axis if ndim_of(x) > 1 else -1)
         if ndim_of(x) == 1 and ndim_of(y) > 1:
             shape = [1] * ndim_of(y)
-            shape[axis] = n - 1
+            shape[axis] = shape_of(d)[0]  # as NumPy: broadcast when one length is 1
             d = np.reshape(d, shape)
     return np.sum(d * (y[tuple(hi)] + y[tuple(lo)]) / 2.0, axis=axis)
 

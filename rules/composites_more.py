@@ -32,8 +32,14 @@ def _traced(v):
 
 
 # -- polynomials ------------------------------------------------------------------------
-def _pad_front(a, n):
+def _coefficients(a):
+    """A polynomial's coefficients as NumPy reads them (``np.atleast_1d``):
+    a 0-d value is the constant polynomial of one coefficient."""
     a = _asarray(a)
+    return np.reshape(a, (1,)) if ndim_of(a) == 0 else a
+
+
+def _pad_front(a, n):
     k = n - shape_of(a)[0]
     if k <= 0:
         return a
@@ -42,13 +48,15 @@ def _pad_front(a, n):
 
 @decompose(np.polyadd)
 def _polyadd(a1, a2):
-    n = max(shape_of(_asarray(a1))[0], shape_of(_asarray(a2))[0])
+    a1, a2 = _coefficients(a1), _coefficients(a2)
+    n = max(shape_of(a1)[0], shape_of(a2)[0])
     return _pad_front(a1, n) + _pad_front(a2, n)
 
 
 @decompose(np.polysub)
 def _polysub(a1, a2):
-    n = max(shape_of(_asarray(a1))[0], shape_of(_asarray(a2))[0])
+    a1, a2 = _coefficients(a1), _coefficients(a2)
+    n = max(shape_of(a1)[0], shape_of(a2)[0])
     return _pad_front(a1, n) - _pad_front(a2, n)
 
 
@@ -56,7 +64,8 @@ def _polysub(a1, a2):
 def _polymul(a1, a2):
     # as NumPy (through np.poly1d): leading zero coefficients are dropped
     # first (an all-zero polynomial keeps its last coefficient)
-    return np.convolve(_strip_leading_zeros(_asarray(a1)), _strip_leading_zeros(_asarray(a2)))
+    return np.convolve(_strip_leading_zeros(_coefficients(a1)),
+                       _strip_leading_zeros(_coefficients(a2)))
 
 
 def _strip_leading_zeros(p):
@@ -92,7 +101,7 @@ def _polyint(p, m=1, k=None):
 
 @decompose(np.polydiv)
 def _polydiv(u, v):
-    u, v = _asarray(u) * 1.0, _asarray(v) * 1.0
+    u, v = _coefficients(u) * 1.0, _coefficients(v) * 1.0
     m, n = shape_of(u)[0] - 1, shape_of(v)[0] - 1
     scale = 1.0 / v[0]
     q = []
@@ -101,7 +110,7 @@ def _polydiv(u, v):
         d = scale * r[k]
         q.append(d)
         r = np.concatenate([r[:k], r[k:k + n + 1] - d * v, r[k + n + 1:]])
-    q = np.stack(q) if q else np.zeros(1)
+    q = np.stack(q) if q else np.zeros(1, np.result_type(untraced(u), untraced(v)))
     rv = np.asarray(array_value(r))
     # NumPy strips the remainder's leading near-zeros (np.allclose(r[0], 0,
     # rtol=1e-14)); where it does is decided on the plain values

@@ -103,7 +103,8 @@ def _take_indices(indices, n, mode):
 
 
 def _take_transpose(g, shape, indices, axis=None, out=None, mode="raise"):
-    if axis is None:
+    if axis is None or len(shape) == 0:
+        # NumPy takes from a 0-d array along any axis as from an array of one element
         size = int(np.prod(shape, dtype=np.int64))
         flat = scatter_add(g, (_take_indices(indices, size, mode),), (size,))
         return np.reshape(flat, shape)

@@ -163,6 +163,8 @@ def _extra_len(v, ndim, axis):
 
 
 def _diff_transpose(g, shape, n=1, axis=-1, prepend=NO_VALUE, append=NO_VALUE):
+    if n == 0:  # NumPy returns the input itself (whatever the axis; 0-d included)
+        return g
     ax = axis % len(shape)
     c = g
     for _ in range(n):

@@ -79,6 +79,11 @@ def sddmm(g, x, *, row, col, m, n):
     ``(m, k)``, ``x`` of shape ``(n,)`` or ``(n, k)``."""
     g = np.asarray(g)
     x = np.asarray(x)
+    _check_dense("sddmm", g, 0, m)
+    _check_dense("sddmm", x, 0, n)
+    if g.shape[1:] != x.shape[1:]:
+        raise ValueError(f"sddmm: dense operands of shapes {g.shape} and {x.shape} do not "
+                         "have the same columns")
     prod = g[row] * x[col]
     return prod if prod.ndim == 1 else np.sum(prod, axis=-1)
 

@@ -117,7 +117,8 @@ def _without_new_axes(parts, g, ndim):
 
 
 def _scatter_add_transpose(g, g_shape, index, shape):
-    return g[index]
+    # ``g`` is broadcast to ``out[index]``'s shape when it is written
+    return unbroadcast(g[index], g_shape)
 
 
 linear_rule(scatter_add, _scatter_add_transpose)
@@ -418,7 +419,8 @@ linear_rule(np.tile, _tile_transpose)
 
 
 def _repeat_transpose(g, shape, repeats, axis=None):
-    if axis is None:
+    if axis is None or len(shape) == 0:
+        # NumPy repeats a 0-d array along any axis as an array of one element
         n = int(np.prod(shape, dtype=np.int64))
         return np.reshape(_repeat_transpose(g, (n,), repeats, 0), shape)
     axis = axis % len(shape)

@@ -203,3 +203,54 @@ def test_quantiles_take_numpys_values_bit_for_bit(name, dtype):
             else:
                 np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-7,
                                            err_msg=f"{shape} {q} {kw}")
+
+
+# -- 0-d and size-1 inputs --------------------------------------------------------------
+_SMALL = pytest.mark.parametrize("shape", [(), (1,)], ids=["0-d", "size 1"])
+
+
+@_SMALL
+def test_polynomial_arithmetic_with_a_constant_polynomial(shape):
+    # NumPy reads a 0-d coefficient array as the polynomial [a] (np.atleast_1d)
+    a, b = np.full(shape, 0.7), np.full(shape, -1.3)
+    v = np.array([0.5, 2.0, -1.0])
+    cases = [(lambda a: np.polyadd(a, v), [0.0, 0.0, 1.0]),
+             (lambda a: np.polyadd(v, a), [0.0, 0.0, 1.0]),
+             (lambda a: np.polysub(v, a), [0.0, 0.0, -1.0]),
+             (lambda a: np.polymul(a, v), v),
+             (lambda a: np.polydiv(v, a)[0], -v / 0.49)]
+    for f, want in cases:
+        np.testing.assert_allclose(f(a), f(a * 1.0))   # the primal is NumPy's
+        jac = cr.jacobian(f)(a)
+        assert np.shape(jac) == (3,) + shape
+        np.testing.assert_allclose(np.reshape(jac, 3), want, rtol=1e-14)
+    # both constant: [a + b], [a - b], [a b], [a / b] with remainder [0]
+    assert np.polyadd(a, b).shape == (1,)
+    np.testing.assert_allclose(cr.grad(lambda a: np.polysub(a, b)[0])(a), np.ones(shape))
+    np.testing.assert_allclose(cr.grad(lambda b: np.polymul(a, b)[0])(b), np.full(shape, 0.7))
+    # the batched sweeps: Hessians of (2a)^3, a^2 b and v / a
+    for f, want in [(lambda a: np.sum(np.polyadd(a, a) ** 3), 48 * 0.7),
+                    (lambda a: np.sum(np.polymul(a, a * b)), -2 * 1.3),
+                    (lambda a: np.sum(np.polydiv(v, a)[0]), 2 * np.sum(v) / 0.7 ** 3)]:
+        h = cr.hessian(f)(a)
+        assert np.shape(h) == shape + shape
+        np.testing.assert_allclose(np.reshape(h, ()), want, rtol=1e-13)
+        assert check_rule(f, a).worst < 1e-9
+
+
+@pytest.mark.parametrize("ny", [1, 3])
+def test_trapezoid_broadcasts_a_size_1_spacing_as_numpy_does(ny):
+    # x of 2 points has one spacing d: NumPy broadcasts it over y's n - 1
+    # pairs (none for n = 1); the traced call follows it
+    x, y = np.array([0.2, 0.9]), np.linspace(0.5, 1.5, ny)[None, :]
+    d = 0.7
+    w = np.r_[0.5, np.ones(max(ny - 2, 0)), 0.5][:ny] * d if ny > 1 else np.zeros(1)
+    assert np.trapezoid(y, x, axis=-1) == pytest.approx(np.sum(w * y[0]))
+    jac = cr.jacobian(lambda y: np.trapezoid(y, x, axis=-1))(y)
+    np.testing.assert_allclose(np.reshape(jac, ny), w, rtol=1e-14)
+    h = cr.hessian(lambda y: np.trapezoid(y, x, axis=-1)[0] ** 2)(y)
+    np.testing.assert_allclose(np.reshape(h, (ny, ny)), 2 * np.outer(w, w), rtol=1e-14)
+    s = np.sum(y[0, 1:] + y[0, :-1]) / 2   # d/dx of d * s: (-s, s)
+    np.testing.assert_allclose(cr.jacobian(lambda x: np.trapezoid(y, x, axis=-1))(x),
+                               [[-s, s]], rtol=1e-14, atol=0)
+    assert check_rule(np.trapezoid, y, x, axis=-1).worst < 1e-9

@@ -252,3 +252,22 @@ def test_fast_hvp_matches_nested_differentiation(name):
     _, nested = cr.jvp(cr.grad(f), (_X,), (v,))
     np.testing.assert_allclose(fast, nested, rtol=1e-10, atol=1e-12)
     check_hvp(f, _X)
+
+
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-d", "size 1"])
+def test_take_along_an_axis_of_a_0d_or_size_1_array(shape):
+    # NumPy takes from a 0-d array along axis 0 or -1 as from an array of one
+    # element: every index (in range, wrapped or clipped) picks x
+    x = np.full(shape, 0.7)
+    for f in (lambda x: np.take(x, [0, 0, -1], axis=0),
+              lambda x: np.take(x, [[3, -2, 0]], axis=-1, mode="clip"),
+              lambda x: np.take(x, [5, 1, 0], axis=0, mode="wrap"),
+              lambda x: x.take([0, 0, 0], axis=0)):
+        np.testing.assert_array_equal(np.reshape(f(x), 3), np.full(3, 0.7))
+        np.testing.assert_array_equal(np.reshape(cr.jacobian(f)(x), 3), np.ones(3))
+        # sum of three cubes: Hessian 18 x
+        h = cr.hessian(lambda x, f=f: np.sum(f(x) ** 3))(x)
+        np.testing.assert_allclose(h, np.reshape(18 * 0.7, shape + shape), rtol=1e-15)
+    # a scalar index gives x itself
+    np.testing.assert_array_equal(cr.grad(lambda x: np.take(x, 0, axis=0))(x), np.ones(shape))
+    assert check_hvp(np.take, x, np.array([0, 0]), 0, mode="clip")

@@ -330,6 +330,18 @@ def test_diff_prepend_append():
     check_rrule(np.diff, y, axis=0, n=1, append=np.zeros((1, 4)))
 
 
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-d", "size 1"])
+def test_diff_of_order_0_is_the_input(shape):
+    # NumPy returns the input for n=0 before it reads the axis (0-d included)
+    x = np.full(shape, 0.7)
+    for kw in ({"n": 0}, {"n": 0, "axis": 0}, {"n": 0, "axis": 3, "prepend": 1.0}):
+        np.testing.assert_array_equal(cr.jacobian(lambda x: np.diff(x, **kw))(x),
+                                      np.reshape(1.0, shape + shape))
+        h = cr.hessian(lambda x: np.sum(np.diff(x, **kw) ** 3))(x)
+        np.testing.assert_allclose(h, np.reshape(6 * 0.7, shape + shape), rtol=1e-15)
+        assert check_hvp(np.diff, x, **kw)
+
+
 def test_trace_offset_axes():
     x = np.arange(24.0).reshape(2, 3, 4)
     g = cr.grad(lambda x: np.sum(np.trace(x, offset=1, axis1=2, axis2=0)))(x)

@@ -12,7 +12,7 @@ import scipy.interpolate as si
 import scipy.sparse.linalg as ssl
 
 import chainrules as cr
-from chainrules.errors import AutodiffError, MissingRuleError, UntraceableError
+from chainrules.errors import AutodiffError, DomainError, MissingRuleError, UntraceableError
 from chainrules.scipy import interpolate as ci
 
 RNG = np.random.default_rng(7)
@@ -673,6 +673,9 @@ def test_insert():
     used = len(ref.t) - k - 1
     close(traced_value(lambda v: ci.insert(1.3, ci.BSpline(t, v, k)).c, b.c)[:used],
           ref.c[:used])
+    for short in (c[0], c[:1]):   # SciPy would read past the end of c
+        with pytest.raises(DomainError, match="insert: the knots"):
+            cr.jacobian(lambda v: ci.insert(1.3, (t, v, k))[1])(short)
 
 
 def test_two_point_akima_in_the_data():

@@ -212,6 +212,23 @@ def test_bad_input_raises_and_leaves_arrays_untouched():
         sparse.coo_array((np.ones(1), ([5], [0])), shape=(2, 2))
 
 
+def test_sddmm_takes_operands_of_the_sparse_dimensions_only():
+    # like spmm and rspmm: a dense operand whose length is not the sparse
+    # dimension is refused by the plain call and the traced one alike
+    from chainrules.rules.scipy_sparse import sddmm
+
+    kw = {"row": np.array([0, 0]), "col": np.array([0, 1]), "m": 2, "n": 2}
+    g, x = np.array([0.7, -0.4]), np.array([1.5, 0.3])
+    np.testing.assert_allclose(sddmm(g, x, **kw), [0.7 * 1.5, 0.7 * 0.3])
+    jac = cr.jacobian(lambda x: sddmm(g, x, **kw))(x)
+    np.testing.assert_allclose(jac, [[0.7, 0.0], [0.0, 0.7]])
+    for bad in ((g[:1], x), (g, x[:1]), (g[:, None], x)):
+        with pytest.raises(ValueError, match="sddmm"):
+            sddmm(*bad, **kw)
+        with pytest.raises(ValueError, match="sddmm"):
+            cr.jacobian(lambda a, b=bad[1]: sddmm(a, b, **kw))(bad[0])
+
+
 # -- linalg --------------------------------------------------------------------------
 def _sq(w, pattern=S0):
     return sparse.csr_array((w, pattern.indices, pattern.indptr), shape=pattern.shape)

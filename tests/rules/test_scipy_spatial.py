@@ -309,6 +309,23 @@ def test_squareform_reads_the_upper_triangle():
     np.testing.assert_array_equal(g, 4 * i + j + 4 * j + i)
 
 
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-d", "size 1"])
+def test_squareform_of_one_distance(shape):
+    # SciPy reads a 0-d X as the condensed vector of one distance (a 2 x 2 matrix)
+    y = np.full(shape, 0.7)
+    np.testing.assert_array_equal(_traced(cd.squareform, y), sd.squareform(y))
+    for force in ("no", "tomatrix"):
+        jac = cr.jacobian(lambda a: cd.squareform(a, force=force))(y)
+        np.testing.assert_array_equal(np.reshape(jac, (2, 2)), [[0.0, 1.0], [1.0, 0.0]])
+    # the two entries' cubes: 2 y^3, Hessian 12 y
+    h = cr.hessian(lambda a: np.sum(cd.squareform(a) ** 3))(y)
+    np.testing.assert_allclose(h, np.reshape(12 * 0.7, shape + shape), rtol=1e-15)
+    if shape == ():
+        with pytest.raises(ValueError, match="not a distance matrix"):
+            cr.grad(lambda a: np.sum(cd.squareform(a, force="tovector")))(y)
+    assert check_rule(cd.squareform, y).worst < 1e-9
+
+
 # -- calling conventions and errors ---------------------------------------------------------
 def test_metric_aliases_and_callables():
     ref = sd.pdist(X, "chebyshev")

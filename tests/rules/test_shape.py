@@ -162,6 +162,43 @@ def test_repeat_with_array_repeats_and_tile():
     np.testing.assert_array_equal(g, [4.0, 4.0, 4.0])
 
 
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-d", "size 1"])
+def test_repeat_along_an_axis_of_a_0d_or_size_1_array(shape):
+    # NumPy repeats a 0-d array along axis 0 or -1 as an array of one element
+    x = np.full(shape, 0.7)
+    for f in (lambda x: np.repeat(x, 3, axis=0), lambda x: np.repeat(x, [3], axis=-1),
+              lambda x: x.repeat(3, axis=0), lambda x: np.repeat(x, 3)):
+        assert np.shape(f(x)) == (3,)
+        np.testing.assert_array_equal(np.reshape(cr.jacobian(f)(x), 3), np.ones(3))
+        # sum of three cubes: 9 x^2, Hessian 18 x
+        h = cr.hessian(lambda x, f=f: np.sum(f(x) ** 3))(x)
+        np.testing.assert_allclose(h, np.reshape(18 * 0.7, shape + shape), rtol=1e-15)
+    assert check_hvp(np.repeat, x, 2, axis=-1)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)], ids=["0-d", "size 1", "1 x 1"])
+def test_scatter_add_of_a_broadcast_value(shape):
+    # out[index] += g with g broadcast to out[index]: the cotangent of g sums
+    from chainrules.rules.shape import scatter_add
+
+    g = np.full(shape, 0.7)
+    idx = (np.array([0, 2, 0, 1, 2]),)
+    counts = np.array([2.0, 1.0, 2.0])
+    for out_shape, want in (((3,), counts), ((3, 2), np.repeat(counts, 2))):
+        if len(shape) > len(out_shape):
+            continue
+        f = (lambda g, s=out_shape: scatter_add(g, idx, s))
+        np.testing.assert_allclose(f(g), 0.7 * np.reshape(want, out_shape))
+        jac = cr.jacobian(f)(g)
+        np.testing.assert_array_equal(np.reshape(jac, want.shape), want)
+        h = cr.hessian(lambda g, f=f: np.sum(f(g) ** 2))(g)
+        np.testing.assert_allclose(h, np.reshape(2 * np.sum(want ** 2), shape + shape))
+    # a basic index writes g once per position
+    jac = cr.jacobian(lambda g: scatter_add(g, (slice(1, 3),), (4,)))(g)
+    np.testing.assert_array_equal(np.reshape(jac, 4), [0.0, 1.0, 1.0, 0.0])
+    assert check_hvp(scatter_add, g, idx, (3, 2))
+
+
 def test_diag_family_values():
     v = np.array([1.0, 2.0])
     m = np.arange(9.0).reshape(3, 3)

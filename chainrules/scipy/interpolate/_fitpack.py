@@ -16,7 +16,7 @@ the data: the twin asks for ``lam``.
 import numpy as np
 import scipy.interpolate as _si
 
-from chainrules.errors import MissingRuleError
+from chainrules.errors import DomainError, MissingRuleError
 from chainrules.tracing import is_traced, untraced
 
 from ._bspline import BSpline, antiderivative_tck, basis_matrix, derivative_tck
@@ -168,8 +168,21 @@ def insert(x, tck, m=1, per=0):
     if not is_traced(c):
         return _si.insert(x, tck, m, per)
     _real(c)
+    _enough_coefficients(t, c, k, "insert")
     t_new, c_new = _insert_map(x, np.asarray(t, dtype=float), widen(c), k, m, per)
     return t_new, c_new, k
+
+
+def _enough_coefficients(t, c, k, what):
+    """FITPACK reads ``len(t) - k - 1`` coefficients; SciPy's ``insert``
+    does not check that ``c`` has them and reads past its end."""
+    nc = len(t) - k - 1
+    if np.ndim(c) == 0 or np.shape(c)[0] < nc:
+        raise DomainError(
+            f"scipy.interpolate.{what}: the knots t ({len(t)} of them) of degree k={k} "
+            f"need {nc} coefficients, but c has shape {np.shape(c)}: FITPACK would read "
+            "past the end of c, so the result and its derivative are not defined; pass "
+            f"c with at least {nc} coefficients along its first axis")
 
 
 def _insert_map(x, t, c, k, m, per):

@@ -275,9 +275,12 @@ def squareform(X, force="no", checks=True):
     """``scipy.spatial.distance.squareform``: a condensed distance vector to
     the symmetric matrix with zero diagonal, and a square matrix to the
     vector of its upper triangle (the lower triangle is not read, so its
-    derivative is 0; ``checks`` tests the plain values for symmetry)."""
+    derivative is 0; ``checks`` tests the plain values for symmetry). As
+    in SciPy, a 0-d ``X`` is the condensed vector of one distance."""
     if not is_traced(X):
         return _sd.squareform(X, force=force, checks=checks)
+    if np.ndim(X) == 0:   # SciPy reads X with np.ascontiguousarray: at least 1-d
+        X = np.reshape(X, (1,))
     s = np.shape(X)
     if force.lower() == "tomatrix" and len(s) != 1:
         raise ValueError("Forcing 'tomatrix' but input X is not a distance vector.")
