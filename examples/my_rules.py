@@ -86,7 +86,8 @@ def _weighted_sum_rule(x, w, axis):
     out = weighted_sum(x, w, axis)
 
     def weighted_sum_pullback(g):
-        g = np.expand_dims(g, axis)
+        if np.ndim(x):   # NumPy sums a 0-d x over axis 0 or -1 to itself
+            g = np.expand_dims(g, axis)
         return (np.broadcast_to(g * w, x.shape), cr.unbroadcast(g * x, w.shape),
                 cr.NoTangent())
 

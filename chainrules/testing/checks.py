@@ -113,7 +113,7 @@ def check_rule(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | No
         c.hvp(fast=hvp_fast)
     if "rrule" in modes:
         c.batched(hvp="hvp" in modes, forward="frule" in modes)
-        c.batched_at_0d(hvp="hvp" in modes, forward="frule" in modes)
+        c.batched_at_small_points(hvp="hvp" in modes, forward="frule" in modes)
     c.check_unmutated("the checks")
     return c.report
 
@@ -138,7 +138,7 @@ def check_rrule(op: Callable[..., Any], *args: Any, call: Callable[..., Any] | N
                    directions, "check_rrule", wrt)
     c.rrule(adjoint=adjoint)
     c.batched(hvp=False, forward=adjoint)
-    c.batched_at_0d(hvp=False, forward=adjoint)
+    c.batched_at_small_points(hvp=False, forward=adjoint)
     return c.report
 
 

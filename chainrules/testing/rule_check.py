@@ -3,7 +3,6 @@ pushforward, adjoint identity, HVP, raw cotangent kinds, zero cotangents,
 repeatability, mutation), run on one ``CheckedRecording``."""
 
 import math
-import warnings
 
 import numpy as np
 
@@ -383,7 +382,8 @@ class RuleCheck:
         (the Hessian of a size-1 or 0-d input, a last chunk of one) is
         checked as well: the engine runs the unbatched sweeps for it and
         lifts their values to a batch. ``forward`` False: the reverse sweep
-        only (a rule without a forward mode)."""
+        only (a rule without a forward mode). ``batched_at_small_points``
+        runs it again at 0-d and size-1 inputs."""
         rec = self.rec
         k = max(2, self.directions)
         us = [self.us[j] if j < self.directions else
@@ -394,69 +394,13 @@ class RuleCheck:
         self._batch_vs_one(us, ws, hvp, forward)
         self._batch_vs_one(us[:1], ws[:1], hvp, forward)
 
-    def batched_at_0d(self, hvp=True, forward=True):
-        """``batched`` at a point where every differentiated array is 0-d
-        (its first element), when the op takes one: a batched value of a 0-d
-        node has one axis, the batch's, which a rule must not read as the
-        value's own (the Hessian of a 0-d input is a batch of one as well).
-        Run where a rule of the recording takes batches itself (the engine's
-        per-direction loop calls the unbatched methods); nothing when none
-        does, when the op refuses 0-d inputs or when they are 0-d already.
-        Returns the ``RuleCheck`` of that point, or None."""
-        if not any(batched_rule(r) for _, r in self.rec.rules()):
-            return None
-        args = _first_elements(self.args, self.idx)
-        if args is None:
-            return None
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            try:
-                out = pytree.flatten(self.f(*args, **self.kwargs))[0]
-            except Exception:  # noqa: BLE001 - the op takes no 0-d input here
-                return None
-        if not any(inexact(v) for v in out) or not all(
-                np.all(np.isfinite(v)) for v in out if inexact(v)):
-            return None
-        try:
-            c = RuleCheck(self.op, args, self.kwargs, self.f if self.f is not self.op
-                          else None, *self.tols, self.rng,
-                          self.directions, "check_rule", [i for i in self.idx])
-        except Exception:  # noqa: BLE001 - a refusal (typed or not) of the 0-d point:
-            return None    # not the batch's question (see _one_direction_runs)
-        hvp, forward = c._one_direction_runs(hvp, forward)
-        if forward is None:
-            return None
-        c.batched(hvp, forward)
-        # the comparisons count in this check's report (its modes stay the
-        # point's own: the same sweeps at another point)
-        rep = self.report
-        rep.checks += c.report.checks
-        if c.report.worst > rep.worst:
-            rep.worst, rep.worst_at = c.report.worst, c.report.worst_at + " (0-d inputs)"
-        return c
+    def batched_at_small_points(self, hvp=True, forward=True):
+        """``batched`` again where every differentiated array is 0-d, then
+        of size 1 (``chainrules.testing.small_points``): an untyped crash
+        there fails the check. Returns the ``RuleCheck`` of each point run."""
+        from .small_points import batched_at_small_points
 
-    def _one_direction_runs(self, hvp, forward):
-        """Which sweeps of one direction run at this point: ``(hvp,
-        forward)`` narrowed to them, ``forward`` None when not even the
-        reverse sweep does. The batched comparison needs them as its
-        reference; whether the rule differentiates this point correctly is
-        the other modes' question."""
-        try:
-            self.cotangent(0)
-        except Exception:  # noqa: BLE001 - no reference for the batch
-            return False, None
-        if not forward:
-            return False, False
-        try:
-            self.pushforward(0)
-        except Exception:  # noqa: BLE001
-            return False, False
-        if hvp:
-            try:
-                self._hvp_one(0)
-            except Exception:  # noqa: BLE001
-                hvp = False
-        return hvp, True
+        return batched_at_small_points(self, hvp, forward)
 
     def _batch_vs_one(self, us, ws, hvp, forward):
         """The sweeps of the directions ``us`` (forward, HVP) and ``ws``
@@ -464,19 +408,25 @@ class RuleCheck:
         own directions' sweeps computed once: a batch of one reuses them)."""
         ctx, rec = self.ctx, self.rec
         k = len(us)
+        # where the exact map vanishes (a 1 x 1 determinant's Hessian, the
+        # Mahalanobis distance between the only two points of their sample),
+        # both sides are rounding noise: the slacks measure it against the
+        # scale of the function (|f| / |x|, |w| |f| / |x|^2), not the noise
         own = self.directions
         where = "direction #{} of a batch of {}"
         for j, c in enumerate(rec.backward_batch(ws)):
             one = self.cotangent(j) if j < own else rec.backward(ws[j])
             ctx.vector("batched pullback vs one direction", c, one, 0.0,
-                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj)
+                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj,
+                       slack=lambda j=j: ctx.adj * self._first_order_scale() * norm(ws[j]))
         if not forward:
             return
         tans = rec.forward_batch(us)
         for j, t in enumerate(rec.output_tangents(tans, k)):
             one = self.pushforward(j) if j < own else rec.forward(us[j])[0]
             ctx.vector("batched pushforward vs one direction", t, one, 0.0,
-                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj)
+                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj,
+                       slack=lambda j=j: ctx.adj * self._first_order_scale() * norm(us[j]))
         if not hvp:
             return
         w = self.ws[0]
@@ -488,8 +438,11 @@ class RuleCheck:
             one = self._hvp_one(j) if j < own else self._hvp_of(us[j])
             # (a spec's explicit atol: a batch rounds where one direction is exact)
             ctx.vector("batched HVP vs one direction", hv, one, self.tols[1] or 0.0,
-                       where.format(j, k),
-                       ("batched", "one direction"), rtol=ctx.adj)
+                       where.format(j, k), ("batched", "one direction"), rtol=ctx.adj,
+                       slack=lambda j=j: ctx.adj * norm(us[j]) * max(
+                           self._second_order_scale(w),
+                           self._first_order_scale() * norm(w) / max(norm(self.p_leaves),
+                                                                     1.0)))
 
     def _hvp_of(self, u):
         """The HVP sweep of one direction ``u`` with the seed ``ws[0]``."""
@@ -501,6 +454,13 @@ class RuleCheck:
         if j not in self._hv:
             self._hv[j] = self._hvp_of(self.us[j])
         return self._hv[j]
+
+    def _first_order_scale(self):
+        """``|f(x)| / max(|x|, 1)``: the size of a derivative of a function
+        with this value at ``x``, against which the rounding of a Jacobian
+        that vanishes in exact arithmetic is measured. Used only where a
+        check fails without it."""
+        return norm(self.rec.out_values) / max(norm(self.p_leaves), 1.0)
 
     def _second_order_scale(self, w):
         """``|J^T w| / max(|x|, 1)``: the size of a Hessian of a function
@@ -586,24 +546,6 @@ class RuleCheck:
                            [ref.get(nid, ZERO)], 0.0,
                            f"rule {rule_name(rule)}, input node {int(nid)}, direction #{j}",
                            ("batched", "pullback"), rtol=ctx.adj)
-
-
-def _first_elements(args, idx):
-    """``args`` with each float or complex array (of at least one element
-    and one axis) among the arguments at ``idx`` replaced by its first
-    element as a 0-d array; None when there is no such array."""
-    changed = []
-
-    def first(a):
-        if isinstance(a, np.ndarray) and a.ndim and a.size and a.dtype.kind in "fc":
-            changed.append(a)
-            return np.array(a.reshape(-1)[0], dtype=a.dtype)
-        return a
-
-    out = list(args)
-    for i in idx:
-        out[i] = pytree.tree_map(first, args[i])
-    return tuple(out) if changed else None
 
 
 # -- public checkers -----------------------------------------------------------------

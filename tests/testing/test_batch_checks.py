@@ -197,3 +197,126 @@ def test_an_output_without_derivative_in_a_batch_of_one(x):
     h = cr.hessian(lambda v: np.sum(_square_of(v) * v))(x)
     n = x.size
     np.testing.assert_allclose(np.reshape(h, (n, n)), np.diag(6 * np.ravel(x)), atol=1e-12)
+
+
+# -- small points: a crash there fails the check, a refusal skips it -----------------
+@cr.primitive
+def total_first_axis(x):
+    return np.sum(x, axis=0)
+
+
+@cr.rrule(total_first_axis)
+def _(x):
+    # written for arrays: at 0-d (NumPy sums a 0-d x over axis 0 to itself)
+    # expand_dims makes g 1-d, which broadcast_to cannot fit into x's ()
+    def total_first_axis_pullback(g):
+        return (np.broadcast_to(np.expand_dims(g, 0), np.shape(x)),)
+
+    return total_first_axis(x), total_first_axis_pullback
+
+
+@cr.primitive
+def total_rows(x):
+    return np.sum(x, axis=1)
+
+
+@cr.rrule(total_rows)
+def _(x):
+    # the same pullback; NumPy refuses axis 1 of a 0-d or 1-d x
+    def total_rows_pullback(g):
+        return (np.broadcast_to(np.expand_dims(g, 1), np.shape(x)),)
+
+    return total_rows(x), total_rows_pullback
+
+
+def test_an_untyped_crash_at_0d_fails_the_check(rng):
+    x = rng.uniform(-1, 1, (3, 2))
+    for check in (check_rule, check_rrule):
+        with pytest.raises(CheckFailure) as e:
+            check(total_first_axis, x)
+        msg = str(e.value)
+        assert "takes 0-d inputs but differentiating there raised ValueError" in msg
+        assert "total_first_axis(float64[])" in msg and "at inputs: " in msg
+    # the rule itself is right at the sampled point
+    np.testing.assert_allclose(cr.jacobian(total_first_axis)(x),
+                               np.eye(2)[:, None, :].repeat(3, axis=1))
+
+
+def test_an_op_whose_plain_call_refuses_0d_inputs_is_skipped_there(rng):
+    x = rng.uniform(-1, 1, (3, 2))
+    # the same pullback, never reached at 0-d nor at size 1 ((1,) is 1-d)
+    with pytest.raises(ValueError):
+        total_rows(np.array(0.5))
+    rep = check_rule(total_rows, x)
+    assert rep.worst < 1e-12 and rep.modes[-1] == "batched(loop)"
+    # at 1 x 1 (the size-1 point of a matrix) NumPy takes it, and so does the rule
+    assert check_rule(total_rows, x[:1, :1]).worst < 1e-12
+
+
+@cr.primitive
+def halve(x):
+    return x / 2
+
+
+class Halve(cr.ReverseRule):
+    linear = True
+
+    def __init__(self, x_id, refuse):
+        self.x_id, self.refuse = x_id, refuse
+
+    def inputs(self):
+        return (self.x_id,)
+
+    def pullback(self, g):
+        if self.refuse is not None:
+            raise self.refuse
+        return [(self.x_id, g / 2)]
+
+    def pushforward(self, tangents):
+        return tangents[0] / 2
+
+
+def _register_halve(refusal_at_0d):
+    @cr.register(halve)
+    def _(ids, x):
+        refuse = refusal_at_0d if np.ndim(x) == 0 else None
+        return halve(x), Halve(ids[0], refuse)
+
+
+def test_a_typed_refusal_at_0d_skips_the_point_an_untyped_one_fails(rng):
+    x = rng.uniform(-1, 1, 3)
+    try:
+        _register_halve(cr.MissingRuleError("halve: no rule for a 0-d x; pass a 1-d array"))
+        assert check_rule(halve, x).worst < 1e-12
+        # a typed error without a message says nothing to the user: not a refusal
+        _register_halve(cr.MissingRuleError())
+        with pytest.raises(CheckFailure, match="0-d inputs .* raised MissingRuleError"):
+            check_rule(halve, x)
+        _register_halve(IndexError("tuple index out of range"))
+        with pytest.raises(CheckFailure, match="0-d inputs .* raised IndexError"):
+            check_rule(halve, x)
+    finally:
+        _register_halve(None)
+    assert check_rule(halve, x).worst < 1e-12
+
+
+@cr.primitive
+def double(x):
+    return 2 * x
+
+
+@cr.rrule(double)
+def _(x):
+    # a pullback that reads a size-1 cotangent as a number: the sweep gets a
+    # float where it needs an array of x's shape (1,)
+    def double_pullback(g):
+        return (2 * float(np.reshape(g, -1)[0]) if np.shape(x) == (1,) else 2 * g,)
+
+    return double(x), double_pullback
+
+
+def test_the_size_1_point_is_checked(rng):
+    x = rng.uniform(-1, 1, 3)
+    assert check_rule(double, np.array(0.3)).worst < 1e-12   # 0-d: nothing smaller
+    with pytest.raises(CheckFailure, match="at size-1 inputs"):
+        check_rule(double, x)
