@@ -5,9 +5,9 @@ arithmetic (``polyadd``, ``polysub``, ``polymul``, ``polydiv``, ``polyder``,
 ``meshgrid``, ``unwrap``, ``sort_complex``, ``bincount`` (differentiable in
 ``weights``), ``ldexp``/``frexp``/``modf``, ``astype``, the ``unique_*``
 family, ``hfft``/``ihfft``; functions with integer or boolean results
-return plain values; in-place writers (``put``, ``place``, ``putmask``,
-``fill_diagonal``, ``put_along_axis``) raise ``UntraceableError`` naming the
-out-of-place form.
+return plain values; ``put_along_axis``, which writes in place, raises
+``UntraceableError`` naming the out-of-place form (``put``, ``place``,
+``putmask`` and ``fill_diagonal`` are recorded by ``chainrules.writes_buffers``).
 """
 
 import importlib.util
@@ -446,13 +446,10 @@ def _writer(name, alternative):
     return refuse
 
 
-for _name, _alt in (("put", "use chainrules.numpy.index_update(a, ind, v) on the raveled "
-                            "array"),
-                    ("place", "use np.where(mask, values, a)"),
-                    ("putmask", "use np.where(mask, values, a)"),
-                    ("fill_diagonal", "use a * (1 - np.eye(n)) + v * np.eye(n)"),
-                    ("put_along_axis", "use chainrules.numpy.index_update")):
-    DECOMPOSITIONS[getattr(np, _name)] = _writer(_name, _alt)
+# (np.put, np.putmask, np.place and np.fill_diagonal are recorded out of place
+# by chainrules.writes_buffers, before any composition is looked up)
+DECOMPOSITIONS[np.put_along_axis] = _writer("put_along_axis",
+                                            "use chainrules.numpy.index_update")
 
 
 # -- np.pad: the statistic and ramp modes, traced constants and end values ---------------------

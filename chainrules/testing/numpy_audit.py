@@ -44,6 +44,9 @@ _CATEGORIES = {
                                "datetime_data is_busday",
     "np.matrix (deprecated class)": "asmatrix bmat",
     "traced through the ufunc machinery as floor_divide and remainder": "divmod",
+    "writes into an array in place: on a traced array the write is recorded out of "
+    "place (chainrules.writes_buffers); a traced value written into a plain array "
+    "raises UntraceableError": "put putmask place fill_diagonal",
     "deprecated alias of np.vstack (which has a rule)": "row_stack",
     "deprecated alias (NumPy before 2.4) whose body calls np.trapezoid, which has a "
     "decomposition": "trapz",
