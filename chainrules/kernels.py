@@ -195,6 +195,9 @@ def _expression(node, names):
     op, args = node.op, node.args
     loop = node.loop if len(node.loop) == len(args) else (None,) * len(args)
     texts = [_arg(a, names.get(id(a)), dt) for a, dt in zip(args, loop)]
+    if op in ("**", "power", "float_power") and node.dtype.kind in "iu":
+        # (NumPy raises for a negative integer exponent; a loop would not)
+        raise NotCompilable("an integer power")
     if op == "**":
         base, ex = args
         if ex.op == "const" and not isinstance(ex.value, (complex, np.complexfloating)) \
@@ -240,8 +243,10 @@ def kernel_source(program, pattern, ndim=1):
         name = names[id(e)] = f"t{k}"
         _cast_name(dt)
         text = _expression(e, names)
+        # (a bool result stays a bool: True + True is True in NumPy's loop,
+        # 2 in Python's)
         body.append(f"{name} = {_cast_name(dt)}({text})" if dt.kind != "b" else
-                    f"{name} = {text}")
+                    f"{name} = (({text}) != 0)")
         if dt.kind == "f":
             checks.append(f"(({name} - {name}) != 0)")
     outs, stores = [], []

@@ -183,6 +183,25 @@ def test_functions_within_a_few_ulps(dt):
         assert np.max(err, initial=0) <= FUNCTION_ULPS * eps, (name, np.max(err) / eps)
 
 
+@needs_numba
+def test_bool_and_integer_values_keep_numpy_semantics():
+    b = ee.placeholder("b", np.bool_)
+    c = ee.placeholder("c", np.bool_)
+    i = ee.placeholder("i", np.int64)
+    x = ee.placeholder("x", np.float64)
+    exprs = (np.add(b, c) * x, np.multiply(b, c) + x, np.maximum(b, c) * 1.5,
+             np.where(b, i * 3, i - 7) * x, np.sign(i) * x, np.absolute(i) + 0.5)
+    rng = np.random.default_rng(1)
+    env = {"b": rng.random(64) > 0.5, "c": rng.random(64) > 0.3,
+           "i": rng.integers(-5, 5, 64), "x": rng.standard_normal(64)}
+    got, want = _region_values(exprs, env)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == np.asarray(w).dtype
+    with pytest.raises(kernels.NotCompilable, match="integer power"):
+        kernels.kernel_source(ee.Program((i ** 2 * x,)), ("a", "a"))
+
+
 def test_complex_programs_are_not_compiled():
     z = ee.placeholder("z", np.complex128)
     program = ee.Program((z * z,))
