@@ -3,6 +3,9 @@
     python benchmarks/instructions.py                 # the 200-op chain's value_and_grad
     python benchmarks/instructions.py --case numpy    # the same chain in plain NumPy
     python benchmarks/instructions.py --case sum      # value_and_grad of np.sum (fixed cost)
+    python benchmarks/instructions.py --case twoop    # value_and_grad of np.sum(np.sin(x) * x)
+    python benchmarks/instructions.py --case grad     # the same through grad
+    python benchmarks/instructions.py --case hvp      # hvp of the same function
 
 Wall-clock timings of the per-op overhead move by tens of percent between
 runs on a shared 2-core machine. Instruction counts do not: valgrind's
@@ -47,6 +50,11 @@ elif case == "numpy":
 elif case == "sum":
     vg = cr.value_and_grad(lambda x: np.sum(x))
     call = lambda: vg(x)
+elif case in ("twoop", "grad", "hvp"):  # the fixed cost per call, on a 3-element x
+    x = x[:3]
+    two = lambda x: np.sum(np.sin(x) * x)
+    vg = cr.value_and_grad(two) if case == "twoop" else cr.grad(two)
+    call = (lambda: cr.hvp(two, x, x)) if case == "hvp" else (lambda: vg(x))
 else:
     raise SystemExit("unknown case " + case)
 for _ in range(3):
@@ -74,7 +82,8 @@ def count(n, case):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--case", default="chain", choices=("chain", "numpy", "sum"))
+    ap.add_argument("--case", default="chain", choices=("chain", "numpy", "sum", "twoop", "grad",
+                                                      "hvp"))
     ap.add_argument("--calls", default="10,30", help="N1,N2 (default 10,30)")
     a = ap.parse_args()
     if shutil.which("valgrind") is None:

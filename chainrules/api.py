@@ -15,7 +15,7 @@ import numpy as np
 from . import pytree
 from .transformed import Transformed
 from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
-                        collect_cotangents, function_name,
+                        collect_cotangents, function_name, gradient_seed,
                         like_output, normalize_argnums, scalar_output_dtype, trace_args,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
 from .arrays import ones_like_value, zeros_like_value
@@ -101,18 +101,20 @@ def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux:
         finally:
             tape.active = False
         if type(out) is Traced and out.tape is tape:
+            value = out.value
             fuse(tape, (out.node,))
-            grads = tape.backward([out.node], [ones_like_value(untraced(out), dtype)])
+            grads = tape.backward([out.node], [gradient_seed(untraced(value), dtype)])
         else:
+            value = unwrap_level(out, tape)
             grads = NO_GRADIENTS
         tape.free()
-        g = tuple(collect_cotangents(s, grads) for s in specs)
-        value = unwrap_level(out, tape)
+        g = (collect_cotangents(specs[0], grads) if single else
+             tuple(collect_cotangents(s, grads) for s in specs))
         if type(value) is np.ndarray:  # f may return (a view of) its input
             value = unaliased(value, user_arrays(args))
         if has_aux:
             value = (value, unwrap_level(aux, tape))
-        return value, (g[0] if single else g)
+        return value, g
 
     return Transformed(value_and_grad_f, value_and_grad, f, (),
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))

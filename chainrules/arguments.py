@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from . import pytree
-from .arrays import is_array, shape_of, zeros_like_value
+from .arrays import is_array, ones_like_value, shape_of, zeros_like_value
 from .guards import is_plain_subclass, refuse_subclass
 from .errors import (ComplexOutputError, NonDifferentiableInputError, NonScalarOutputError,
                      TangentShapeError)
@@ -69,7 +69,41 @@ def plain_leaf(leaf, where):
     refuse_subclass(t, where)
 
 
+#: NumPy scalar types of an inexact dtype: an argument of one of them is
+#: one leaf, taken as it is (``trace_arg``'s fast path)
+_INEXACT_SCALARS = frozenset(t for t in (np.float16, np.float32, np.float64, np.longdouble,
+                                         np.complex64, np.complex128, np.clongdouble))
+_LEAF = pytree.LEAF
+_new = object.__new__
+
+
+def _one_leaf(tape, leaf, v, scalar):
+    """``trace_arg`` of an argument that is one inexact leaf: ``leaf`` as the
+    caller passed it (or its private copy), ``v`` its primal value."""
+    nid = tape.leaf(v)
+    t = _new(Traced)
+    t.value = v
+    t.node = nid
+    t.tape = tape
+    return t, ArgSpec(_LEAF, [leaf], [nid], [scalar])
+
+
 def trace_arg(tape, arg, fname, argnum, private=False):
+    """``arg`` traced onto ``tape`` as leaf nodes, and its ``ArgSpec``."""
+    ta = type(arg)
+    # the common arguments, one inexact array or scalar, without a pytree
+    # walk; the same result as the general path below
+    if ta is np.ndarray:
+        if arg.dtype.kind in "fc":
+            if private:
+                arg = arg.copy()
+            return _one_leaf(tape, arg, arg, False)
+    elif ta is float:
+        return _one_leaf(tape, arg, np.float64(arg), True)
+    elif ta in _INEXACT_SCALARS:
+        return _one_leaf(tape, arg, arg, True)
+    elif ta is complex:
+        return _one_leaf(tape, arg, np.complex128(arg), True)
     leaves, td = pytree.flatten(arg)
     leaves = [plain_leaf(leaf, f"{fname}: argument {argnum}") for leaf in leaves]
     if private:
@@ -128,11 +162,12 @@ def leaf_cotangent(c, leaf, scalar):
     """The cotangent of one input leaf in the form the user gets it: the
     input's own kind (a NumPy scalar for a Python or NumPy scalar input, an
     array for an array input, 0-d included) and dtype, whatever ``f`` did."""
-    if isinstance(c, Structural):
+    tc = type(c)
+    if tc is not np.ndarray and isinstance(c, Structural):
         if not is_inexact(leaf):
             return NOTANGENT
         c = zeros_like_value(untraced(leaf))
-    tc = type(c)
+        tc = type(c)
     if tc is np.ndarray:
         if scalar:
             return c[()]
@@ -155,6 +190,11 @@ def collect_cotangents(spec, grads, users=()):
     """The input cotangents as a tree like the input. ``users``: arrays the
     caller passed in (seeds, tangents); a result that shares memory with one
     of them is copied, so the caller never gets an alias of its own array."""
+    if spec.treedef is _LEAF:  # one leaf: no tree to rebuild
+        nid = spec.ids[0]
+        if nid is None:
+            return NOTANGENT
+        return unaliased(leaf_cotangent(grads.get(nid), spec.leaves[0], spec.scalar[0]), users)
     out = []
     for leaf, nid, scalar in zip(spec.leaves, spec.ids, spec.scalar):
         if nid is None:
@@ -214,6 +254,13 @@ def normalize_argnums(argnums):
 
 
 def scalar_output_dtype(out, tape, fname, holomorphic=False):
+    """The dtype of ``grad``'s seed for the output ``out`` of ``f`` (the
+    output's own; complex with ``holomorphic``), or a typed error for an
+    output that is not a real scalar."""
+    if type(out) is Traced and not holomorphic:
+        v = out.value
+        if type(v) in _INEXACT_SCALARS and v.dtype.kind == "f":  # the common output
+            return v.dtype
     shape = getattr(out, "shape", None)
     if shape is None:
         if isinstance(out, (int, float, complex, np.generic)):
@@ -240,6 +287,16 @@ def scalar_output_dtype(out, tape, fname, holomorphic=False):
             "quantity (np.real, np.abs), pass holomorphic=True for a complex "
             "derivative of a holomorphic function, or use chainrules.vjp")
     return dtype
+
+
+def gradient_seed(v, dtype):
+    """The seed of a gradient for the output value ``v`` (untraced):
+    ``ones_like_value(v, dtype)``, a new 0-d array made directly for a NumPy
+    scalar or 0-d array output."""
+    tv = type(v)
+    if tv in _INEXACT_SCALARS or tv is np.ndarray and v.shape == ():
+        return np.array(1, dtype)
+    return ones_like_value(v, dtype)
 
 
 class NoGradients:

@@ -223,11 +223,30 @@ def _index_key(index):
     return type(index) is tuple, parts
 
 
+#: the longest tape whose nodes are looked at one by one before finding
+#: regions (``_two_large``); a longer one is asked for its distinct shapes
+_SHORT = 12
+
+
+def _two_large(rules, shapes, min_size):
+    """Whether two fusible rules have outputs of at least ``min_size``
+    elements: a region needs two members of its root's size."""
+    found = False
+    for rule, shape in zip(rules, shapes):
+        if type(rule) in _FUSIBLE and shape is not MULTI and prod(shape) >= min_size:
+            if found:
+                return True
+            found = True
+    return False
+
+
 def find_regions(tape, outputs, keep=(), min_size=0):
     """The regions to fuse: a list of ``(member node ids in tape order, region
     input ids, code key)``; roots smaller than ``min_size`` are not fused."""
     rules, shapes, dtypes = tape.rules, tape.shapes, tape.dtypes
     fusible = _FUSIBLE
+    if len(rules) <= _SHORT and not _two_large(rules, shapes, min_size):
+        return []  # a short tape (a function of a few operations): one look at each node
     # the shapes large enough, from the few distinct shapes of the tape: a
     # tape of small arrays is left at the cost of one set of its shapes
     big = {s for s in set(shapes) if s is not MULTI and prod(s) >= min_size}

@@ -19,6 +19,7 @@ from .rule import REPLAY_TYPES, NodeId
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
+_new = object.__new__
 
 
 class TangentCarry:
@@ -96,6 +97,13 @@ def pullback_with_tangents_of(tape, i, rule):
         return HOOKS.replay(entry, g, gd, [by_node.get(n) for n in nids])
 
     return replayed
+
+
+def _gradients(store):
+    """``Gradients(store)``, made without a Python-level ``__init__``."""
+    out = _new(Gradients)
+    out._store = store
+    return out
 
 
 def _keep(store, dstore, i, g, gd):
@@ -189,7 +197,18 @@ class ReverseSweeps:
         rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
         shapes = self.shapes
         dtypes = self.dtypes
-        cots, dots, owned = self._buffers(outputs, seeds, seed_tangents, carry, batch)
+        if carry is None and len(outputs) == 1:  # one output (a gradient): no loops
+            start = outputs[0]
+            n = len(rules)
+            cots = [None] * n
+            if start is None:
+                start = -1
+            else:
+                self._seed(cots, start, seeds[0], batch)
+            dots, owned = None, bytearray(n)
+        else:
+            cots, dots, owned = self._buffers(outputs, seeds, seed_tangents, carry, batch)
+            start = max((o for o in outputs if o is not None), default=-1)
         dbatch = None if carry is None else carry.batch  # batch of the tangents
         keep = None if wrt is None else set(wrt)
         need = None if carry is None else carry.need
@@ -197,7 +216,6 @@ class ReverseSweeps:
         dstore = None if dots is None else {}
         plain = dots is None and batch is None  # cotangents of one direction
         verify = self.user_rules  # rules from outside the library were recorded
-        start = max((o for o in outputs if o is not None), default=-1)
         for i in range(start, -1, -1):
             g = cots[i]
             if dots is not None:
@@ -211,7 +229,10 @@ class ReverseSweeps:
             rule = rules[i]
             if rule is None or keep is not None:
                 if keep is None or i in keep:
-                    _keep(store, dstore, i, g, None if dots is None else gd)
+                    if dstore is None:
+                        store[i] = g
+                    else:
+                        _keep(store, dstore, i, g, gd)
                 if rule is None:
                     continue
             if dots is not None:
@@ -270,7 +291,7 @@ class ReverseSweeps:
                         accumulate(cots, owned, 1, nid, c)
             else:
                 self._scatter(results, rule, cots, dots, owned, need, batch, dbatch)
-        return Gradients(store), (None if dstore is None else Gradients(dstore))
+        return _gradients(store), (None if dstore is None else _gradients(dstore))
 
     def _buffers(self, outputs, seeds, seed_tangents, carry, batch):
         """The sweep's cotangent buffers (and those of their tangents with a
@@ -332,8 +353,10 @@ class ReverseSweeps:
         """What every reverse sweep does first: refuse a freed tape, mark it
         consumed unless retained, install anomaly mode's check, and prune
         the rules to those leading to ``wrt``. Returns ``(rules, check)``."""
-        self._check_alive()
-        self._consumed(retain_graph)
+        if self.freed is not None:
+            self._check_alive()  # raises
+        if not retain_graph:
+            self._consumed(retain_graph)
         if check is None and self.anomaly:
             check = HOOKS.anomaly.check_pullback
         if wrt is None:
@@ -343,9 +366,13 @@ class ReverseSweeps:
     def _seed(self, buf, o, s, batch=None):
         """Add the seed ``s`` (projected onto node ``o``; ``batch``: a batch
         of seeds) into ``buf[o]``."""
-        if isinstance(s, Structural) or s is None:
+        if type(s) is _ndarray and batch is None and s.shape == self.shapes[o] and (
+                s.dtype is self.dtypes[o] or s.dtype == self.dtypes[o]):
+            pass  # the common seed: nothing to project
+        elif isinstance(s, Structural) or s is None:
             return
-        s = self._project(s, o, "seed", batch=batch)
+        else:
+            s = self._project(s, o, "seed", batch=batch)
         buf[o] = s if buf[o] is None else buf[o] + s
 
     # -- partial backward ------------------------------------------------
