@@ -74,6 +74,14 @@ def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux:
     >>> float(v), g
     (5.0, array([2., 4.]))
     """
+    return Transformed(_value_and_grad_call(f, argnums, has_aux, holomorphic),
+                       value_and_grad, f, (),
+                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
+
+
+def _value_and_grad_call(f, argnums, has_aux, holomorphic):
+    """The function ``value_and_grad`` returns, before ``Transformed`` wraps
+    it (``grad`` calls it directly: one ``at_user_line`` per call)."""
     nums, single = normalize_argnums(argnums)
     fname = function_name(f)
 
@@ -116,8 +124,7 @@ def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux:
             value = (value, unwrap_level(aux, tape))
         return value, g
 
-    return Transformed(value_and_grad_f, value_and_grad, f, (),
-                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
+    return value_and_grad_f
 
 
 @overload
@@ -138,7 +145,7 @@ def grad(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = 
     >>> float(cr.grad(lambda x: np.sin(x) * x)(0.0))
     0.0
     """
-    vg = value_and_grad(f, argnums, has_aux, holomorphic)
+    vg = _value_and_grad_call(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):

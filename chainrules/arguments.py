@@ -85,7 +85,12 @@ def _one_leaf(tape, leaf, v, scalar):
     t.value = v
     t.node = nid
     t.tape = tape
-    return t, ArgSpec(_LEAF, [leaf], [nid], [scalar])
+    spec = _new(ArgSpec)
+    spec.treedef = _LEAF
+    spec.leaves = [leaf]
+    spec.ids = [nid]
+    spec.scalar = [scalar]
+    return t, spec
 
 
 def trace_arg(tape, arg, fname, argnum, private=False):

@@ -108,14 +108,20 @@ def at_user_line(fn: Callable[P, R]) -> Callable[P, R]:
                 return fn(*args, **kwargs)
         return errstate_wrapper
 
+    get, set_, reset = _SETTINGS.get, _SETTINGS.set, _SETTINGS.reset
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        token = _redirect()
-        if token is None:
-            return fn(*args, **kwargs)
+        seen, redirected = _last
+        if get() is seen and redirected is not None:
+            token = set_(redirected)  # the usual call: the settings met last time
+        else:
+            token = _redirect()
+            if token is None:
+                return fn(*args, **kwargs)
         try:
             return fn(*args, **kwargs)
         finally:
-            _SETTINGS.reset(token)
+            reset(token)
 
     return wrapper

@@ -196,7 +196,8 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # anomaly detection: whether it is on for this recording, and then the
         # user's source line of each node (empty when off)
         anomaly = HOOKS.anomaly
-        self.anomaly = anomaly is not None and bool(anomaly.anomaly_mode.get())
+        # (anomaly_mode holds a bool: set_anomaly_mode stores bool(enabled))
+        self.anomaly = anomaly is not None and anomaly.anomaly_mode.get()
         self.sources = []
         # what a replay of a rule without pullback_with_tangents needs, by the
         # rule's NodeId: (rule, maker, ids, args, kwargs) (``keep_replay``)
@@ -214,9 +215,18 @@ class Tape(ReverseSweeps, ForwardSweeps):
     # -- recording ---------------------------------------------------------------
     def leaf(self, value: Any) -> NodeId:
         """Add an input node and return its ``NodeId``."""
-        shape, dtype = _meta(value)
-        nid = node_ids(len(self.rules))
-        self.rules.append(None)
+        try:
+            shape = value.shape
+            dtype = value.dtype
+        except AttributeError:
+            shape, dtype = _meta(value)
+        rules = self.rules
+        n = len(rules)
+        try:
+            nid = NODE_IDS[n]
+        except IndexError:
+            nid = node_ids(n)
+        rules.append(None)
         self.shapes.append(shape)
         self.dtypes.append(dtype)
         if self.anomaly:

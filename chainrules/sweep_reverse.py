@@ -194,7 +194,16 @@ class ReverseSweeps:
         ``pullback`` called (``batch``: batches of them); else a
         ``TangentCarry``, each rule's ``pullback_with_tangents`` called.
         Returns ``(Gradients, Gradients of the tangents or None)``."""
-        rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
+        if wrt is None:  # _reverse_start, without a call
+            if self.freed is not None:
+                self._check_alive()  # raises
+            if not retain_graph:
+                self._consumed(retain_graph)
+            if check is None and self.anomaly:
+                check = HOOKS.anomaly.check_pullback
+            rules = self.rules
+        else:
+            rules, check = self._reverse_start(outputs, wrt, retain_graph, check)
         shapes = self.shapes
         dtypes = self.dtypes
         if carry is None and len(outputs) == 1:  # one output (a gradient): no loops

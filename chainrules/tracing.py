@@ -111,6 +111,18 @@ def _bind_traced_kwargs(op, args, kwargs):
 
 def dispatch(op, args, kwargs):
     """Record ``op(*args, **kwargs)`` on the highest-level tape involved."""
+    if not kwargs and len(args) == 1:
+        # the common call, one traced argument and no keywords (np.sum(x)):
+        # what the general path below does with it, without its loops
+        a = args[0]
+        if type(a) is Traced:
+            tape = a.tape
+            if tape.active and tape.level >= _capture_bound:
+                v = a.value
+                tv = type(v)
+                out, rule = lookup(op, (tv if tv is not Traced else _primal_type(v),))(
+                    [a.node], v)
+                return _record(tape, rule, out, Traced)
     top = top_tape(args, kwargs)
     if top is None:
         return op(*args, **kwargs)
