@@ -20,6 +20,7 @@ from .guards import is_plain_subclass, refuse_subclass
 from .errors import (ComplexOutputError, NonDifferentiableInputError, NonScalarOutputError,
                      TangentShapeError)
 from .tangents import NOTANGENT, ZERO, Structural
+from .staging import Staged
 from .tracing import Traced, private_copy, snapshot, untraced
 
 
@@ -141,7 +142,9 @@ def trace_arg(tape, arg, fname, argnum, private=False):
         else:
             traced.append(leaf)
             ids.append(None)
-        scal.append(not (isinstance(leaf, Traced) or is_array(leaf)))
+        # (a staged leaf, cr.jit's, is what its value is)
+        scal.append(type(leaf.value) is not np.ndarray if type(leaf) is Staged else
+                    not (isinstance(leaf, Traced) or is_array(leaf)))
     return pytree.unflatten(td, traced), ArgSpec(td, leaves, ids, scal)
 
 
@@ -182,6 +185,13 @@ def leaf_cotangent(c, leaf, scalar):
             c = c.copy()
     elif isinstance(c, np.generic) and not scalar:
         c = np.asarray(c)
+    elif tc is Staged:
+        # a staged value (cr.jit) takes the same form, by recorded calls
+        v = c.value
+        if scalar and type(v) is np.ndarray:
+            return c[()]
+        if not scalar and isinstance(v, np.generic):
+            c = np.copy(c)  # (a 0-d array: np.reshape keeps a scalar)
     elif tc is not Traced and hasattr(c, "rechunk"):
         # a chunked lazy array (dask): the gradient keeps its input's chunks
         # (the broadcast cotangent of a reduction is a single chunk otherwise)

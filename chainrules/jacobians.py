@@ -156,7 +156,8 @@ def _size(shape):
 
 
 def _finish(block, shape):
-    if type(block) is np.ndarray:
+    if type(block) is np.ndarray or type(block) is Staged:
+        # (a staged block, cr.jit's, by the same recorded calls)
         block = block.reshape(shape)
         return block[()] if shape == () else block
     return np.reshape(block, shape)

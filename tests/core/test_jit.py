@@ -388,3 +388,17 @@ def test_floating_point_warnings_of_a_replay_name_the_callers_line():
     assert g[0] == np.inf and g[1] == 1.0
     assert seen and all(w.category is RuntimeWarning for w in seen)
     assert {w.filename for w in seen} == {__file__}
+
+
+@pytest.mark.parametrize("x", [np.array(2.0), 2.0, np.float32(2.0), np.array([2.0])],
+                         ids=["0-d", "float", "float32", "size-1"])
+def test_results_have_the_eager_kinds(x):
+    # a NumPy scalar where eager gives one, a 0-d array where eager gives one
+    for fun in (cr.value_and_grad(lambda y: y ** 3), cr.grad(lambda y: y ** 3),
+                lambda y: cr.hvp(lambda z: z ** 3, y, y), cr.hessian(lambda y: y ** 3),
+                cr.jacobian(lambda y: y ** 3)):
+        want = fun(x)
+        j = cr.jit(fun)
+        for _ in range(3):
+            got = j(x)
+            assert repr(got) == repr(want)
