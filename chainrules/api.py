@@ -305,7 +305,7 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
             seeds[nid] = tv
     fuse(tape, (out.node,), second_order=True)
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
-    g, hv = tape.backward_with_tangents([out.node], [ones_like_value(untraced(out), dtype)],
+    g, hv = tape.backward_with_tangents([out.node], [gradient_seed(untraced(out.value), dtype)],
                                         [ZERO], tans,
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()

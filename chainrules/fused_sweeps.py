@@ -223,32 +223,12 @@ def _index_key(index):
     return type(index) is tuple, parts
 
 
-#: the longest tape whose nodes are looked at one by one before finding
-#: regions (``_two_large``); a longer one is asked for its distinct shapes
-_SHORT = 12
-
-
-def _two_large(rules, shapes, min_size):
-    """Whether two fusible rules have outputs of at least ``min_size``
-    elements: a region needs two members of its root's size."""
-    found = False
-    for rule, shape in zip(rules, shapes):
-        if type(rule) in _FUSIBLE and shape is not MULTI and prod(shape) >= min_size:
-            if found:
-                return True
-            found = True
-    return False
-
-
 def find_regions(tape, outputs, keep=(), min_size=0):
     """The regions to fuse: a list of ``(member node ids in tape order, region
     input ids, code key)``; roots smaller than ``min_size`` are not fused."""
     rules, shapes, dtypes = tape.rules, tape.shapes, tape.dtypes
     fusible = _FUSIBLE
-    if len(rules) <= _SHORT and not _two_large(rules, shapes, min_size):
-        return []  # a short tape (a function of a few operations): one look at each node
-    # the shapes large enough, from the few distinct shapes of the tape: a
-    # tape of small arrays is left at the cost of one set of its shapes
+    # the shapes large enough, from the few distinct shapes of the tape
     big = {s for s in set(shapes) if s is not MULTI and prod(s) >= min_size}
     if not big:
         return []
@@ -428,9 +408,14 @@ def fuse(tape, outputs, keep=(), second_order=False):
     mode, or on a freed tape."""
     if not _enabled.get() or tape.anomaly or tape.freed is not None:
         return 0
+    min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
+    for shape in tape.shapes:
+        if shape is MULTI or prod(shape) >= min_size:
+            break
+    else:  # no array as large as a region's root (a tape of small arrays)
+        return 0
     rules = tape.rules
     count = 0
-    min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
     pinned = None
     for order, ins, key in find_regions(tape, outputs, keep, min_size):
         if pinned is None:

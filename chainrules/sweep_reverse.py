@@ -217,7 +217,10 @@ class ReverseSweeps:
             dots, owned = None, bytearray(n)
         else:
             cots, dots, owned = self._buffers(outputs, seeds, seed_tangents, carry, batch)
-            start = max((o for o in outputs if o is not None), default=-1)
+            if len(outputs) == 1:
+                start = -1 if outputs[0] is None else outputs[0]
+            else:
+                start = max((o for o in outputs if o is not None), default=-1)
         dbatch = None if carry is None else carry.batch  # batch of the tangents
         keep = None if wrt is None else set(wrt)
         need = None if carry is None else carry.need
@@ -342,7 +345,10 @@ class ReverseSweeps:
         if (batch is not None or type(c) is not _ndarray or c.shape != self.shapes[nid]
                 or (c.dtype is not self.dtypes[nid] and c.dtype != self.dtypes[nid])):
             c = self._project(c, nid, rule, batch=batch)
-        accumulate(buf, owned, bit, nid, c)
+        if buf[nid] is None:  # the first contribution: no call
+            buf[nid] = c
+        else:
+            accumulate(buf, owned, bit, nid, c)
 
     def _gather(self, x, index, g, gd, cots, dots, owned, need):
         """The pullback of a gather ``x[index]`` as an in-place add into the

@@ -4,16 +4,18 @@ A call with one inexact array or scalar argument is traced without a
 pytree walk (``arguments.trace_arg``), its cotangent returned without
 rebuilding a tree (``collect_cotangents``), its seed made directly
 (``gradient_seed``); ``dispatch`` records a call of one traced argument
-without keywords directly; ``fuse`` looks at each node of a short tape
-once; ``at_user_line`` sets the redirected NumPy settings it met last time
-directly. Each is checked here against the general path it short-cuts:
+without keywords directly; ``fuse`` leaves a tape of small arrays after
+one product per node; ``at_user_line`` sets the redirected NumPy
+settings it met last time directly. Each is checked here against the general path it short-cuts:
 the same argument inside a one-element tuple (a pytree: the general
 tracing path), the same NumPy call with a keyword (the general dispatch),
-``find_regions`` on a long tape, the settings changed between calls.
+tapes of large arrays and of several outputs per node, the settings
+changed between calls.
 """
 
 import threading
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -223,26 +225,33 @@ def _tape_of(n_ops, size):
     return tape, out
 
 
-@pytest.mark.parametrize("size", [3, fused_sweeps.MIN_SIZE])
+@pytest.mark.parametrize("size", [3, fused_sweeps.MIN_SIZE - 1, fused_sweeps.MIN_SIZE])
 @pytest.mark.parametrize("n_ops", [1, 2, 5, 20])
-def test_short_tape_check_agrees_with_finding_regions(n_ops, size):
+def test_regions_found_only_where_an_array_is_large_enough(n_ops, size):
     tape, out = _tape_of(n_ops, size)
-    short = fused_sweeps._two_large(tape.rules, tape.shapes, fused_sweeps.MIN_SIZE)
-    saved = fused_sweeps._SHORT
-    try:
-        fused_sweeps._SHORT = -1  # every tape analysed in full
-        full = fused_sweeps.find_regions(tape, (out.node,), (), fused_sweeps.MIN_SIZE)
-    finally:
-        fused_sweeps._SHORT = saved
-    assert short == (size >= fused_sweeps.MIN_SIZE)
-    assert bool(full) == short
-    assert bool(fused_sweeps.find_regions(tape, (out.node,), (), fused_sweeps.MIN_SIZE)) \
-        == bool(full)
+    found = fused_sweeps.find_regions(tape, (out.node,), (), fused_sweeps.MIN_SIZE)
+    assert bool(found) == (size >= fused_sweeps.MIN_SIZE)
+    # a lower threshold finds the regions of the small tape too
+    assert fused_sweeps.find_regions(tape, (out.node,), (), 2)
+    assert (fused_sweeps.fuse(tape, (out.node,)) > 0) == (size >= fused_sweeps.MIN_SIZE)
+    with mock.patch.object(fused_sweeps, "MIN_SIZE", 2):
+        assert fused_sweeps.fuse(_tape_of(n_ops, size)[0], (out.node,)) > 0
+
+
+@pytest.mark.parametrize("size", [4, 2 * fused_sweeps.MIN_SIZE])
+def test_tapes_with_several_outputs_per_node(size):
+    def g(x):
+        a, b = np.split(np.tanh(x) * x, 2)
+        return np.sum(np.tanh(a) * a) + np.sum(np.sin(b) * b)
+
+    x = np.linspace(0.1, 1.0, size)
+    with cr.fusion(False):
+        ref = cr.grad(g)(x)
+    np.testing.assert_allclose(cr.grad(g)(x), ref, rtol=1e-12)
 
 
 def test_a_short_tape_of_large_arrays_is_fused():
     tape, out = _tape_of(2, fused_sweeps.MIN_SIZE)
-    assert len(tape.rules) <= fused_sweeps._SHORT
     assert fused_sweeps.fuse(tape, (out.node,)) >= 1
     x = np.linspace(0.1, 1.0, fused_sweeps.MIN_SIZE)
     g = cr.grad(lambda x: np.sum(np.tanh(np.tanh(x) * x) * (np.tanh(x) * x)))(x)
