@@ -409,7 +409,7 @@ def fuse(tape, outputs, keep=(), second_order=False):
     if not _enabled.get() or tape.anomaly or tape.freed is not None:
         return 0
     min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
-    for shape in tape.shapes:
+    for shape in set(tape.shapes):  # the few distinct shapes
         if shape is MULTI or prod(shape) >= min_size:
             break
     else:  # no array as large as a region's root (a tape of small arrays)

@@ -5,7 +5,7 @@ pytree walk (``arguments.trace_arg``), its cotangent returned without
 rebuilding a tree (``collect_cotangents``), its seed made directly
 (``gradient_seed``); ``dispatch`` records a call of one traced argument
 without keywords directly; ``fuse`` leaves a tape of small arrays after
-one product per node; ``at_user_line`` sets the redirected NumPy
+one product per distinct shape; ``at_user_line`` sets the redirected NumPy
 settings it met last time directly. Each is checked here against the general path it short-cuts:
 the same argument inside a one-element tuple (a pytree: the general
 tracing path), the same NumPy call with a keyword (the general dispatch),
