@@ -209,7 +209,8 @@ def collect_cotangents(spec, grads, users=()):
         nid = spec.ids[0]
         if nid is None:
             return NOTANGENT
-        return unaliased(leaf_cotangent(grads.get(nid), spec.leaves[0], spec.scalar[0]), users)
+        c = leaf_cotangent(grads.get(nid), spec.leaves[0], spec.scalar[0])
+        return unaliased(c, users) if users else c
     out = []
     for leaf, nid, scalar in zip(spec.leaves, spec.ids, spec.scalar):
         if nid is None:
