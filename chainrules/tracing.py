@@ -395,6 +395,19 @@ class Traced(ConversionGuards, ArrayMethods):
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not kwargs and len(inputs) == 1 and method == "__call__" and type(
+                inputs[0]) is Traced and DECOMPOSITIONS.get(ufunc) is None:
+            # the unary fast path first: one traced argument, no keywords
+            x = inputs[0]
+            tape = x.tape
+            if tape.active and tape.level >= _capture_bound:
+                v = x.value
+                tv = type(v)
+                maker = GENERIC_MAKERS.get(ufunc) or lookup(
+                    ufunc, (tv if tv is not Traced else _primal_type(v),))
+                out, rule = maker([x.node], v)
+                return _record(tape, rule, out, Traced)
+            return dispatch(ufunc, inputs, None)
         if "out" in kwargs:
             untraceable(f"{op_name(ufunc)}(..., out=...)", _OUT_ALTERNATIVE)
         if method == "__call__":
@@ -405,18 +418,6 @@ class Traced(ConversionGuards, ArrayMethods):
             d = DECOMPOSITIONS.get(ufunc)
             if d is not None:
                 return not_an_input(d(*inputs, **kwargs), inputs)
-            if len(inputs) == 1 and not kwargs and type(inputs[0]) is Traced:
-                # the unary fast path: one traced argument, no keywords
-                x = inputs[0]
-                tape = x.tape
-                if not tape.active or tape.level < _capture_bound:
-                    return dispatch(ufunc, inputs, None)
-                v = x.value
-                tv = type(v)
-                maker = GENERIC_MAKERS.get(ufunc) or lookup(
-                    ufunc, (tv if tv is not Traced else _primal_type(v),))
-                out, rule = maker([x.node], v)
-                return _record(tape, rule, out, Traced)
             if ufunc is np.divmod:
                 # two recorded operations: the quotient has no derivative
                 # (floor_divide), the remainder is np.remainder's
@@ -472,6 +473,8 @@ class Traced(ConversionGuards, ArrayMethods):
         special = SPECIAL_FUNCTIONS.get(func)
         if special is not None:
             return special(func, args, kwargs)
+        if not kwargs and DECOMPOSITIONS.get(func) is None:  # array_function, without a call
+            return dispatch(func, args, kwargs)
         return array_function(func, args, kwargs)
 
     def __bool__(self):
