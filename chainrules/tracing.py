@@ -120,8 +120,9 @@ def dispatch(op, args, kwargs):
             if tape.active and tape.level >= _capture_bound:
                 v = a.value
                 tv = type(v)
-                out, rule = lookup(op, (tv if tv is not Traced else _primal_type(v),))(
-                    [a.node], v)
+                maker = GENERIC_MAKERS.get(op) or lookup(
+                    op, (tv if tv is not Traced else _primal_type(v),))
+                out, rule = maker([a.node], v)
                 return _record(tape, rule, out, Traced)
     top = top_tape(args, kwargs)
     if top is None:
