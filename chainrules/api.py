@@ -24,7 +24,8 @@ from .fp_warnings import at_user_line
 from .fused_sweeps import fuse
 from .graph import Tape
 from .tangents import ZERO, Structural
-from .tracing import Traced, stop_gradient, untraced
+from .copies import stop_gradient
+from .tracing import Traced, untraced
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
            "stop_gradient", "VjpFunction"]

@@ -21,7 +21,8 @@ from .errors import (ComplexOutputError, NonDifferentiableInputError, NonScalarO
                      TangentShapeError)
 from .tangents import NOTANGENT, ZERO, Structural
 from .staging import Staged
-from .tracing import Traced, private_copy, snapshot, untraced
+from .copies import private_copy
+from .tracing import Traced, snapshot, untraced
 
 
 def function_name(f):

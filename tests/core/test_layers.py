@@ -34,7 +34,7 @@ LAYERS = [
     {"sweep_reverse", "sweep_forward"},
     {"graph"},
     {"tracing"},
-    {"arguments", "broadcast", "capture", "derived", "derived_common", "derived_linear",
+    {"arguments", "copies", "broadcast", "capture", "derived", "derived_common", "derived_linear",
      "elementwise_expr", "elementwise_threads", "elementwise_chunks", "kernels", "fusion_code",
      "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
