@@ -125,21 +125,16 @@ def absorb(steps, outputs, meta, is_region):
     steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
     regions = [k for k, s in enumerate(steps)
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
-    uses = {}
+    uses = _Counts()
     for step in steps:
-        acc = []
         if step[0] == "guard":
-            acc.append(step[2].i)
+            uses.add(step[2].i)
         else:
-            _count(step[2], acc)
-            _count(step[3], acc)
-        for i in acc:
-            uses[i] = uses.get(i, 0) + 1
+            _uses(step[2], uses)
+            _uses(step[3], uses)
     for o in outputs:
-        acc = []
-        _count(o, acc)
-        for i in acc:
-            uses[i] = uses.get(i, 0) + 2  # (a result is never absorbed)
+        _uses(o, uses)
+        _uses(o, uses)  # (twice: a result is never absorbed)
     made_by = {}
     for k, step in enumerate(steps):
         if step[0] == "call" and type(step[4]) is Ref:
@@ -153,16 +148,11 @@ def absorb(steps, outputs, meta, is_region):
     return steps
 
 
-def _count(tpl, acc):
-    t = type(tpl)
-    if t is Ref:
-        acc.append(tpl.i)
-    elif t is tuple or t is list:
-        for x in tpl:
-            _count(x, acc)
-    elif t is dict:
-        for x in tpl.values():
-            _count(x, acc)
+class _Counts(dict):
+    """How many times each value is read (``plan._uses`` adds to it)."""
+
+    def add(self, i):
+        self[i] = self.get(i, 0) + 1
 
 
 def _absorb_one(steps, k, uses, made_by, meta, dirty):

@@ -29,7 +29,9 @@ from chainrules import kernels
 from chainrules.testing.plugin import tier
 
 from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
-from test_fusion import _agree, chains, values_of, _chain
+# (fusion at every size, as in test_fusion: the thresholds are for speed)
+from test_fusion import (_agree, _chain, chains, setup_module,  # noqa: F401
+                         teardown_module, values_of)
 
 _HAVE_NUMBA = kernels.available()
 needs_numba = pytest.mark.skipif(not _HAVE_NUMBA, reason="numba is not installed")
@@ -38,15 +40,6 @@ needs_numba = pytest.mark.skipif(not _HAVE_NUMBA, reason="numba is not installed
 FUNCTION_ULPS = 4
 
 
-def setup_module():
-    # fuse at every size here (the thresholds are for speed, not results)
-    global _SIZES
-    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR
-    fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = fusion.MIN_NONLINEAR = 0
-
-
-def teardown_module():
-    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR = _SIZES
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -13,18 +13,13 @@ from chainrules import elementwise_expr as ee
 from chainrules import fused_sweeps as fusion
 from chainrules import kernels
 
+# (fusion at every size, as in test_fusion: the thresholds are for speed)
+from test_fusion import setup_module, teardown_module  # noqa: F401
+
 
 jit_module = sys.modules["chainrules.jit"]  # (cr.jit is the function)
 
 
-def setup_module():
-    global _SIZES
-    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR
-    fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = fusion.MIN_NONLINEAR = 0
-
-
-def teardown_module():
-    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR = _SIZES
 
 
 def _rosen(x):
