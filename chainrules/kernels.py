@@ -41,19 +41,15 @@ disk (``cache_dir()``): a second process loads them instead of compiling.
 """
 
 import contextvars
-import hashlib
-import importlib.util
 import os
 import queue
-import shutil
-import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 
 from . import elementwise_threads as et
+from .kernel_cache import cache_dir, clear_cache, is_cached, module as _module
 
 __all__ = ["run", "available", "mode", "set_mode", "reset_mode", "cache_dir",
            "clear_cache", "stats", "kernel_source"]
@@ -150,6 +146,34 @@ _FORMS = {
 _POWERS = {2: "({0} * {0})", 0.5: "np.sqrt({0})", -1: "(1 / {0})", 1: "(+{0})"}
 
 
+#: per operation, the argument positions at which a value that is not finite
+#: always gives a result that is not finite (inf - inf, 0 * inf and inf / inf
+#: are NaN; sqrt(-inf) and log(-inf) are NaN): a kernel need not test such
+#: an argument for NaN and infinity when it tests the result
+_CARRIES = {"add": (0, 1), "subtract": (0, 1), "multiply": (0, 1), "divide": (0,),
+            "negative": (0,), "positive": (0,), "conjugate": (0,), "absolute": (0,),
+            "fabs": (0,), "square": (0,), "sqrt": (0,), "cbrt": (0,), "log": (0,),
+            "log2": (0,), "log10": (0,), "log1p": (0,), "sinh": (0,), "cosh": (0,)}
+_CARRYING_POWERS = (2.0, 1.0, 0.5)  # x * x, +x, sqrt(x)
+
+
+def _carried(e):
+    """The arguments of node ``e`` whose being NaN or infinite makes ``e``'s
+    value NaN or infinite."""
+    op, args = e.op, e.args
+    if op == "**":
+        ex = args[1]
+        if ex.op == "const" and not isinstance(ex.value, (complex, np.complexfloating)) \
+                and float(ex.value) in _CARRYING_POWERS:
+            positions = (0,)
+        else:
+            return ()
+    else:
+        positions = _CARRIES.get(op, ())
+    loop = e.loop if len(e.loop) == len(args) else (None,) * len(args)
+    return [args[p] for p in positions if loop[p] is None or loop[p].kind == "f"]
+
+
 class NotCompilable(Exception):
     """A program a kernel cannot express (complex values, an operation
     without a form here)."""
@@ -217,13 +241,16 @@ def _expression(node, names):
     raise NotCompilable(f"the operation {op}")
 
 
-def kernel_source(program, pattern, ndim=1):
+def kernel_source(program, pattern, ndim=1, scatter=None):
     """The Python source of ``program``'s kernel (a function ``kernel(lo,
     hi, *inputs, *outputs)`` returning whether a NaN or infinity was made)
     for inputs given as ``pattern``: per variable, ``"a"`` an array of the
     full shape or ``"s"`` one scalar. The arrays have ``ndim`` dimensions
     (one: a flat run of elements; more: strided arrays, ``lo:hi`` along the
-    first axis). Raises ``NotCompilable``."""
+    first axis). ``scatter`` (a ``kernel_scatter.Scatter``, one dimension):
+    two of the results summed into one array at neighbouring offsets, the
+    kernel then taking ``prev`` after ``hi`` and that array last, and
+    returning ``(bad, prev)``. Raises ``NotCompilable``."""
     nodes = program.nodes
     names, params, loads = {}, [], []
     index = "i" if ndim == 1 else ", ".join(f"i{d}" for d in range(ndim))
@@ -238,6 +265,11 @@ def kernel_source(program, pattern, ndim=1):
     if "a" not in pattern:
         raise NotCompilable("no array of the region's shape")
     body, checks = [], []
+    # a NaN or infinity made by a step reaches a result through the steps
+    # that carry it (``_carried``): only the values that no step carries
+    # (and the results) are tested, so the test costs less than the loop
+    carried = {id(a) for k, *_ in program.steps for a in _carried(nodes[k])}
+    results = {k for j, k in enumerate(program.outs) if program.kinds[j] == "step"}
     for k, fn, args, dying, dt, special in program.steps:
         e = nodes[k]
         name = names[id(e)] = f"t{k}"
@@ -247,16 +279,24 @@ def kernel_source(program, pattern, ndim=1):
         # 2 in Python's)
         body.append(f"{name} = {_cast_name(dt)}({text})" if dt.kind != "b" else
                     f"{name} = (({text}) != 0)")
-        if dt.kind == "f":
+        if dt.kind == "f" and (k in results or id(e) not in carried):
             checks.append(f"(({name} - {name}) != 0)")
     outs, stores = [], []
+    skip = () if scatter is None else (scatter.a, scatter.b)
     for j, k in enumerate(program.outs):
-        if program.kinds[j] == "step" and f"o{k}" not in outs:
+        if program.kinds[j] == "step" and f"o{k}" not in outs and j not in skip:
             outs.append(f"o{k}")
             stores.append(f"o{k}[{index}] = t{k}")
     # (the blocks sliced first, the loop from 0, the flag or-ed without a
     # branch: so LLVM vectorizes the loop; ``for i in range(lo, hi)`` with a
     # branch on the flag measured 5x slower)
+    head, ret = "", "bad"
+    if scatter is not None:
+        if ndim != 1:
+            raise NotCompilable("a scatter of more than one dimension")
+        stores += scatter.stores(program)
+        head, ret = "prev, ", "bad, prev"
+        outs.append("d")
     slices = [f"{p} = {p}[lo:hi]" for p in params if p.startswith("a")] + [
         f"{o} = {o}[lo:hi]" for o in outs]
     check = [f"bad |= {' | '.join(checks)}"] if checks else []
@@ -266,12 +306,12 @@ def kernel_source(program, pattern, ndim=1):
                                                       ("u", "uint"))
                for s in (1, 2, 4, 8) if not (c == "f" and s == 1)), "", "",
              "@njit(nogil=True, cache=CACHE, error_model='numpy')",
-             f"def kernel(lo, hi, {', '.join(params + outs)}):",
+             f"def kernel(lo, hi, {head}{', '.join(params + outs)}):",
              *(f"    {line}" for line in slices),
              "    bad = False",
              *_loops(ndim, next(p for p in params if p.startswith("a")),
                      loads + body + stores + check),
-             "    return bad", ""]
+             f"    return {ret}", ""]
     return "\n".join(lines)
 
 
@@ -285,97 +325,17 @@ def _loops(ndim, first, body):
     return lines + [f"{'    ' * (ndim + 1)}{line}" for line in body]
 
 
-# -- the disk cache ---------------------------------------------------------------------
-def cache_dir():
-    """The folder of generated kernels and numba's compiled code:
-    ``CHAINRULES_CACHE_DIR``, else ``$XDG_CACHE_HOME/chainrules``, else
-    ``~/.cache/chainrules``; kernels go in its ``kernels`` folder."""
-    base = os.environ.get("CHAINRULES_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
-        base = os.path.join(xdg, "chainrules")
-    return os.path.join(base, "kernels")
-
-
-def clear_cache():
-    """Remove the cached kernels from disk (those loaded stay in use)."""
-    shutil.rmtree(cache_dir(), ignore_errors=True)
-
-
-_loaded = {}  # source digest -> the compiled dispatcher (or the reason it failed)
-_tmp = None
-
-
-def _writable_dir():
-    """The cache folder, made; a temporary one (this process only) when it
-    cannot be written."""
-    global _tmp
-    d = cache_dir()
-    try:
-        os.makedirs(d, exist_ok=True)
-        probe = os.path.join(d, f".probe-{os.getpid()}")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-        return d, True
-    except OSError:
-        if _tmp is None:
-            _tmp = tempfile.mkdtemp(prefix="chainrules-kernels-")
-        return _tmp, False
-
-
-def _module(source):
-    """The module of ``source``, written to the cache folder (once: numba's
-    cache checks the file's time stamp) and imported from there."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:24]
-    hit = _loaded.get(digest)
-    if hit is not None:
-        return hit, True
-    folder, persistent = _writable_dir()
-    path = os.path.join(folder, f"k_{digest}.py")
-    cached = os.path.exists(path) and os.path.isdir(os.path.join(folder, "__pycache__")) \
-        and any(f.startswith(f"k_{digest}.") and f.endswith(".nbi")
-                for f in os.listdir(os.path.join(folder, "__pycache__")))
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}"
-        with open(tmp, "w") as fh:
-            fh.write(source.replace("cache=CACHE", f"cache={persistent}"))
-        os.replace(tmp, path)
-    name = f"chainrules_kernel_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    # (in sys.modules: numba's cached code names the module it comes from)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    _loaded[digest] = mod.kernel
-    return mod.kernel, cached
-
-
-def is_cached(source):
-    """Whether numba's compiled code for ``source`` is on disk already."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:24]
-    if digest in _loaded:
-        return True
-    folder = os.path.join(cache_dir(), "__pycache__")
-    try:
-        return any(f.startswith(f"k_{digest}.") and f.endswith(".nbi")
-                   for f in os.listdir(folder))
-    except OSError:
-        return False
-
-
-# -- per-region state ---------------------------------------------------------------------
 class _Region:
     """One program on inputs of one pattern and full shape: its timings and
     its kernel (None: not compiled yet; False: NumPy from now on)."""
 
     __slots__ = ("program", "pattern", "shape", "layout", "calls", "numpy_seconds",
                  "kernel", "source", "probes", "reason", "kernel_seconds", "cost", "lock",
-                 "runs", "recent")
+                 "runs", "recent", "scatter")
 
-    def __init__(self, program, pattern, shape, layout="C"):
+    def __init__(self, program, pattern, shape, layout="C", scatter=None):
         self.program, self.pattern, self.shape, self.layout = program, pattern, shape, layout
+        self.scatter = scatter
         self.recent = []  # the NumPy program's last few times (the probes' baseline)
         self.calls, self.numpy_seconds = 0, 0.0
         self.runs = 0  # the calls a kernel answered
@@ -451,8 +411,9 @@ def _call(region, inputs, n):
     args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
     order = "F" if layout == "F" else "C"
     made, outs = {}, []
+    skip = () if region.scatter is None else (region.scatter.a, region.scatter.b)
     for j, k in enumerate(program.outs):
-        if program.kinds[j] == "step" and k not in made:
+        if program.kinds[j] == "step" and k not in made and j not in skip:
             made[k] = np.empty(region.shape, program.dtypes[j], order=order)
             outs.append(made[k] if layout == "N" else made[k].reshape(-1, order=order))
     size = flat[0].shape[0]  # (N-d: blocks along the first axis)
@@ -461,16 +422,21 @@ def _call(region, inputs, n):
     work = size * per * region.cost
     t = 1 if n < 2 or work < MIN_WORK or size < 2 else min(n, size) if MIN_WORK <= 0 \
         else min(n, size, int(work // MIN_WORK))
-    if t < 2:
-        bad = kernel(0, size, *args, *outs)
-    else:
-        bad = _threaded(kernel, size, t, args + outs)
-    if bad:
+    if region.scatter is not None:
+        d = region.scatter.call(kernel, size, t, args, outs)
+        if d is None:
+            return None
+    elif t < 2:
+        if kernel(0, size, *args, *outs):
+            return None
+    elif _threaded(kernel, size, t, args + outs):
         return None
     res = []
     for j, k in enumerate(program.outs):
         kind = program.kinds[j]
-        if kind == "step":
+        if region.scatter is not None and j in skip:
+            res.append(d if j == skip[0] else None)
+        elif kind == "step":
             res.append(made[k])
         elif kind == "var":  # the value given (``run`` puts it in)
             res.append(None)
@@ -481,25 +447,35 @@ def _call(region, inputs, n):
 
 def _threaded(kernel, size, t, args):
     cuts = [size * j // t for j in range(t + 1)]
+    return any(on_threads(kernel, [(cuts[j], cuts[j + 1], *args) for j in range(t)]))
+
+
+def on_threads(fn, calls):
+    """``[fn(*a) for a in calls]``, the first call on this thread and the
+    others on ``elementwise_threads``' workers (the compiled loops release
+    the GIL), in this context."""
     done = queue.SimpleQueue()
-    et._ensure(t - 1)
-    for j in range(1, t):
-        et._jobs.put((contextvars.copy_context(), kernel, (cuts[j], cuts[j + 1], *args),
-                      done))
-    bad, error = False, None
+    et._ensure(len(calls) - 1)
+    for j in range(1, len(calls)):
+        et._jobs.put((contextvars.copy_context(), _indexed, (fn, j, calls[j]), done))
+    results, error = [None] * len(calls), None
     try:
-        bad = kernel(cuts[0], cuts[1], *args)
+        results[0] = fn(*calls[0])
     except BaseException as exc:  # pragma: no cover - a kernel raises nothing
         error = exc
-    for _ in range(t - 1):
+    for _ in range(len(calls) - 1):
         ok, value = done.get()
         if not ok:
             error = error or value
         else:
-            bad = bad or value
+            results[value[0]] = value[1]
     if error is not None:
         raise error
-    return bad
+    return results
+
+
+def _indexed(fn, j, args):
+    return j, fn(*args)
 
 
 def _compile(region, inputs):
@@ -511,7 +487,7 @@ def _compile(region, inputs):
     if source is None:
         try:
             source = region.source = kernel_source(region.program, region.pattern,
-                                                   _ndim(region))
+                                                   _ndim(region), region.scatter)
         except NotCompilable as exc:
             region.kernel, region.reason = False, f"not expressible: {exc}"
             return
@@ -524,8 +500,12 @@ def _compile(region, inputs):
         it = iter(arrays)
         args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
         shape = (1,) + region.shape[1:] if region.layout == "N" else (1,)
-        outs = [np.empty(shape, dt) for dt in _step_out_dtypes(region.program)]
-        kernel(0, 0, *args, *outs)
+        outs = [np.empty(shape, dt) for dt in _step_out_dtypes(region.program,
+                                                               region.scatter)]
+        if region.scatter is None:
+            kernel(0, 0, *args, *outs)
+        else:
+            region.scatter.warm(kernel, args, outs)
     except Exception as exc:  # noqa: BLE001 - a compiler's refusal: NumPy runs it
         region.kernel, region.reason = False, f"{type(exc).__name__}: {exc}"[:300]
         return
@@ -538,37 +518,41 @@ def _ndim(region):
     return len(region.shape) if region.layout == "N" else 1
 
 
-def _step_out_dtypes(program):
+def _step_out_dtypes(program, scatter=None):
     seen, dts = set(), []
+    skip = () if scatter is None else (scatter.a, scatter.b)
     for j, k in enumerate(program.outs):
-        if program.kinds[j] == "step" and k not in seen:
+        if program.kinds[j] == "step" and k not in seen and j not in skip:
             seen.add(k)
             dts.append(program.dtypes[j])
     return dts
 
 
-def run(program, env, n):
+def run(program, env, n, scatter=None):
     """``elementwise_threads.run(program, env, n)``, by a compiled kernel
-    once the region is hot (a plan's replay calls this)."""
+    once the region is hot (a plan's replay calls this). ``scatter``: a
+    ``kernel_scatter.Scatter``, whose NumPy path (``scatter.numpy``) is the
+    program's then."""
+    numpy_run = et.run if scatter is None else scatter.numpy
     m = mode()
     if m == "off" or _numba is False:
-        return et.run(program, env, n)
+        return numpy_run(program, env, n)
     found = _classify(program, env)
-    if found is None:
-        return et.run(program, env, n)
+    if found is None or (scatter is not None and not scatter.fits(program, found[1])):
+        return numpy_run(program, env, n)
     pattern, full, inputs, layout = found
-    key = (id(program), pattern, full, layout)
+    key = (id(program), pattern, full, layout, scatter)
     region = _regions.get(key)
     if region is None or region.program is not program:
         if len(_regions) > 4096:
             _regions.clear()
-        region = _regions[key] = _Region(program, pattern, full, layout)
+        region = _regions[key] = _Region(program, pattern, full, layout, scatter)
     kernel = region.kernel
     if kernel is False or np.geterr()["under"] != "ignore":
-        return et.run(program, env, n)
+        return numpy_run(program, env, n)
     if kernel is None:
         t0 = time.perf_counter()
-        out = et.run(program, env, n)
+        out = numpy_run(program, env, n)
         spent = time.perf_counter() - t0
         region.numpy_seconds += spent
         region.calls += 1
@@ -581,7 +565,8 @@ def run(program, env, n):
         elif region.calls >= MIN_CALLS and region.numpy_seconds >= CACHED_SECONDS:
             if region.source is None:
                 try:
-                    region.source = kernel_source(program, pattern)
+                    region.source = kernel_source(program, pattern, _ndim(region),
+                                                  scatter)
                 except NotCompilable as exc:
                     region.kernel, region.reason = False, f"not expressible: {exc}"
                     return out
@@ -607,7 +592,7 @@ def run(program, env, n):
     else:
         out = _call(region, inputs, n)
     if out is None:  # a NaN or infinity was made: NumPy's own warnings and values
-        return et.run(program, env, n)
+        return numpy_run(program, env, n)
     region.runs += 1
     for j, kind in enumerate(program.kinds):
         if kind == "var":

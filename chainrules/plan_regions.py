@@ -18,15 +18,23 @@ so a replay's results are those of the plan before the pass, bit for bit.
 A value written in place anywhere in the plan (or sharing memory with one
 that is) is never absorbed, nor read through an absorbed call: the call
 would then read it at another time.
+
+``scatter_pairs`` (which ``absorb`` ends with) then writes a region whose
+two results the plan sums into one new array at neighbouring offsets (the
+pullback of ``x[1:]`` and ``x[:-1]``) as one step with that scatter
+(``kernel_scatter``): the same NumPy calls, or one compiled loop.
 """
+
+import operator
 
 import numpy as np
 
 from . import elementwise_expr as ee
+from . import kernel_scatter
 from .plan import _FRESH, _defines, _uses, live_steps
 from .staging import Ref
 
-__all__ = ["absorb"]
+__all__ = ["absorb", "scatter_pairs"]
 
 #: how many calls at most a region takes in (a bound on its program's size)
 MAX_ABSORBED = 64
@@ -120,21 +128,16 @@ def absorb(steps, outputs, meta, is_region):
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
     if not regions:
         return steps
+    return scatter_pairs(_absorb(steps, outputs, meta, is_region), outputs, meta, is_region)
+
+
+def _absorb(steps, outputs, meta, is_region):
     # (uses counted on the steps the outputs need: a primal value an HVP's
     # forward pass used for the value it drops is read by its region alone)
     steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
     regions = [k for k, s in enumerate(steps)
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
-    uses = _Counts()
-    for step in steps:
-        if step[0] == "guard":
-            uses.add(step[2].i)
-        else:
-            _uses(step[2], uses)
-            _uses(step[3], uses)
-    for o in outputs:
-        _uses(o, uses)
-        _uses(o, uses)  # (twice: a result is never absorbed)
+    uses = _Counts.of(steps, outputs)
     made_by = {}
     for k, step in enumerate(steps):
         if step[0] == "call" and type(step[4]) is Ref:
@@ -153,6 +156,22 @@ class _Counts(dict):
 
     def add(self, i):
         self[i] = self.get(i, 0) + 1
+
+    @classmethod
+    def of(cls, steps, outputs):
+        """The reads of every value by ``steps``, and two by each of the
+        ``outputs`` (a result is never rewritten)."""
+        uses = cls()
+        for step in steps:
+            if step[0] == "guard":
+                uses.add(step[2].i)
+            else:
+                _uses(step[2], uses)
+                _uses(step[3], uses)
+        for o in outputs:
+            _uses(o, uses)
+            _uses(o, uses)
+        return uses
 
 
 def _absorb_one(steps, k, uses, made_by, meta, dirty):
@@ -240,3 +259,90 @@ def _substitute(e, subst, memo):
         r = ee.rebuild(e, [_substitute(a, subst, memo) for a in e.args])
     memo[id(e)] = r
     return r
+
+
+def scatter_pairs(steps, outputs, meta, is_region):
+    """``steps`` with each region whose results ``A`` and ``B`` the plan
+    then scatters as ``D = empty(L + 1); D[0:1] = 0; D[1:] = A; D[:-1] +=
+    B`` (or the mirror image), and reads nowhere else, written as one step
+    of ``kernel_scatter.run`` that gives ``D``."""
+    uses = _Counts.of(steps, outputs)
+    out, k = [], 0
+    while k < len(steps):
+        step = steps[k]
+        found = None
+        if step[0] == "call" and is_region(step[1]) and _is_region_call(step) \
+                and type(step[4]) is tuple:
+            found = _scatter_at(steps, k, uses, meta)
+        if found is None:
+            out.append(step)
+            k += 1
+        else:
+            out.append(found)
+            k += 6
+    return out
+
+
+def _same(x, y):
+    return type(x) is Ref and type(y) is Ref and x.i == y.i
+
+
+def _index(idx, m):
+    """``(start, stop)`` of a step-1 slice (alone or in a 1-tuple) of a
+    length-``m`` axis, else None."""
+    if type(idx) is tuple and len(idx) == 1:
+        idx = idx[0]
+    if type(idx) is not slice:
+        return None
+    start, stop, stride = idx.indices(m)
+    return (start, stop) if stride == 1 else None
+
+
+def _scatter_at(steps, k, uses, meta):
+    """The step replacing region ``steps[k]`` and the five scatter steps
+    after it, else None."""
+    fn, (program, env, n), kwargs, outs = steps[k][1:5]
+    nxt = steps[k + 1:k + 6]
+    if len(nxt) < 5 or any(s[0] != "call" or len(s) != 5 for s in nxt):
+        return None
+    (f_e, a_e, k_e, d), (f_z, a_z, k_z, o_z), (f_c, a_c, k_c, o_c), \
+        (f_v, a_v, k_v, w), (f_a, a_a, k_a, o_a) = [s[1:5] for s in nxt]
+    if not (f_e is np.empty_like and type(d) is Ref and f_z is operator.setitem
+            and f_c is operator.setitem and f_v is operator.getitem and f_a is np.add
+            and not (k_z or k_c or k_v) and o_z is None and o_c is None and o_a is None
+            and type(w) is Ref and set(k_e) == {"shape", "dtype"}
+            and set(k_a) == {"out"}):
+        return None
+    shape, dtype = k_e["shape"], k_e["dtype"]
+    if type(shape) is not tuple or len(shape) != 1 or type(shape[0]) is not int:
+        return None
+    m = shape[0]
+    out_w = k_a["out"]
+    if not (len(a_z) == 3 and _same(a_z[0], d) and len(a_c) == 3 and _same(a_c[0], d)
+            and len(a_v) == 2 and _same(a_v[0], d) and len(a_a) == 2 and _same(a_a[0], w)
+            and type(out_w) is tuple and len(out_w) == 1 and _same(out_w[0], w)
+            and type(a_z[2]) in (int, float) and a_z[2] == 0):
+        return None
+    ra, rb = a_c[2], a_a[1]
+    if type(ra) is not Ref or type(rb) is not Ref or ra.i == rb.i:
+        return None
+    a = next((j for j, o in enumerate(outs) if _same(o, ra)), None)
+    b = next((j for j, o in enumerate(outs) if _same(o, rb)), None)
+    # (the prototype of ``empty_like`` may be one of them: it gives no values)
+    proto = {a_e[0].i} if len(a_e) == 1 and type(a_e[0]) is Ref else set()
+    if a is None or b is None or uses.get(w.i) != 2 \
+            or uses.get(ra.i) != 1 + (ra.i in proto) or uses.get(rb.i) != 1 + (rb.i in proto):
+        return None
+    if meta.get(ra.i) != (np.dtype(dtype), (m - 1,)) or meta.get(rb.i) != meta[ra.i]:
+        return None
+    z, c, v = _index(a_z[1], m), _index(a_c[1], m), _index(a_v[1], m)
+    if (z, c, v) == ((0, 1), (1, m), (0, m - 1)):
+        a_last = True
+    elif (z, c, v) == ((m - 1, m), (0, m - 1), (1, m)):
+        a_last = False
+    else:
+        return None
+    new_outs = tuple(d if j == a else o for j, o in enumerate(outs))
+    return ("call", kernel_scatter.run,
+            (program, env, n, kernel_scatter.Scatter(a, b, a_last, m, dtype)), kwargs,
+            new_outs)

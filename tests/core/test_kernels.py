@@ -25,7 +25,7 @@ from hypothesis import given, settings
 import chainrules as cr
 from chainrules import elementwise_expr as ee
 from chainrules import fused_sweeps as fusion
-from chainrules import kernels
+from chainrules import kernel_scatter, kernels
 from chainrules.testing.plugin import tier
 
 from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
@@ -71,7 +71,8 @@ def _staged(call, args, mode):
 def _has_region(jitted, args):
     """Whether the plan of ``jitted`` on ``args`` runs a fused region."""
     plan = jitted.plan(*args)
-    return plan is not None and any(v is kernels.run for v in plan.namespace.values())
+    return plan is not None and any(v is kernels.run or v is kernel_scatter.run
+                                    for v in plan.namespace.values())
 
 
 def _three(call, args, where, compiled=True, **agree):
@@ -414,3 +415,28 @@ def test_strided_2d_regions_run_compiled(dt):
     # F-ordered values: one run of elements in Fortran order
     xf = np.asfortranarray(x)
     _three(lambda x: cr.grad(lambda a: np.sum(np.tanh(a) * a))(x), (xf,), "grad, F order")
+
+
+@needs_numba
+def test_auto_mode_compiles_a_strided_2d_region(monkeypatch):
+    # (the tiered path writes the loop nest of the region's dimensions, as
+    # "always" does)
+    kernels._forget()
+    for name in ("COMPILE_SECONDS", "CACHED_SECONDS", "INIT_SECONDS", "MIN_GAIN"):
+        monkeypatch.setattr(kernels, name, 0.0)
+
+    def tv(x):
+        dx = x[1:, :-1] - x[:-1, :-1]
+        dy = x[:-1, 1:] - x[:-1, :-1]
+        return np.sum(np.sqrt(dx * dx + dy * dy + 1e-2))
+
+    x = np.random.default_rng(5).standard_normal((30, 41))
+    v = np.random.default_rng(6).standard_normal((30, 41))
+    h = cr.jit(lambda x, v: cr.hvp(tv, x, v), warn=False)
+    with cr.fusion(kernels=True):
+        for _ in range(kernels.MIN_CALLS + kernels.PROBE_CALLS + 3):
+            got = h(x, v)
+    rows = [r for r in kernels.stats() if r["layout"] == "N"]
+    assert rows and all(r["compiled"] and r["kernel_calls"] for r in rows), rows
+    with cr.fusion(False):
+        _agree(got, cr.hvp(tv, x, v), "hvp")

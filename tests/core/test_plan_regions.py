@@ -11,7 +11,7 @@ import pytest
 import chainrules as cr
 from chainrules import elementwise_expr as ee
 from chainrules import fused_sweeps as fusion
-from chainrules import kernels
+from chainrules import kernel_scatter, kernels
 
 # (fusion at every size, as in test_fusion: the thresholds are for speed)
 from test_fusion import setup_module, teardown_module  # noqa: F401
@@ -38,7 +38,7 @@ def _region_envs(plan):
     envs = []
     for line in plan.source.splitlines():
         for name, obj in plan.namespace.items():
-            if obj is kernels.run and f"= {name}(" in line:
+            if (obj is kernels.run or obj is kernel_scatter.run) and f"= {name}(" in line:
                 envs.append(line.split("{", 1)[1].split("}", 1)[0])
     return envs
 
