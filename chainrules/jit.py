@@ -25,7 +25,7 @@ from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeVar, overloa
 
 import numpy as np
 
-from .anomaly import is_anomaly_enabled
+from .anomaly import anomaly_mode
 from .errors import StagingError, StagingWarning
 from . import kernels
 from .plan import GuardFailed, Plan
@@ -47,6 +47,8 @@ R = TypeVar("R")
 CACHE_SIZE = 64
 
 _PY_NUMBERS = (bool, int, float, complex)
+
+_anomaly_mode = anomaly_mode.get
 
 
 def _is_region(fn):
@@ -166,6 +168,7 @@ class Jitted(Generic[P, R]):
         self.max_variants = max_variants
         self.cache_size = cache_size
         self._cache = OrderedDict()
+        self._recent = None  # the entry the last replay moved to the LRU's end
         self._lock = threading.Lock()
         self._warned = set()
         functools.update_wrapper(self, fun)
@@ -219,7 +222,7 @@ class Jitted(Generic[P, R]):
 
     # -- calls ---------------------------------------------------------------------
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        if is_anomaly_enabled():
+        if _anomaly_mode():
             # anomaly mode checks each operation as it runs, naming the op
             # and the user's line: eager calls do that
             return self.fun(*args, **kwargs)
@@ -239,16 +242,19 @@ class Jitted(Generic[P, R]):
                         except GuardFailed:
                             pass
                         else:
-                            try:
-                                self._cache.move_to_end(key)
-                            except KeyError:  # evicted by another thread meanwhile
-                                pass
+                            if entry is not self._recent:  # (the LRU order)
+                                self._recent = entry
+                                try:
+                                    self._cache.move_to_end(key)
+                                except KeyError:  # evicted by another thread meanwhile
+                                    pass
                             return out
         split = self._split(args, kwargs)
         if split is None:
             return self.fun(*args, **kwargs)
         key, values, rebuild = split
         with self._lock:
+            self._recent = None
             entry = self._cache.get(key)
             if entry is None:
                 entry = self._cache[key] = _Entry()
@@ -382,6 +388,7 @@ class Jitted(Generic[P, R]):
 
     def clear_cache(self) -> None:
         with self._lock:
+            self._recent = None
             self._cache.clear()
 
 

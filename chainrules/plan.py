@@ -17,7 +17,7 @@ import numpy as np
 from .fp_warnings import at_user_line
 
 from .pytree import LEAF, unflatten
-from .staging import Ref
+from .staging import Ref, _constant
 
 __all__ = ["Plan", "GuardFailed"]
 
@@ -124,15 +124,23 @@ def _tree_source(td, rets, w):
     """Source that builds the result's pytree from the leaves' sources."""
     if td is LEAF:
         return next(rets)
-    kids = [_tree_source(c, rets, w) for c in td.children]
+    literal = td.node_type in (tuple, list) or td.node_type is dict and all(
+        type(k) in (str, int) for k in td.keys)
+    kids = [_tree_source(c, rets, w) for c in td.children] if literal else []
     if td.node_type is tuple:
         return f"({', '.join(kids)},)" if len(kids) == 1 else f"({', '.join(kids)})"
     if td.node_type is list:
         return f"[{', '.join(kids)}]"
     if td.node_type is dict and all(type(k) in (str, int) for k in td.keys):
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(td.keys, kids)) + "}"
-    # namedtuples, dataclasses, dict subclasses: pytree's own rebuild
-    return f"{w.const(unflatten, 'f')}({w.const(td, 'k')}, [{', '.join(kids)}])"
+    # namedtuples, dataclasses, dict subclasses: pytree's own rebuild, of
+    # the subtree's leaves
+    leaves = [next(rets) for _ in range(_num_leaves(td))]
+    return f"{w.const(unflatten, 'f')}({w.const(td, 'k')}, [{', '.join(leaves)}])"
+
+
+def _num_leaves(td):
+    return 1 if td is LEAF else sum(_num_leaves(c) for c in td.children)
 
 
 def _uses(tpl, acc):
@@ -185,9 +193,65 @@ def _rename(tpl, alias):
 
 
 #: NumPy functions whose result never shares memory with an argument
-_FRESH = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy, np.sum,
+_FRESH = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.zeros, np.ones,
+          np.full, np.empty, np.copy, np.sum,
           np.mean, np.prod, np.max, np.min, np.matmul, np.dot, np.tensordot, np.outer,
           np.where, np.concatenate, np.stack, np.cumsum, np.cumprod}
+
+
+def _is_scalar(x):
+    t = type(x)
+    return t is float or t is int or t is complex or t is bool or isinstance(x, np.generic)
+
+
+def _substitute(tpl, known):
+    t = type(tpl)
+    if t is Ref:
+        return known.get(tpl.i, tpl)
+    if t is tuple or t is list:
+        return t(_substitute(x, known) for x in tpl)
+    if t is dict:
+        return {k: _substitute(v, known) for k, v in tpl.items()}
+    return tpl
+
+
+def fold_constants(steps, outputs):
+    """The steps with arithmetic on scalar constants done once: a staged
+    constant that is a NumPy scalar or a Python number (the seed of a
+    gradient, ``staging.staged_constant``) is immutable, so a ufunc or
+    Python operator of such constants alone gives the same scalar at every
+    replay. Its value replaces the variable in the steps that read it
+    (guards keep reading the variable), unless NumPy would flag a
+    floating-point error computing it (the replay warns or raises then)."""
+    known = {}
+    result = []
+    for step in steps:
+        if step[0] != "call":
+            result.append(step)
+            continue
+        fn, a, k, out = step[1:5]
+        if known:
+            ins = set()
+            _uses(a, ins)
+            _uses(k, ins)
+            if not known.keys().isdisjoint(ins):
+                a, k = _substitute(a, known), _substitute(k, known)
+                step = step[:2] + (a, k) + step[4:]
+        if type(out) is Ref and not k and a and all(_is_scalar(x) for x in a):
+            if fn is _constant:
+                known[out.i] = a[0]
+            elif len(step) > 5 or isinstance(fn, np.ufunc):
+                f = _OPERATOR_FNS[step[5]] if len(step) > 5 else fn
+                try:
+                    with np.errstate(all="raise"):
+                        value = f(*a)
+                except (ArithmeticError, TypeError, ValueError):
+                    value = None
+                if value is not None and _is_scalar(value):
+                    known[out.i] = value
+                    step = ("call", _constant, (value,), {}, out)
+        result.append(step)
+    return result, [_substitute(o, known) if type(o) is Ref else o for o in outputs]
 
 
 def common_subexpressions(steps, outputs):
@@ -282,93 +346,333 @@ def live_steps(steps, outputs):
     return kept
 
 
-class Plan:
-    """A recorded function as generated code. ``source``: the code;
-    ``steps``: one line per step, for reading; ``guards``: how many."""
+def _square(a):
+    return a * a
 
-    def __init__(self, steps, inputs, outputs, out_tree, name="plan"):
-        self.recorded_steps = len(steps)
-        steps, outputs = common_subexpressions(steps, outputs)
-        steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
-        w = _Writer()
-        args = ", ".join(f"v{i}" for i in inputs)
-        w.lines.append(f"def {name}({args}):")
-        self.guard_lines = []
+
+#: the Python operators a plan writes on NumPy scalars (``staging``), as
+#: functions: the same arithmetic
+_OPERATOR_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+                 "/": operator.truediv, "{0} * {0}": _square, "-{0}": operator.neg,
+                 "abs({0})": abs, "+{0}": operator.pos}
+
+_GUARD_VALUE = {"float": float, "complex": complex, "item": lambda v: v.item(),
+                "tolist": lambda v: v.tolist(), "value": lambda v: v}
+
+# the forms of a replayed step
+_UNARY, _BINARY, _BINARY_RC, _BINARY_CR, _CALL, _GUARD = range(6)
+
+
+def _fresh(tpl):
+    """Whether an argument template must be built again at each call (it
+    holds staged values, or a list or dict the callee might change)."""
+    t = type(tpl)
+    if t is Ref or t is list or t is dict:
+        return True
+    if t is tuple:
+        return any(_fresh(x) for x in tpl)
+    return False
+
+
+def _fill(tpl, env):
+    t = type(tpl)
+    if t is Ref:
+        return env[tpl.i]
+    if t is tuple or t is list:
+        return t(_fill(x, env) for x in tpl)
+    if t is dict:
+        return {k: _fill(v, env) for k, v in tpl.items()}
+    return tpl
+
+
+def _bind(out, value, env):
+    if type(out) is Ref:
+        env[out.i] = value
+        return
+    for j, o in enumerate(out):
+        if o is not None:
+            _bind(o, value[j], env)
+
+
+def _lower_call(fn, a, k, out):
+    """One call step as a tuple ``_Replay.run`` reads."""
+    if not k and type(out) is Ref:
+        refs = [type(x) is Ref for x in a]
+        if len(a) == 1 and refs[0]:
+            return (_UNARY, fn, a[0].i, out.i)
+        if len(a) == 2 and refs[0] and refs[1]:
+            return (_BINARY, fn, a[0].i, a[1].i, out.i)
+        if len(a) == 2 and refs[0] and not _fresh(a[1]):
+            return (_BINARY_RC, fn, a[0].i, a[1], out.i)
+        if len(a) == 2 and refs[1] and not _fresh(a[0]):
+            return (_BINARY_CR, fn, a[0], a[1].i, out.i)
+    base = list(a)
+    refs, built = [], []
+    for p, x in enumerate(a):
+        if type(x) is Ref:
+            refs.append((p, x.i))
+        elif _fresh(x):
+            built.append((p, x))
+    kbase = dict(k)
+    krefs, kbuilt = [], []
+    for key, x in k.items():
+        if type(x) is Ref:
+            krefs.append((key, x.i))
+        elif _fresh(x):
+            kbuilt.append((key, x))
+    return (_CALL, fn, tuple(base), tuple(refs), tuple(built), kbase, tuple(krefs),
+            tuple(kbuilt), out)
+
+
+class _Replay:
+    """A plan's steps run as data: each step a tuple of its function, where
+    its arguments come from (the values computed so far, or constants) and
+    where its result goes. The same calls on the same values in the same
+    order as the plan's code, without writing and compiling the code: a
+    plan's first replays (the purity check, a function called a few times)
+    run this way."""
+
+    __slots__ = ("ops", "inputs", "outputs", "out_tree")
+
+    def __init__(self, steps, inputs, outputs, out_tree):
+        ops = []
+        g = 0
         for step in steps:
             if step[0] == "guard":
                 _, kind, ref, expected, line = step
-                g = len(self.guard_lines)
-                self.guard_lines.append(line)
-                v = f"v{ref.i}"
-                fail = f"raise GuardFailed({g}, {line!r})"
-                if kind == "bool":
-                    cond = f"not {v}" if expected else f"{v}"
-                elif kind in ("int", "index"):
-                    conv = "int" if kind == "int" else "_index"
-                    cond = f"{conv}({v}) != {expected!r}"
-                elif kind == "shape":
-                    cond = f"{v}.shape != {expected!r}"
-                else:
-                    conv = {"float": "float", "complex": "complex", "item": "",
-                            "tolist": "", "value": ""}[kind]
-                    src = f"{v}.item()" if kind == "item" else (
-                        f"{v}.tolist()" if kind == "tolist" else f"{conv}({v})" if conv else v)
-                    cond = f"not _same({src}, {w.const(expected, 'g')})"
-                w.lines.append(f"    if {cond}: {fail}")
+                ops.append((_GUARD, kind, ref.i, expected, g, line))
+                g += 1
                 continue
             _, fn, a, k, out = step[:5]
             if len(step) > 5:  # a Python operator on NumPy scalars
-                if len(a) == 1:
-                    w.bind(out, step[5].format(w.expr(a[0])))
+                fn = _OPERATOR_FNS[step[5]]
+            ops.append(_lower_call(fn, a, k, out))
+        self.ops = ops
+        self.inputs = inputs
+        self.outputs = [("r", o.i) if type(o) is Ref else
+                        ("a", o) if type(o) is np.ndarray else ("c", o) for o in outputs]
+        self.out_tree = out_tree
+
+    def run(self, dynamic):
+        env = dict(zip(self.inputs, dynamic))
+        for op in self.ops:
+            form = op[0]
+            if form == _UNARY:
+                env[op[3]] = op[1](env[op[2]])
+            elif form == _BINARY:
+                env[op[4]] = op[1](env[op[2]], env[op[3]])
+            elif form == _BINARY_RC:
+                env[op[4]] = op[1](env[op[2]], op[3])
+            elif form == _BINARY_CR:
+                env[op[4]] = op[1](op[2], env[op[3]])
+            elif form == _CALL:
+                _, fn, base, refs, built, kbase, krefs, kbuilt, out = op
+                a = list(base)
+                for p, i in refs:
+                    a[p] = env[i]
+                for p, t in built:
+                    a[p] = _fill(t, env)
+                if kbase:
+                    kw = dict(kbase)
+                    for key, i in krefs:
+                        kw[key] = env[i]
+                    for key, t in kbuilt:
+                        kw[key] = _fill(t, env)
+                    r = fn(*a, **kw)
                 else:
-                    w.bind(out, f"{w.expr(a[0])} {step[5]} {w.expr(a[1])}")
-                continue
-            f = w.const(fn, "f")
-            parts = [w.expr(x) for x in a]
-            if k:
-                if all(type(key) is str and key.isidentifier() for key in k):
-                    parts += [f"{key}={w.expr(val)}" for key, val in k.items()]
-                else:  # pragma: no cover - NumPy's keywords are identifiers
-                    parts.append(f"**{w.expr(k)}")
-            call = f"{f}({', '.join(parts)})"
-            if out is None:
-                w.lines.append(f"    {call}")
+                    r = fn(*a)
+                if out is not None:
+                    _bind(out, r, env)
             else:
-                w.bind(out, call)
-        rets = []
-        for o in outputs:
-            if type(o) is Ref:
-                rets.append(f"v{o.i}")
-            elif type(o) is np.ndarray:
-                # a constant result is copied: the caller may write into it
-                rets.append(f"_copy_out({w.const(o)})")
-            else:
-                rets.append(w.expr(o))
-        w.lines.append(f"    return {_tree_source(out_tree, iter(rets), w)}")
-        self.source = "\n".join(w.lines)
-        self.namespace = w.ns
-        # a file name inside the package: the plan's frames are the library's
-        # (user_code.is_internal), so that NumPy's floating-point warnings
-        # raised in a replay are re-issued at the caller's line
-        code = compile(self.source, os.path.join(_HERE, f"<plan {name}>"), "exec")
-        exec(code, w.ns)
-        self.run = at_user_line(w.ns[name])
+                _check_guard(op, env[op[2]])
+        leaves = [env[v] if how == "r" else v.copy() if how == "a" else v
+                  for how, v in self.outputs]
+        return unflatten(self.out_tree, leaves)
+
+
+def _check_guard(op, v):
+    """What the plan's code checks for a guard: raise ``GuardFailed`` when
+    the value differs from the recorded one."""
+    _, kind, _, expected, g, line = op
+    if kind == "bool":
+        ok = (not v) is not expected
+    elif kind == "int":
+        ok = not int(v) != expected
+    elif kind == "index":
+        ok = not operator.index(v) != expected
+    elif kind == "shape":
+        ok = not v.shape != expected
+    else:
+        ok = _same(_GUARD_VALUE[kind](v), expected)
+    if not ok:
+        raise GuardFailed(g, line)
+
+
+#: a plan's first replays run its steps through ``_Replay`` (no code to
+#: write and compile); the replay after ``COMPILE_AFTER`` of them writes
+#: and compiles its code, and later replays run that
+COMPILE_AFTER = 2
+
+#: compiled plan code by source text: plans of one structure (a function
+#: staged again, signatures whose plans read alike) compile once
+_CODE = {}
+_CODE_SIZE = 512
+
+
+def clear_code_cache():
+    """Forget the compiled code of plans (kept by source text)."""
+    _CODE.clear()
+
+
+def _compiled(source, name):
+    code = _CODE.get(source)
+    if code is None:
+        # a file name inside the package: the plan's frames are the
+        # library's (user_code.is_internal), so that NumPy's floating-point
+        # warnings raised in a replay are re-issued at the caller's line
+        code = compile(source, os.path.join(_HERE, f"<plan {name}>"), "exec")
+        if len(_CODE) >= _CODE_SIZE:
+            _CODE.pop(next(iter(_CODE)))
+        _CODE[source] = code
+    return code
+
+
+class Plan:
+    """A recorded function as generated code. ``source``: the code;
+    ``steps``: one line per step, for reading; ``guards``: how many.
+
+    Its first ``COMPILE_AFTER`` replays run the steps as data (``_Replay``:
+    the same calls on the same values, in the same order); the next one
+    writes and compiles the code, and from then on the code runs."""
+
+    def __init__(self, steps, inputs, outputs, out_tree, name="plan"):
+        self.recorded_steps = len(steps)
+        steps, outputs = fold_constants(steps, outputs)
+        steps, outputs = common_subexpressions(steps, outputs)
+        steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
+        self._parts = (steps, inputs, outputs, name)
+        self.guard_lines = [s[4] for s in steps if s[0] == "guard"]
         self.out_tree = out_tree
         self.num_steps = len(steps)
         self.guards = len(self.guard_lines)
         self.checked = False
+        self._written = None  # (source, namespace) once written
+        self._fn = None  # the compiled function
+        self._replays = 0
+        replay = _Replay(steps, inputs, outputs, out_tree)
+        self._replay = replay.run
+        self.run = at_user_line(self._first_runs)
+
+    def _first_runs(self, *dynamic):
+        n = self._replays = self._replays + 1
+        if n > COMPILE_AFTER:
+            self.compile()
+            return self._fn(*dynamic)
+        return self._replay(dynamic)
+
+    def compile(self):
+        """Write and compile the plan's code now (replays run it from now on)."""
+        if self._fn is None:
+            source, ns = self._write()
+            name = self._parts[3]
+            exec(_compiled(source, name), ns)
+            self._fn = ns[name]
+            self.run = at_user_line(self._fn)
+
+    @property
+    def source(self):
+        return self._write()[0]
+
+    @property
+    def namespace(self):
+        return self._write()[1]
+
+    def _write(self):
+        if self._written is None:
+            self._written = _write_source(*self._parts, self.out_tree)
+        return self._written
 
     def __call__(self, *dynamic):
         return self.run(*dynamic)
 
     def __str__(self):
+        source, namespace = self._write()
         consts = []
-        for name, obj in self.namespace.items():
+        for name, obj in namespace.items():
             if name[0] in "kg" and name[1:].isdigit():
                 r = repr(obj)
                 consts.append(f"# {name} = {r if len(r) < 60 else r[:57] + '...'}")
             elif name[0] == "f" and name[1:].isdigit():
                 consts.append(f"# {name} = {_fn_name(obj)}")
-        return "\n".join(consts + [self.source])
+        return "\n".join(consts + [source])
 
     __repr__ = __str__
+
+
+def _write_source(steps, inputs, outputs, name, out_tree):
+    """``(source, namespace)`` of a plan's function."""
+    w = _Writer()
+    args = ", ".join(f"v{i}" for i in inputs)
+    w.lines.append(f"def {name}({args}):")
+    g = 0
+    for step in steps:
+        if step[0] == "guard":
+            _, kind, ref, expected, line = step
+            v = f"v{ref.i}"
+            fail = f"raise GuardFailed({g}, {line!r})"
+            g += 1
+            if kind == "bool":
+                cond = f"not {v}" if expected else f"{v}"
+            elif kind in ("int", "index"):
+                conv = "int" if kind == "int" else "_index"
+                cond = f"{conv}({v}) != {expected!r}"
+            elif kind == "shape":
+                cond = f"{v}.shape != {expected!r}"
+            else:
+                conv = {"float": "float", "complex": "complex", "item": "",
+                        "tolist": "", "value": ""}[kind]
+                src = f"{v}.item()" if kind == "item" else (
+                    f"{v}.tolist()" if kind == "tolist" else f"{conv}({v})" if conv else v)
+                cond = f"not _same({src}, {w.const(expected, 'g')})"
+            w.lines.append(f"    if {cond}: {fail}")
+            continue
+        _, fn, a, k, out = step[:5]
+        if len(step) > 5:  # a Python operator on NumPy scalars
+            if len(a) == 1:
+                w.bind(out, step[5].format(w.expr(a[0])))
+            else:
+                w.bind(out, f"{w.expr(a[0])} {step[5]} {w.expr(a[1])}")
+            continue
+        if fn is operator.getitem and len(a) == 2 and not k and out is not None:
+            # subscripts: what operator.getitem and setitem do, without a call
+            w.bind(out, f"{w.expr(a[0])}[{w.expr(a[1])}]")
+            continue
+        if fn is operator.setitem and len(a) == 3 and not k and out is None:
+            w.lines.append(f"    {w.expr(a[0])}[{w.expr(a[1])}] = {w.expr(a[2])}")
+            continue
+        if fn is _constant and len(a) == 1 and not k and out is not None:
+            w.bind(out, w.expr(a[0]))
+            continue
+        f = w.const(fn, "f")
+        parts = [w.expr(x) for x in a]
+        if k:
+            if all(type(key) is str and key.isidentifier() for key in k):
+                parts += [f"{key}={w.expr(val)}" for key, val in k.items()]
+            else:  # pragma: no cover - NumPy's keywords are identifiers
+                parts.append(f"**{w.expr(k)}")
+        call = f"{f}({', '.join(parts)})"
+        if out is None:
+            w.lines.append(f"    {call}")
+        else:
+            w.bind(out, call)
+    rets = []
+    for o in outputs:
+        if type(o) is Ref:
+            rets.append(f"v{o.i}")
+        elif type(o) is np.ndarray:
+            # a constant result is copied: the caller may write into it
+            rets.append(f"_copy_out({w.const(o)})")
+        else:
+            rets.append(w.expr(o))
+    w.lines.append(f"    return {_tree_source(out_tree, iter(rets), w)}")
+    return "\n".join(w.lines), w.ns

@@ -114,8 +114,21 @@ class Recorder:
                 self.taint("a staged value of another recording was used")
             return Ref(obj.i), obj.value
         if t is tuple or t is list:
-            pairs = [self.template(o) for o in obj]
-            return t(p[0] for p in pairs), t(p[1] for p in pairs)
+            tpl, con = [], []
+            for o in obj:
+                to = type(o)
+                if to is Staged and o.rec is self:
+                    tpl.append(Ref(o.i))
+                    con.append(o.value)
+                elif to is Staged or to is tuple or to is list or to is dict \
+                        or to is slice:
+                    a, b = self.template(o)
+                    tpl.append(a)
+                    con.append(b)
+                else:
+                    tpl.append(o)
+                    con.append(o)
+            return (tuple(tpl), tuple(con)) if t is tuple else (tpl, con)
         if t is dict:
             tpl, con = {}, {}
             for k, v in obj.items():
@@ -198,6 +211,7 @@ _UNARY = {np.square: "{0} * {0}", np.negative: "-{0}", np.absolute: "abs({0})",
 #: functions whose value depends on their first argument's shape and dtype
 #: only (``full_like`` with a fill value that is not staged)
 _LIKE = {np.zeros_like, np.ones_like, np.full_like}
+_FILLED = {np.zeros_like: np.zeros, np.ones_like: np.ones, np.full_like: np.full}
 
 #: NumPy functions that write into an argument (its position)
 IN_PLACE = {np.copyto: 0, np.put: 0, np.putmask: 0, np.place: 0, np.fill_diagonal: 0,
@@ -353,6 +367,15 @@ class Staged(ArithmeticOperators, ArrayMethods):
             value = func(*rec.template(args)[1], **rec.template(kwargs)[1])
             if isinstance(value, _generic):
                 return value
+            if type(value) is _ndarray and (value.flags.c_contiguous or
+                                            value.flags.f_contiguous):
+                # fixed by the signature: the plan makes the same array
+                # with NumPy's constructor (no dispatch on a prototype)
+                order = "C" if value.flags.c_contiguous else "F"
+                fill = () if func is not np.full_like else (
+                    args[1] if len(args) > 1 else kwargs["fill_value"],)
+                return rec.wrap_call(_FILLED[func], (value.shape,) + fill + (
+                    value.dtype, order), {}, value)
             return rec.wrap_call(func, args, kwargs, value)
         return _call(rec, func, args, kwargs, dynamic_shape=func in DYNAMIC_SHAPE)
 

@@ -1,0 +1,157 @@
+"""A plan's first replays run its steps as data (``plan._Replay``), later
+ones its compiled code (docs/design.md, "Staged plans"): both make the
+same calls on the same values, so their results are equal bit for bit and
+their guards fail alike. Compiled code is shared by plans whose source
+reads alike; each keeps its own constants."""
+
+import collections
+import operator
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+from chainrules import plan as plan_mod
+from chainrules.plan import GuardFailed
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def _same_bits(a, b):
+    la, ta = cr.pytree.flatten(a)
+    lb, tb = cr.pytree.flatten(b)
+    assert ta == tb
+    for x, y in zip(la, lb):
+        assert type(x) is type(y), (x, y)
+        if isinstance(x, (np.ndarray, np.generic)):
+            assert x.dtype == y.dtype and np.shape(x) == np.shape(y)
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), (x, y)
+        else:
+            assert x == y or (x != x and y != y), (x, y)
+
+
+def _scalar_ops(x):
+    y = x * x - x / 3.0 + abs(-x) + (+x)
+    return y * np.sin(y)
+
+
+def _kwargs_and_out(x):
+    s = np.sum(x * x, axis=0, keepdims=True)
+    z = np.zeros_like(x)
+    z += s
+    z[0] = x[1]
+    return z, np.mean(x, axis=-1)
+
+
+def _nested_templates(x, i):
+    a = np.concatenate([x, x[::-1], x[:, i]], axis=1)
+    b = np.stack((x[0], x[-1]))
+    frac, whole = np.modf(a)
+    return {"a": frac * whole, "b": b}
+
+
+def _guards(x):
+    n = int(np.argmax(x))
+    if x[0] > 0:
+        x = x * 2.0
+    s = float(cr.stop_gradient(np.sum(x)))
+    t = cr.stop_gradient(x[:2]).tolist()
+    k = x.shape[0] - 1
+    return x[n] * s + cr.stop_gradient(x[k]).item() + sum(t) + x[x > 0].sum()
+
+
+def _results_of_all_kinds(x):
+    return Pair(np.sin(x), (None, 3, np.ones(2), x[0]))
+
+
+CASES = [
+    (_scalar_ops, lambda r: (np.float64(r.normal()),)),
+    (_scalar_ops, lambda r: (np.array(r.normal()),)),
+    (cr.value_and_grad(_scalar_ops), lambda r: (np.float64(r.normal()),)),
+    (_kwargs_and_out, lambda r: (r.normal(size=(3, 4)),)),
+    (cr.value_and_grad(lambda x: np.sum(_kwargs_and_out(x)[0] ** 2)),
+     lambda r: (r.normal(size=(3, 4)),)),
+    (_nested_templates, lambda r: (r.normal(size=(3, 4)) * 5, np.array([0, 2]))),
+    (_guards, lambda r: (np.abs(r.normal(size=5)) + np.arange(5),)),
+    (cr.grad(_guards), lambda r: (np.abs(r.normal(size=5)) + np.arange(5),)),
+    (_results_of_all_kinds, lambda r: (r.normal(size=3),)),
+    (lambda x, v: cr.hvp(lambda z: np.sum(np.tanh(z) ** 3), x, v),
+     lambda r: (r.normal(size=4), r.normal(size=4))),
+]
+
+
+@pytest.mark.parametrize("fun, make_args", CASES)
+def test_replayed_steps_equal_the_compiled_code_bit_for_bit(fun, make_args):
+    rng = np.random.default_rng(0)
+    args = make_args(rng)
+    plan = cr.jit(fun).plan(*args)
+    assert plan is not None
+    for _ in range(3):
+        stepped = plan._replay(args)
+        plan.compile()
+        _same_bits(stepped, plan._fn(*args))
+        # (eager may round another order of operations: a fused region's)
+        for x, y in zip(cr.pytree.flatten(stepped)[0], cr.pytree.flatten(fun(*args))[0]):
+            if isinstance(x, (np.ndarray, np.generic, float)):
+                np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-300)
+            else:
+                assert x == y
+        args = make_args(rng)
+        # (other values: a guard may fail, alike on both paths)
+        try:
+            plan._replay(args)
+        except GuardFailed as e:
+            with pytest.raises(GuardFailed) as again:
+                plan._fn(*args)
+            assert again.value.index == e.index and again.value.line == e.line
+            args = make_args(np.random.default_rng(0))
+
+
+def test_guards_fail_alike_on_both_paths():
+    plan = cr.jit(_guards).plan(np.array([1.0, 2.0, 3.0]))
+    plan.compile()
+    for bad in (np.array([-1.0, 2.0, 3.0]),     # the `if`
+                np.array([4.0, 2.0, 3.0]),      # int(argmax)
+                np.array([1.0, 2.0, 3.5])):     # float(sum)
+        with pytest.raises(GuardFailed) as a:
+            plan._replay((bad,))
+        with pytest.raises(GuardFailed) as b:
+            plan._fn(bad)
+        assert (a.value.index, a.value.line) == (b.value.index, b.value.line)
+
+
+def test_calls_across_the_compile_threshold_stay_right():
+    step = cr.jit(cr.value_and_grad(_scalar_ops))
+    eager = cr.value_and_grad(_scalar_ops)
+    for k in range(plan_mod.COMPILE_AFTER + 4):
+        x = np.float64(0.1 * k - 0.3)
+        _same_bits(step(x), eager(x))
+    plan = step.plan(np.float64(0.0))
+    assert plan._fn is not None  # compiled once replayed enough
+
+
+def test_plans_that_read_alike_share_code_and_keep_their_constants():
+    a = cr.jit(lambda x: np.sin(x) * 2.5)
+    b = cr.jit(lambda x: np.sin(x) * 4.0)
+    x = np.linspace(0, 1, 3)
+    pa, pb = a.plan(x), b.plan(x)
+    pa.compile()
+    pb.compile()
+    assert pa.source.replace("<lambda>", "") == pb.source.replace("<lambda>", "")
+    assert pa._fn.__code__ is pb._fn.__code__
+    np.testing.assert_array_equal(pa(x), np.sin(x) * 2.5)
+    np.testing.assert_array_equal(pb(x), np.sin(x) * 4.0)
+
+
+def test_operators_of_the_replay_are_pythons():
+    # the table the replay reads for the plan's Python operators
+    x, y = np.float64(1.5), np.float32(0.25)
+    for op, fn in plan_mod._OPERATOR_FNS.items():
+        if "{0}" in op:
+            want = eval(op.format("x"))
+            got = fn(x)
+        else:
+            want = eval(f"x {op} y")
+            got = fn(x, y)
+        assert type(got) is type(want) and got == want
+    assert plan_mod._OPERATOR_FNS["/"] is operator.truediv
