@@ -19,10 +19,12 @@ A value written in place anywhere in the plan (or sharing memory with one
 that is) is never absorbed, nor read through an absorbed call: the call
 would then read it at another time.
 
-``scatter_pairs`` (which ``absorb`` ends with) then writes a region whose
+``scatter_pairs`` (which ``absorb`` runs next) then writes a region whose
 two results the plan sums into one new array at neighbouring offsets (the
 pullback of ``x[1:]`` and ``x[:-1]``) as one step with that scatter
-(``kernel_scatter``): the same NumPy calls, or one compiled loop.
+(``kernel_scatter``): the same NumPy calls, or one compiled loop. Last,
+``drop_copies`` skips the copy a sweep makes of a cotangent before adding
+into it in place where the plan made that array and reads it nowhere else.
 """
 
 import operator
@@ -32,9 +34,9 @@ import numpy as np
 from . import elementwise_expr as ee
 from . import kernel_scatter
 from .plan import _FRESH, _defines, _uses, live_steps
-from .staging import Ref
+from .staging import Ref, _astype
 
-__all__ = ["absorb", "scatter_pairs"]
+__all__ = ["absorb", "scatter_pairs", "drop_copies"]
 
 #: how many calls at most a region takes in (a bound on its program's size)
 MAX_ABSORBED = 64
@@ -126,9 +128,10 @@ def absorb(steps, outputs, meta, is_region):
     threads)``)."""
     regions = [k for k, s in enumerate(steps)
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
-    if not regions:
-        return steps
-    return scatter_pairs(_absorb(steps, outputs, meta, is_region), outputs, meta, is_region)
+    if regions:
+        steps = scatter_pairs(_absorb(steps, outputs, meta, is_region), outputs, meta,
+                              is_region)
+    return drop_copies(steps, outputs, meta, is_region)
 
 
 def _absorb(steps, outputs, meta, is_region):
@@ -346,3 +349,42 @@ def _scatter_at(steps, k, uses, meta):
     return ("call", kernel_scatter.run,
             (program, env, n, kernel_scatter.Scatter(a, b, a_last, m, dtype)), kwargs,
             new_outs)
+
+
+def _given(x):
+    return x
+
+
+def drop_copies(steps, outputs, meta, is_region=lambda fn: False):
+    """``steps`` with each ``astype(v, dtype, copy=True)`` of a value ``v``
+    of that dtype that the plan made as a new array (a ufunc's result, a
+    region's result computed by its program) and nothing else reads
+    replaced by ``v`` itself: the sweeps copy a cotangent before writing
+    into it because they cannot know who else holds it; the plan can."""
+    uses = _Counts.of(steps, outputs)
+    made = {}
+    for step in steps:
+        if step[0] != "call" or len(step) != 5:
+            continue
+        fn, args, kwargs, out = step[1:5]
+        if type(out) is Ref and isinstance(fn, np.ufunc) and not kwargs:
+            made[out.i] = meta.get(out.i)
+        elif type(out) is tuple and (is_region(fn) and _is_region_call(step)
+                                     or fn is kernel_scatter.run):
+            program = args[0]
+            for j, o in enumerate(out):
+                # (a value given, a constant, or one array given twice: not new)
+                if type(o) is Ref and program.kinds[j] == "step" \
+                        and program.outs.count(program.outs[j]) == 1:
+                    made[o.i] = meta.get(o.i)
+    out = []
+    for step in steps:
+        if step[0] == "call" and step[1] is _astype and len(step) == 5 \
+                and type(step[4]) is Ref and len(step[2]) == 2 and type(step[2][0]) is Ref:
+            (v, dtype), kwargs = step[2], step[3]
+            dt_shape = made.get(v.i)
+            if kwargs.get("copy") is True and dt_shape is not None and dt_shape[1] \
+                    and dt_shape[0] == np.dtype(dtype) and uses.get(v.i) == 1:
+                step = ("call", _given, (v,), {}, step[4])
+        out.append(step)
+    return out

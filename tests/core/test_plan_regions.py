@@ -11,7 +11,8 @@ import pytest
 import chainrules as cr
 from chainrules import elementwise_expr as ee
 from chainrules import fused_sweeps as fusion
-from chainrules import kernel_scatter, kernels
+from chainrules import kernel_scatter, kernels, plan_regions
+from chainrules.staging import Ref
 
 # (fusion at every size, as in test_fusion: the thresholds are for speed)
 from test_fusion import setup_module, teardown_module  # noqa: F401
@@ -117,3 +118,65 @@ def test_absorbed_programs_keep_dtypes_of_weak_constants():
     with cr.fusion(False):
         want = cr.hvp(f, x, v)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _tv(x, f):
+    dx = x[1:, :-1] - x[:-1, :-1]
+    dy = x[:-1, 1:] - x[:-1, :-1]
+    r = x - f
+    return np.sum(np.sqrt(dx * dx + dy * dy + 1e-2)) + 0.05 * np.sum(r * r)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_a_cotangent_made_by_the_plan_is_not_copied(dt, monkeypatch):
+    from chainrules.staging import _astype
+    rng = np.random.default_rng(2)
+    x, f = (rng.standard_normal((40, 30)).astype(dt) for _ in range(2))
+    got, plan = _replays(cr.value_and_grad(_tv), (x, f))
+    assert not any(obj is _astype for obj in plan.namespace.values()), plan
+    monkeypatch.setattr(plan_regions, "drop_copies", lambda steps, *a: steps)
+    expect, plan = _replays(cr.value_and_grad(_tv), (x, f))
+    assert any(obj is _astype for obj in plan.namespace.values()), plan
+    assert got[0] == expect[0] and got[1].dtype == expect[1].dtype == dt
+    assert np.array_equal(got[1], expect[1])
+
+
+def test_a_copy_of_a_value_read_elsewhere_or_not_made_by_a_ufunc_stays():
+    from chainrules.staging import _astype
+    r = [Ref(i) for i in range(6)]
+    meta = {i: (np.dtype(float), (3,)) for i in range(6)}
+
+    def steps(fn=np.multiply, reader=None):
+        s = [("call", fn, (r[0], r[1]), {}, r[2]),
+             ("call", _astype, (r[2], np.dtype(float)), {"casting": "unsafe", "copy": True},
+              r[3])]
+        if reader is not None:
+            s.append(("call", np.add, (r[2], r[0]), {}, r[4]))
+        return s
+
+    new = plan_regions.drop_copies(steps(), [r[3]], meta)
+    assert new[1][1] is plan_regions._given and new[1][2] == (r[2],)
+    for s, outs in [(steps(reader=True), [r[3], r[4]]),       # read again
+                    (steps(np.broadcast_to), [r[3]]),          # a view, read-only
+                    (steps(), [r[3], r[2]])]:                  # returned too
+        assert plan_regions.drop_copies(s, outs, meta) == s
+    # another dtype than the value's: a real cast
+    s = steps()
+    s[1] = ("call", _astype, (r[2], np.dtype(np.float32)), {"copy": True}, r[3])
+    assert plan_regions.drop_copies(s, [r[3]], meta) == s
+
+
+def test_a_copy_of_a_region_result_is_dropped_only_when_the_region_made_it():
+    from chainrules.staging import _astype
+    r = [Ref(i) for i in range(8)]
+    meta = {i: (np.dtype(float), (3,)) for i in range(8)}
+    x = ee.placeholder("x", np.dtype(float))
+    made = ee.apply(np.sin, (x,))
+    for exprs, dropped in [((made,), True),         # computed by the program
+                           ((x,), False),           # the value given, as it is
+                           ((made, made), False)]:  # one array as two results
+        outs = tuple(r[2 + j] for j in range(len(exprs)))
+        steps = [("call", kernels.run, (ee.Program(exprs), {"x": r[0]}, 1), {}, outs),
+                 ("call", _astype, (r[2], np.dtype(float)), {"copy": True}, r[6])]
+        new = plan_regions.drop_copies(steps, [r[6]], meta, lambda fn: fn is kernels.run)
+        assert (new[1][1] is plan_regions._given) is dropped, exprs
