@@ -27,16 +27,22 @@ pullback of ``x[1:]`` and ``x[:-1]``) as one step with that scatter
 into it in place where the plan made that array and reads it nowhere else.
 """
 
+import math
 import operator
 
 import numpy as np
 
 from . import elementwise_expr as ee
-from . import kernel_scatter
+from . import elementwise_threads as et
+from . import kernel_scatter, kernels
 from .plan import _FRESH, _defines, _uses, live_steps
 from .staging import Ref, _astype
 
-__all__ = ["absorb", "scatter_pairs", "drop_copies"]
+__all__ = ["absorb", "scatter_pairs", "fuse_chains", "drop_copies"]
+
+#: the least elements of a chain's result for ``fuse_chains`` to write it as
+#: a program: below, a NumPy call per operation costs less than a program
+MIN_CHAIN_SIZE = 4096
 
 #: how many calls at most a region takes in (a bound on its program's size)
 MAX_ABSORBED = 64
@@ -131,6 +137,7 @@ def absorb(steps, outputs, meta, is_region):
     if regions:
         steps = scatter_pairs(_absorb(steps, outputs, meta, is_region), outputs, meta,
                               is_region)
+    steps = fuse_chains(steps, outputs, meta, is_region)
     return drop_copies(steps, outputs, meta, is_region)
 
 
@@ -155,7 +162,8 @@ def _absorb(steps, outputs, meta, is_region):
 
 
 class _Counts(dict):
-    """How many times each value is read (``plan._uses`` adds to it)."""
+    """How many steps read each value (a step reading it twice, as ``x *
+    x`` does, counts once)."""
 
     def add(self, i):
         self[i] = self.get(i, 0) + 1
@@ -169,8 +177,11 @@ class _Counts(dict):
             if step[0] == "guard":
                 uses.add(step[2].i)
             else:
-                _uses(step[2], uses)
-                _uses(step[3], uses)
+                read = set()
+                _uses(step[2], read)
+                _uses(step[3], read)
+                for i in read:
+                    uses.add(i)
         for o in outputs:
             _uses(o, uses)
             _uses(o, uses)
@@ -333,7 +344,7 @@ def _scatter_at(steps, k, uses, meta):
     b = next((j for j, o in enumerate(outs) if _same(o, rb)), None)
     # (the prototype of ``empty_like`` may be one of them: it gives no values)
     proto = {a_e[0].i} if len(a_e) == 1 and type(a_e[0]) is Ref else set()
-    if a is None or b is None or uses.get(w.i) != 2 \
+    if a is None or b is None or uses.get(w.i) != 1 \
             or uses.get(ra.i) != 1 + (ra.i in proto) or uses.get(rb.i) != 1 + (rb.i in proto):
         return None
     if meta.get(ra.i) != (np.dtype(dtype), (m - 1,)) or meta.get(rb.i) != meta[ra.i]:
@@ -349,6 +360,57 @@ def _scatter_at(steps, k, uses, meta):
     return ("call", kernel_scatter.run,
             (program, env, n, kernel_scatter.Scatter(a, b, a_last, m, dtype)), kwargs,
             new_outs)
+
+
+def fuse_chains(steps, outputs, meta, is_region):
+    """``steps`` with each chain of elementwise ufunc calls of the plan
+    whose intermediate results nothing else reads (``sqrt(dx * dx + dy * dy
+    + eps)``) written as one region step (``kernels.run``) computing its
+    last result: one program, one pass once compiled, instead of a call
+    and a new array per operation. The program makes the same NumPy calls
+    in the same dtypes (as ``absorb``'s), so results are unchanged."""
+    steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
+    uses = _Counts.of(steps, outputs)
+    made_by = {}
+    for k, step in enumerate(steps):
+        if step[0] == "call" and type(step[4]) is Ref:
+            made_by[step[4].i] = k
+    dirty = _written(steps, is_region)
+    steps = list(steps)
+    n = et.threads()
+    fused = False
+    for k in range(len(steps) - 1, -1, -1):
+        step = steps[k]
+        found = _producer(step, meta)
+        if found is None or uses.get(step[4].i, 0) == 0:
+            continue  # (not a ufunc call, or one a later chain took in)
+        out = step[4]
+        dtype, shape = meta[out.i]
+        # (the result may be written into later: the program's is a new
+        # array; what it takes in is never written, ``_absorb_one`` checks)
+        if not shape or math.prod(shape) < MIN_CHAIN_SIZE:
+            continue
+        uname, args = found
+        try:
+            root = ee.apply(getattr(np, uname), tuple(
+                ee.placeholder(f"p{a.i}", meta[a.i][0]) if type(a) is Ref
+                else ee.constant(a) for a in args))
+        except ee.NotExpressible:
+            continue
+        if root.dtype != dtype:
+            continue
+        program = ee.Program((root,))
+        env = {f"p{a.i}": a for a in args if type(a) is Ref}
+        steps[k] = ("call", kernels.run, (program, env, n), {}, (out,))
+        new = _absorb_one(steps, k, uses, made_by, meta, dirty)
+        if new is None:
+            steps[k] = step  # (nothing to take in: the call as it was)
+        else:
+            steps[k] = new
+            fused = True
+    if not fused:
+        return steps
+    return live_steps(steps, [o for o in outputs if type(o) is Ref])
 
 
 def _given(x):

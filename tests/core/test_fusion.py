@@ -23,20 +23,24 @@ from hypothesis import given, settings, strategies as st
 
 import chainrules as cr
 from chainrules import fused_sweeps as fusion
-from chainrules import pytree
+from chainrules import plan_regions, pytree
 
 from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
 
 def setup_module():
     # fuse at every size here (the thresholds are for speed, not results)
     # (and every region, however few of its members are non-linear)
+    # (and plans fuse chains of ufunc calls at every size: plan_regions)
     global _SIZES
-    _SIZES = fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR
+    _SIZES = (fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR,
+              plan_regions.MIN_CHAIN_SIZE)
     fusion.MIN_SIZE = fusion.MIN_SIZE_SECOND = fusion.MIN_NONLINEAR = 0
+    plan_regions.MIN_CHAIN_SIZE = 0
 
 
 def teardown_module():
-    fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR = _SIZES
+    (fusion.MIN_SIZE, fusion.MIN_SIZE_SECOND, fusion.MIN_NONLINEAR,
+     plan_regions.MIN_CHAIN_SIZE) = _SIZES
 
 
 #: measured: at most 2.0 (float64) and 2.2 (float32) over the library sweep

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import chainrules as cr
 from chainrules import elementwise_expr as ee
@@ -15,7 +16,7 @@ from chainrules import kernel_scatter, kernels, plan_regions
 from chainrules.staging import Ref
 
 # (fusion at every size, as in test_fusion: the thresholds are for speed)
-from test_fusion import setup_module, teardown_module  # noqa: F401
+from test_fusion import _chain, chains, setup_module, teardown_module, values_of  # noqa: F401
 
 
 jit_module = sys.modules["chainrules.jit"]  # (cr.jit is the function)
@@ -180,3 +181,54 @@ def test_a_copy_of_a_region_result_is_dropped_only_when_the_region_made_it():
                  ("call", _astype, (r[2], np.dtype(float)), {"copy": True}, r[6])]
         new = plan_regions.drop_copies(steps, [r[6]], meta, lambda fn: fn is kernels.run)
         assert (new[1][1] is plan_regions._given) is dropped, exprs
+
+
+def _same(a, b):
+    """Equal bit for bit (NaNs where the other has them)."""
+    for u, w in zip(cr.pytree.flatten(a)[0], cr.pytree.flatten(b)[0]):
+        u, w = np.asarray(u), np.asarray(w)
+        assert u.dtype == w.dtype and u.shape == w.shape
+        nan = np.isnan(u)
+        assert np.array_equal(nan, np.isnan(w))
+        assert np.array_equal(u[~nan].view(np.uint8), w[~nan].view(np.uint8))
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_a_chain_of_ufunc_calls_is_one_program_bit_for_bit(dt, monkeypatch):
+    rng = np.random.default_rng(4)
+    x, f = (rng.standard_normal((70, 60)).astype(dt) for _ in range(2))
+    got, plan = _replays(cr.value_and_grad(_tv), (x, f))
+    # sqrt(dx * dx + dy * dy + eps) of the value: one program
+    assert not any(obj is np.sqrt for obj in plan.namespace.values()), plan
+    monkeypatch.setattr(plan_regions, "fuse_chains", lambda steps, *a: steps)
+    expect, plan = _replays(cr.value_and_grad(_tv), (x, f))
+    assert any(obj is np.sqrt for obj in plan.namespace.values()), plan
+    _same(got, expect)
+
+
+@settings(max_examples=40, deadline=None)
+@given(chains())
+def test_random_chains_are_fused_bit_for_bit(chain):
+    shape, yshape, kind, steps, special, seed = chain
+    dt, draw = values_of(kind, seed)
+    x, y = draw(shape), draw(yshape)
+    if special is not None and x.size:
+        x.flat[0] = special
+    f = _chain(steps)
+    with np.errstate(all="ignore"):
+        w = draw(f(x, y).shape)
+        t = (draw(shape), draw(yshape))
+        for call, args in [(f, (x, y)),
+                           (cr.value_and_grad(lambda p, w: np.sum(w * f(*p))), ((x, y), w)),
+                           (lambda p, t, w: cr.hvp(lambda q: np.sum(w * f(*q)), p, t),
+                            ((x, y), t, w))]:
+            if dt == np.complex128 and call is not f:
+                continue
+            got, _ = _replays(call, args)
+            original = plan_regions.fuse_chains
+            plan_regions.fuse_chains = lambda steps, *a: steps
+            try:
+                expect, _ = _replays(call, args)
+            finally:
+                plan_regions.fuse_chains = original
+            _same(got, expect)
