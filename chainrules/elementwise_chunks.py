@@ -22,12 +22,14 @@ import numpy as np
 __all__ = ["run"]
 
 
-def run(program, env, run_numpy):
+def run(program, env, run_chunk):
     """The program's results computed per chunk (see the module docstring),
     or None when the values are not for it: arrays of several types (NumPy
     arrays beside chunked ones included), a type without ``map_blocks``,
     unknown chunk sizes, values of dtypes other than the program's, or a
-    result that is not of the values' full broadcast shape."""
+    result that is not of the values' full broadcast shape. ``run_chunk``
+    runs the program on one chunk's NumPy blocks (``elementwise_threads.run``,
+    or ``kernels.chunk_runner()``: compiled once hot)."""
     chunked, scalars = {}, {}
     kind = None
     for name, v in env.items():
@@ -63,7 +65,7 @@ def run(program, env, run_numpy):
         steps.append(i)
     names = list(chunked)
     arrays = [chunked[n] for n in names]
-    fn = _Chunk(names, scalars, program, steps, len(steps) == 1, run_numpy)
+    fn = _Chunk(names, scalars, program, steps, len(steps) == 1, run_chunk)
     nd = len(full)
     dtypes = program.dtypes
     if len(steps) == 1:
@@ -114,16 +116,16 @@ class _Chunk:
     its results), or the one result when ``single``. An object rather than
     a closure, so that it pickles for a distributed scheduler."""
 
-    __slots__ = ("names", "scalars", "program", "steps", "single", "run_numpy")
+    __slots__ = ("names", "scalars", "program", "steps", "single", "run_chunk")
 
-    def __init__(self, names, scalars, program, steps, single, run_numpy):
+    def __init__(self, names, scalars, program, steps, single, run_chunk):
         self.names, self.scalars, self.program = names, scalars, program
-        self.steps, self.single, self.run_numpy = steps, single, run_numpy
+        self.steps, self.single, self.run_chunk = steps, single, run_chunk
 
     def __call__(self, *blocks):
         env = dict(self.scalars)
         env.update(zip(self.names, blocks))
-        vals = self.run_numpy(self.program, env, 1)
+        vals = self.run_chunk(self.program, env, 1)
         if self.single:
             return vals[self.steps[0]]
         return tuple(vals[i] for i in self.steps)

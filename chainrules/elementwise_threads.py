@@ -277,6 +277,10 @@ def _index(ndim, full_ndim, axis, lo, hi):
 #: what a plan's replay calls for a region's program (``kernels.run``,
 #: which compiles hot ones; installed when ``kernels`` is imported)
 replay = None
+#: ``chunk_runner()``: what each chunk of a chunked array runs a program
+#: with, in this context's kernel mode (``kernels.chunk_runner``; None:
+#: ``run``)
+chunk_runner = None
 
 
 def run(program, env, n=None):
@@ -295,7 +299,8 @@ def run(program, env, n=None):
                 # the plan, run on the replay's arrays as here on NumPy's
                 # (by a compiled kernel once hot: ``kernels`` installs it)
                 return opaque_as(replay or run, run, program, env, n)
-            out = elementwise_chunks.run(program, env, run)
+            out = elementwise_chunks.run(program, env,
+                                         run if chunk_runner is None else chunk_runner())
             return program(env, False) if out is None else out
     if not shapes:
         return program(env, False)

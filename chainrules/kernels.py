@@ -600,6 +600,38 @@ def run(program, env, n, scatter=None):
     return out
 
 
+class _InMode:
+    """``run`` in the kernel mode of the context that made it: the chunks of
+    a chunked array (dask) run on the scheduler's threads, which do not
+    carry that context. Pickles (a distributed scheduler)."""
+
+    __slots__ = ("mode",)
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __getstate__(self):
+        return self.mode
+
+    def __setstate__(self, state):
+        self.mode = state
+
+    def __call__(self, program, env, n):
+        token = _switch.set(self.mode)
+        try:
+            return run(program, env, n)
+        finally:
+            _switch.reset(token)
+
+
+def chunk_runner():
+    """What each chunk of a chunked array runs a region's program with: the
+    NumPy program when kernels are off here, else ``run`` in this mode (a
+    hot program compiled, as in plans)."""
+    m = mode()
+    return et.run if m == "off" or _numba is False else _InMode(m)
+
+
 def stats():
     """Per region seen by plans: its size, calls, NumPy and kernel times,
     and whether it runs compiled (with the reason when it does not)."""
@@ -624,3 +656,4 @@ def _forget():
 
 
 et.replay = run
+et.chunk_runner = chunk_runner

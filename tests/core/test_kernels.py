@@ -440,3 +440,37 @@ def test_auto_mode_compiles_a_strided_2d_region(monkeypatch):
     assert rows and all(r["compiled"] and r["kernel_calls"] for r in rows), rows
     with cr.fusion(False):
         _agree(got, cr.hvp(tv, x, v), "hvp")
+
+
+@needs_numba
+def test_chunks_of_a_dask_array_run_compiled_in_the_callers_mode(monkeypatch):
+    da = pytest.importorskip("dask.array")
+    # (the default every other thread sees: "always", so "off" must come
+    # from the caller's context)
+    monkeypatch.setattr(kernels, "_from_environment", lambda: "always")
+    import dask
+
+    def loss(x):
+        d = x - 0.5
+        return np.sum(np.log1p(d * d)) + 0.1 * np.sum(np.sin(x) ** 2)
+
+    xn = np.random.default_rng(3).random(4000)
+    x = da.from_array(xn, chunks=1000)
+    v = da.ones(4000, chunks=1000)
+    with cr.fusion(False):
+        expect = cr.hvp(loss, xn, np.ones(4000))
+    for mode, compiled in [(False, False), ("always", True)]:
+        kernels._forget()
+        with cr.fusion(kernels=mode):
+            got = cr.hvp(loss, x, v)
+        # (computed outside the context: dask's threads do not carry it)
+        with dask.config.set(scheduler="threads"):
+            got = got.compute()
+        ran = sum(r["kernel_calls"] for r in kernels.stats())
+        assert (ran > 0) is compiled, (mode, kernels.stats())
+        _agree(got, expect, f"dask hvp, kernels={mode}")
+    # (a distributed scheduler pickles the chunks' function)
+    import pickle
+    with cr.fusion(kernels="always"):
+        runner = pickle.loads(pickle.dumps(kernels.chunk_runner()))
+    assert runner.mode == "always"
