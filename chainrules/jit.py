@@ -125,6 +125,8 @@ def _close(a, b):
             return False
         if a.dtype.kind not in "fc":
             return np.array_equal(a, b)
+        if (a == b).all():  # the usual answer: equal, with no NaN
+            return True
         eps = np.finfo(a.dtype).eps
         scale = np.max(np.abs(b), initial=0.0) if b.size else 0.0
         with np.errstate(invalid="ignore"):

@@ -147,12 +147,13 @@ def _uses(tpl, acc):
     t = type(tpl)
     if t is Ref:
         acc.add(tpl.i)
-    elif t is tuple or t is list:
-        for x in tpl:
-            _uses(x, acc)
-    elif t is dict:
-        for x in tpl.values():
-            _uses(x, acc)
+    elif t is tuple or t is list or t is dict:
+        for x in (tpl.values() if t is dict else tpl):
+            tx = type(x)
+            if tx is Ref:
+                acc.add(x.i)
+            elif tx is tuple or tx is list or tx is dict:
+                _uses(x, acc)
 
 
 def _defines(out, acc):
@@ -163,16 +164,31 @@ def _defines(out, acc):
             _defines(o, acc)
 
 
+_BY_VALUE = frozenset((bool, int, str, type(None)))
+
+
 def _key(tpl):
     """A hashable key of an argument template (``None`` where a constant
     cannot be compared by value: it is then compared by identity)."""
     t = type(tpl)
     if t is Ref:
         return ("r", tpl.i)
-    if tpl is None or t in (bool, int, float, str, complex):
+    if t in _BY_VALUE:
         return (t, tpl)
+    if t is float or t is complex:
+        # (a zero by its text: 0.0 and -0.0 are equal, their products not)
+        return (t, tpl) if tpl else (t, repr(tpl))
     if t is tuple or t is list:
-        return (t,) + tuple(_key(x) for x in tpl)
+        ks = [t]
+        for x in tpl:
+            tx = type(x)
+            if tx is Ref:
+                ks.append(("r", x.i))
+            elif tx in _BY_VALUE:
+                ks.append((tx, x))
+            else:
+                ks.append(_key(x))
+        return tuple(ks)
     if t is dict:
         return (dict,) + tuple((k, _key(v)) for k, v in tpl.items())
     if t is slice:
@@ -199,9 +215,11 @@ _FRESH = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.zeros, np
           np.where, np.concatenate, np.stack, np.cumsum, np.cumprod}
 
 
+_NUMBER_TYPES = frozenset((float, int, complex, bool))
+
+
 def _is_scalar(x):
-    t = type(x)
-    return t is float or t is int or t is complex or t is bool or isinstance(x, np.generic)
+    return type(x) in _NUMBER_TYPES or isinstance(x, np.generic)
 
 
 def _substitute(tpl, known):
@@ -215,6 +233,15 @@ def _substitute(tpl, known):
     return tpl
 
 
+def _reads(step):
+    """The values a call step reads."""
+    ins = set()
+    _uses(step[2], ins)
+    if step[3]:
+        _uses(step[3], ins)
+    return ins
+
+
 def fold_constants(steps, outputs):
     """The steps with arithmetic on scalar constants done once: a staged
     constant that is a NumPy scalar or a Python number (the seed of a
@@ -222,25 +249,29 @@ def fold_constants(steps, outputs):
     Python operator of such constants alone gives the same scalar at every
     replay. Its value replaces the variable in the steps that read it
     (guards keep reading the variable), unless NumPy would flag a
-    floating-point error computing it (the replay warns or raises then)."""
+    floating-point error computing it (the replay warns or raises then).
+    Returns the steps, the outputs, and per step the values it reads
+    (``None`` for a guard)."""
     known = {}
     result = []
+    reads = []
     for step in steps:
         if step[0] != "call":
             result.append(step)
+            reads.append(None)
             continue
         fn, a, k, out = step[1:5]
-        if known:
-            ins = set()
-            _uses(a, ins)
-            _uses(k, ins)
-            if not known.keys().isdisjoint(ins):
-                a, k = _substitute(a, known), _substitute(k, known)
-                step = step[:2] + (a, k) + step[4:]
-        if type(out) is Ref and not k and a and all(_is_scalar(x) for x in a):
+        ins = _reads(step)
+        if known and not known.keys().isdisjoint(ins):
+            a, k = _substitute(a, known), _substitute(k, known)
+            step = step[:2] + (a, k) + step[4:]
+            ins.difference_update(known.keys())
+        if type(out) is Ref and not ins and not k and a and (
+                fn is _constant or len(step) > 5 or isinstance(fn, np.ufunc)) and all(
+                _is_scalar(x) for x in a):
             if fn is _constant:
                 known[out.i] = a[0]
-            elif len(step) > 5 or isinstance(fn, np.ufunc):
+            else:
                 f = _OPERATOR_FNS[step[5]] if len(step) > 5 else fn
                 try:
                     with np.errstate(all="raise"):
@@ -251,96 +282,110 @@ def fold_constants(steps, outputs):
                     known[out.i] = value
                     step = ("call", _constant, (value,), {}, out)
         result.append(step)
-    return result, [_substitute(o, known) if type(o) is Ref else o for o in outputs]
+        reads.append(ins)
+    return result, [_substitute(o, known) if type(o) is Ref else o for o in outputs], reads
 
 
-def common_subexpressions(steps, outputs):
+def common_subexpressions(steps, outputs, reads=None):
     """The steps with each call that repeats an earlier one (the same
     function of the same arguments) replaced by the earlier result, where
     no array involved is ever written: a value written in place (and every
     value that may share its memory: a non-ufunc step's result and its
     arguments are taken to), and the results (which the caller may write
-    into) keep their own steps."""
-    parent = {}
+    into) keep their own steps. ``reads``: per step the values it reads
+    (``None`` for a guard), when known; with it, the new steps' reads are
+    returned too."""
+    parent = {}  # the alias classes: a value -> another of its class
 
     def find(i):
-        while parent.get(i, i) != i:
-            i = parent[i]
+        p = parent.get(i)
+        while p is not None:
+            i = p
+            p = parent.get(i)
         return i
 
-    def union(a, b):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-
+    given = reads is not None
+    if not given:
+        reads = [None if step[0] != "call" else _reads(step) for step in steps]
     written = set()
     for o in outputs:
         _uses(o, written)
-    reads = []  # per step, the values it reads (None for a guard)
-    for step in steps:
-        if step[0] != "call":
-            reads.append(None)
+    for step, ins in zip(steps, reads):
+        if ins is None:
             continue
         fn, args, kwargs, out = step[1:5]
-        ins = set()
-        _uses(args, ins)
-        _uses(kwargs, ins)
-        reads.append(ins)
         if out is None:  # a write: into its first argument, or out=
             if "out" in kwargs:
                 _uses(kwargs["out"], written)
             elif args:
                 _uses(args[0], written)
             continue
-        if not (isinstance(fn, np.ufunc) and not kwargs) and fn not in _FRESH:
+        if ins and not (isinstance(fn, np.ufunc) and not kwargs) and fn not in _FRESH:
             made = set()
             _defines(out, made)
             for a in ins:
+                ra = find(a)
                 for m in made:
-                    union(a, m)
+                    rm = find(m)
+                    if ra != rm:
+                        parent[ra] = rm
+                        ra = rm
     dirty = {find(i) for i in written}
     seen = {}
     alias = {}
     result = []
+    new_reads = []
     for step, ins in zip(steps, reads):
-        if step[0] == "guard":
+        if ins is None:
             j = alias.get(step[2].i) if alias else None
             result.append(step if j is None else step[:2] + (Ref(j),) + step[3:])
+            new_reads.append(None)
             continue
         if alias and not alias.keys().isdisjoint(ins):
             step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
+            ins = {alias.get(i, i) for i in ins}
         out = step[4]
         if type(out) is Ref and find(out.i) not in dirty:
-            key = (id(step[1]), _key(step[2]), _key(step[3]), step[5:])
+            key = (id(step[1]), _key(step[2]), _key(step[3]) if step[3] else (), step[5:])
             prev = seen.get(key)
             if prev is not None:
                 alias[out.i] = prev
                 continue
             seen[key] = out.i
         result.append(step)
-    return result, [_rename(o, alias) for o in outputs]
+        new_reads.append(ins)
+    outputs = [_rename(o, alias) for o in outputs]
+    return (result, outputs, new_reads) if given else (result, outputs)
 
 
-def live_steps(steps, outputs):
+def live_steps(steps, outputs, reads=None):
     """The steps the outputs need: every guard and every write, and the calls
-    whose results something kept reads."""
+    whose results something kept reads. ``reads``: per step the values it
+    reads (``None`` for a guard), when known."""
     live = set()
     for o in outputs:
         _uses(o, live)
     kept = []
-    for step in reversed(steps):
+    for k in range(len(steps) - 1, -1, -1):
+        step = steps[k]
         if step[0] == "guard":
             live.add(step[2].i)
             kept.append(step)
             continue
-        fn, args, kwargs, out = step[1:5]
-        if out is not None:
+        out = step[4]
+        if type(out) is Ref:
+            if out.i not in live:
+                continue
+        elif out is not None:
             made = set()
             _defines(out, made)
             if not made & live:
                 continue
-        _uses(args, live)
-        _uses(kwargs, live)
+        if reads is None:
+            _uses(step[2], live)
+            _uses(step[3], live)
+        else:
+            live |= reads[k]
         kept.append(step)
     kept.reverse()
     return kept
@@ -547,9 +592,9 @@ class Plan:
 
     def __init__(self, steps, inputs, outputs, out_tree, name="plan"):
         self.recorded_steps = len(steps)
-        steps, outputs = fold_constants(steps, outputs)
-        steps, outputs = common_subexpressions(steps, outputs)
-        steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
+        steps, outputs, reads = fold_constants(steps, outputs)
+        steps, outputs, reads = common_subexpressions(steps, outputs, reads)
+        steps = live_steps(steps, [o for o in outputs if type(o) is Ref], reads)
         self._parts = (steps, inputs, outputs, name)
         self.guard_lines = [s[4] for s in steps if s[0] == "guard"]
         self.out_tree = out_tree
@@ -559,8 +604,7 @@ class Plan:
         self._written = None  # (source, namespace) once written
         self._fn = None  # the compiled function
         self._replays = 0
-        replay = _Replay(steps, inputs, outputs, out_tree)
-        self._replay = replay.run
+        self._stepped = None  # the _Replay, made at the first replay
         self.run = at_user_line(self._first_runs)
 
     def _first_runs(self, *dynamic):
@@ -569,6 +613,14 @@ class Plan:
             self.compile()
             return self._fn(*dynamic)
         return self._replay(dynamic)
+
+    def _replay(self, dynamic):
+        """Run the steps as data (``_Replay``)."""
+        stepped = self._stepped
+        if stepped is None:
+            steps, inputs, outputs, _ = self._parts
+            stepped = self._stepped = _Replay(steps, inputs, outputs, self.out_tree)
+        return stepped.run(dynamic)
 
     def compile(self):
         """Write and compile the plan's code now (replays run it from now on)."""

@@ -39,6 +39,9 @@ __all__ = ["Staged", "Recorder", "Ref", "is_staged", "opaque", "opaque_as",
 _ndarray = np.ndarray
 _generic = np.generic
 _NUMBERS = (bool, int, float, complex)
+#: argument types a staged call takes as they are (no protocol of their own)
+_PLAIN = frozenset((bool, int, float, complex, _ndarray, np.float64, np.float32, np.int64,
+                    np.int32, np.bool_, np.complex128, type(None)))
 
 
 class Ref:
@@ -112,13 +115,13 @@ class Recorder:
         if t is Staged:
             if obj.rec is not self:
                 self.taint("a staged value of another recording was used")
-            return Ref(obj.i), obj.value
+            return obj.ref, obj.value
         if t is tuple or t is list:
             tpl, con = [], []
             for o in obj:
                 to = type(o)
                 if to is Staged and o.rec is self:
-                    tpl.append(Ref(o.i))
+                    tpl.append(o.ref)
                     con.append(o.value)
                 elif to is Staged or to is tuple or to is list or to is dict \
                         or to is slice:
@@ -135,6 +138,9 @@ class Recorder:
                 tpl[k], con[k] = self.template(v)
             return tpl, con
         if t is slice:
+            if type(obj.start) is not Staged and type(obj.stop) is not Staged \
+                    and type(obj.step) is not Staged:
+                return obj, obj
             parts = [self.template(p) for p in (obj.start, obj.stop, obj.step)]
             if any(type(p[0]) is Ref for p in parts):
                 self.taint("a slice bound that is a staged value")
@@ -158,7 +164,7 @@ class Recorder:
             # a Python number computed from staged values (np.real of a
             # Python float) is a value of the plan too
             s = self.new(value)
-            return s, Ref(s.i)
+            return s, s.ref
         if isinstance(value, (tuple, list)):
             pairs = [self.wrap(v, what, guards) for v in value]
             staged = [p[0] for p in pairs]
@@ -221,7 +227,7 @@ IN_PLACE = {np.copyto: 0, np.put: 0, np.putmask: 0, np.place: 0, np.fill_diagona
 def _shape_guards(rec, out):
     """A guard on the shape of each staged value in ``out``."""
     if type(out) is Staged:
-        rec.guard("shape", Ref(out.i), np.shape(out.value))
+        rec.guard("shape", out.ref, np.shape(out.value))
     elif isinstance(out, (tuple, list)):
         for o in out:
             _shape_guards(rec, o)
@@ -237,8 +243,12 @@ def _foreign(types):
 def _call(rec, fn, args, kwargs, dynamic_shape=False):
     """Record ``fn(*args, **kwargs)`` and compute it on the concrete values."""
     atpl, acon = rec.template(args)
-    ktpl, kcon = rec.template(kwargs)
-    value = fn(*acon, **kcon)
+    if kwargs:
+        ktpl, kcon = rec.template(kwargs)
+        value = fn(*acon, **kcon)
+    else:
+        ktpl = {}
+        value = fn(*acon)
     if fn in SHAPE_FUNCTIONS:
         return value  # decided by shapes and dtypes: nothing to replay
     out, otpl = rec.wrap(value, fn)
@@ -253,6 +263,64 @@ def _call(rec, fn, args, kwargs, dynamic_shape=False):
     rec.steps.append(("call", fn, atpl, ktpl, otpl))
     if dynamic_shape:
         _shape_guards(rec, out)
+    return out
+
+
+def _ufunc_call(rec, ufunc, inputs):
+    """Record ``ufunc(*inputs)`` (no keywords): ``_call``'s work in one
+    loop, for the most frequent step."""
+    tpl, con = [], []
+    for x in inputs:
+        tx = type(x)
+        if tx is Staged and x.rec is rec:
+            tpl.append(x.ref)
+            con.append(x.value)
+        elif tx is Staged or tx is tuple or tx is list or tx is dict or tx is slice:
+            a, b = rec.template(x)
+            tpl.append(a)
+            con.append(b)
+        else:
+            tpl.append(x)
+            con.append(x)
+    value = ufunc(*con)
+    t = type(value)
+    if t is _ndarray or isinstance(value, _generic):
+        i = rec.n
+        rec.n = i + 1
+        out = Staged(value, i, rec)
+        rec.meta[i] = (out.dtype, out.shape)
+        step = ("call", ufunc, tuple(tpl), {}, out.ref)
+        if t is not _ndarray:
+            # arithmetic on NumPy scalars: the plan writes Python's
+            # operator, which NumPy's scalars compute as the ufunc does,
+            # ten times faster
+            if len(con) == 2:
+                op = _OPERATORS.get(ufunc)
+                if op is not None and (isinstance(con[0], _generic) or isinstance(
+                        con[1], _generic)) and not (isinstance(con[0], _ndarray) or
+                                                    isinstance(con[1], _ndarray)):
+                    step += (op,)
+            elif len(con) == 1:
+                op = _UNARY.get(ufunc)
+                if op is not None and type(con[0]) is not _ndarray and isinstance(
+                        con[0], _generic):
+                    step += (op,)
+        rec.steps.append(step)
+        return out
+    return _wrap_ufunc(rec, ufunc, tpl, value)
+
+
+def _wrap_ufunc(rec, ufunc, tpl, value):
+    """The rest of ``_ufunc_call``: results that are tuples (``np.modf``,
+    ``np.divmod``) or Python values."""
+    out, otpl = rec.wrap(value, ufunc)
+    if otpl is None or type(otpl) is tuple and all(o is None for o in otpl):
+        ref = Ref(rec.n)
+        rec.n += 1
+        rec.steps.append(("call", ufunc, tuple(tpl), {}, ref))
+        rec.guard("value", ref, value)
+        return out
+    rec.steps.append(("call", ufunc, tuple(tpl), {}, otpl))
     return out
 
 
@@ -292,7 +360,9 @@ class Staged(ArithmeticOperators, ArrayMethods):
     """A value of a function being staged: an array (or NumPy scalar) whose
     NumPy calls are recorded."""
 
-    __slots__ = ("value", "i", "rec")
+    # (``shape`` and ``dtype``: an ndarray's or NumPy scalar's own, a Python
+    # number's through NumPy; fixed for a signature)
+    __slots__ = ("value", "i", "rec", "ref", "shape", "dtype")
     __array_priority__ = 20.0
     #: each NumPy call is computed at once (``arrays.computes_eagerly``)
     _computes_eagerly = True
@@ -301,15 +371,24 @@ class Staged(ArithmeticOperators, ArrayMethods):
         self.value = value
         self.i = i
         self.rec = rec
+        self.ref = Ref(i)
+        try:
+            self.shape = value.shape
+            self.dtype = value.dtype
+        except AttributeError:
+            self.shape = ()
+            self.dtype = np.result_type(value)
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         for x in inputs:
             tx = type(x)
-            if tx is not Staged and hasattr(tx, "__array_ufunc__") \
+            if tx is not Staged and tx not in _PLAIN and hasattr(tx, "__array_ufunc__") \
                     and not issubclass(tx, (_ndarray, _generic)):
                 return NotImplemented
         rec = self.rec
+        if method == "__call__" and not kwargs:
+            return _ufunc_call(rec, ufunc, inputs)
         fn = ufunc if method == "__call__" else getattr(ufunc, method)
         out = kwargs.get("out")
         if out is not None:
@@ -329,22 +408,6 @@ class Staged(ArithmeticOperators, ArrayMethods):
             fn(*acon)
             rec.steps.append(("call", fn, atpl, {}, None))
             return None
-        if method == "__call__" and not kwargs and len(inputs) == 1 and ufunc in _UNARY \
-                and type(self.value) is not _ndarray and isinstance(self.value, _generic):
-            out = _call(rec, fn, inputs, kwargs)
-            if type(out) is Staged and isinstance(out.value, _generic):
-                rec.steps[-1] = rec.steps[-1] + (_UNARY[ufunc],)
-            return out
-        if method == "__call__" and not kwargs and len(inputs) == 2 and ufunc in _OPERATORS:
-            # arithmetic on NumPy scalars: the plan writes Python's operator,
-            # which NumPy's scalars compute as the ufunc does, ten times faster
-            out = _call(rec, fn, inputs, kwargs)
-            a, b = (x.value if type(x) is Staged else x for x in inputs)
-            if type(out) is Staged and isinstance(out.value, _generic) and (
-                    isinstance(a, _generic) or isinstance(b, _generic)) and not (
-                    isinstance(a, _ndarray) or isinstance(b, _ndarray)):
-                rec.steps[-1] = rec.steps[-1] + (_OPERATORS[ufunc],)
-            return out
         return _call(rec, fn, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -390,7 +453,7 @@ class Staged(ArithmeticOperators, ArrayMethods):
     # -- conversions to Python values: guards ----------------------------------
     def _convert(self, kind, fn):
         r = fn(self.value)
-        self.rec.guard(kind, Ref(self.i), r)
+        self.rec.guard(kind, self.ref, r)
         return r
 
     def __bool__(self):
@@ -436,25 +499,8 @@ class Staged(ArithmeticOperators, ArrayMethods):
     # (an ndarray's or NumPy scalar's own attributes; a Python number's
     # through NumPy)
     @property
-    def shape(self):
-        try:
-            return self.value.shape
-        except AttributeError:
-            return ()
-
-    @property
     def ndim(self):
-        try:
-            return self.value.ndim
-        except AttributeError:
-            return 0
-
-    @property
-    def dtype(self):
-        try:
-            return self.value.dtype
-        except AttributeError:
-            return np.result_type(self.value)
+        return len(self.shape)
 
     @property
     def size(self):
