@@ -115,6 +115,29 @@ def _quick(seq, key, leaves):
     return True
 
 
+#: NumPy scalar types whose dtype the type fixes
+_SCALAR_TYPES = frozenset((np.float64, np.float32, np.float16, np.longdouble, np.complex128,
+                           np.complex64, np.clongdouble, np.int64, np.int32, np.int16, np.int8,
+                           np.uint64, np.uint32, np.uint16, np.uint8, np.bool_))
+
+
+def _hot_kinds(args):
+    """Per positional argument, what a call must pass for the plan of this
+    one to serve it without a key: an array's ``(shape, dtype)``, a number's
+    type (a Python float or int, a NumPy scalar of a fixed dtype); ``None``
+    for other arguments (containers, ``None``, ...)."""
+    kinds = []
+    for a in args:
+        t = type(a)
+        if t is _ndarray:
+            kinds.append((a.shape, a.dtype))
+        elif t is float or t is int or t in _SCALAR_TYPES:
+            kinds.append(t)
+        else:
+            return None
+    return tuple(kinds)
+
+
 def _close(a, b):
     """Whether an eager and a staged result agree: the same structure, and
     values equal up to the rounding of another order of operations."""
@@ -171,6 +194,7 @@ class Jitted(Generic[P, R]):
         self.cache_size = cache_size
         self._cache = OrderedDict()
         self._recent = None  # the entry the last replay moved to the LRU's end
+        self._hot = None  # (plan, argument kinds) of the last replay (_hot_kinds)
         self._lock = threading.Lock()
         self._warned = set()
         functools.update_wrapper(self, fun)
@@ -228,6 +252,22 @@ class Jitted(Generic[P, R]):
             # anomaly mode checks each operation as it runs, naming the op
             # and the user's line: eager calls do that
             return self.fun(*args, **kwargs)
+        hot = self._hot
+        if hot is not None and not kwargs and len(args) == len(hot[1]):
+            # the plan the last call replayed, for arguments of the same
+            # kinds (arrays of its shapes and dtypes, numbers of its types):
+            # compared, not hashed
+            for a, k in zip(args, hot[1]):
+                if type(a) is _ndarray:
+                    if type(k) is not tuple or a.dtype is not k[1] or a.shape != k[0]:
+                        break
+                elif type(a) is not k:
+                    break
+            else:
+                try:
+                    return hot[0].run(*args)
+                except GuardFailed:
+                    pass
         if not kwargs and not self.static_argnums:
             quick = _quick_key(args)
             if quick is not None:
@@ -250,13 +290,15 @@ class Jitted(Generic[P, R]):
                                     self._cache.move_to_end(key)
                                 except KeyError:  # evicted by another thread meanwhile
                                     pass
+                            kinds = _hot_kinds(args)
+                            self._hot = None if kinds is None else (plan, kinds)
                             return out
         split = self._split(args, kwargs)
         if split is None:
             return self.fun(*args, **kwargs)
         key, values, rebuild = split
         with self._lock:
-            self._recent = None
+            self._recent = self._hot = None
             entry = self._cache.get(key)
             if entry is None:
                 entry = self._cache[key] = _Entry()
@@ -347,6 +389,7 @@ class Jitted(Generic[P, R]):
                "(each call traces it again)")
         if self.strict:
             raise StagingError(msg)
+        self._hot = None
         entry.eager = reason
         if self.warn and reason not in self._warned:
             self._warned.add(reason)
@@ -390,7 +433,7 @@ class Jitted(Generic[P, R]):
 
     def clear_cache(self) -> None:
         with self._lock:
-            self._recent = None
+            self._recent = self._hot = None
             self._cache.clear()
 
 

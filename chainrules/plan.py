@@ -555,8 +555,12 @@ def _check_guard(op, v):
 
 #: a plan's first replays run its steps through ``_Replay`` (no code to
 #: write and compile); the replay after ``COMPILE_AFTER`` of them writes
-#: and compiles its code, and later replays run that
-COMPILE_AFTER = 2
+#: and compiles its code, and later replays run that. Compiling a plan
+#: (writing its source, ``compile``) costs about as much as 30 to 70
+#: replays' extra time in ``_Replay`` (0.2 to 0.3 us per step, 6 to 15 us
+#: per line to compile): a function called fewer times never pays it
+#: (``benchmarks/first_call.py``)
+COMPILE_AFTER = 32
 
 #: compiled plan code by source text: plans of one structure (a function
 #: staged again, signatures whose plans read alike) compile once
@@ -661,6 +665,20 @@ class Plan:
     __repr__ = __str__
 
 
+def _index_source(w, index):
+    """Python source for a subscript's index: slices as ``a:b:c``."""
+    t = type(index)
+    if t is slice and all(type(p) is int or p is None
+                          for p in (index.start, index.stop, index.step)):
+        text = ("" if index.start is None else repr(index.start)) + ":" + (
+            "" if index.stop is None else repr(index.stop))
+        return text if index.step is None else f"{text}:{index.step!r}"
+    if t is tuple and index:
+        text = ", ".join(_index_source(w, x) for x in index)
+        return text + "," if len(index) == 1 else text
+    return w.expr(index)
+
+
 def _write_source(steps, inputs, outputs, name, out_tree):
     """``(source, namespace)`` of a plan's function."""
     w = _Writer()
@@ -697,10 +715,10 @@ def _write_source(steps, inputs, outputs, name, out_tree):
             continue
         if fn is operator.getitem and len(a) == 2 and not k and out is not None:
             # subscripts: what operator.getitem and setitem do, without a call
-            w.bind(out, f"{w.expr(a[0])}[{w.expr(a[1])}]")
+            w.bind(out, f"{w.expr(a[0])}[{_index_source(w, a[1])}]")
             continue
         if fn is operator.setitem and len(a) == 3 and not k and out is None:
-            w.lines.append(f"    {w.expr(a[0])}[{w.expr(a[1])}] = {w.expr(a[2])}")
+            w.lines.append(f"    {w.expr(a[0])}[{_index_source(w, a[1])}] = {w.expr(a[2])}")
             continue
         if fn is _constant and len(a) == 1 and not k and out is not None:
             w.bind(out, w.expr(a[0]))

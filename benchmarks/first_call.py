@@ -1,0 +1,153 @@
+"""What the first calls of ``cr.jit(cr.value_and_grad(f))`` cost, against an
+eager ``cr.value_and_grad(f)`` call.
+
+The first call of a signature records a plan (runs ``f`` on staged values
+and builds the plan's steps); the second replays it and checks it against
+an eager call; the next ``plan.COMPILE_AFTER - 1`` replays run the plan's
+steps as data, the one after writes and compiles its code ("compiling"),
+and later calls run that code ("steady"). Each round times these calls,
+in turn, of a *new* jitted function, after one eager call; the table gives
+the medians over the rounds (steady: the median of ``--replays`` calls per
+round) and their ratios to the eager call. "record + check" is the first
+two calls together: what a new signature costs before it pays off. (With
+a tree whose plans compile at recording, "3rd.." is empty and
+"compiling" is a plain replay.)
+
+Plans with the same generated code share its compiled code object
+(``chainrules.plan``). A new function usually generates new code, so by
+default every round starts with that cache empty ("cold"); ``--warm``
+keeps it (a program that re-creates its jitted functions, or many
+signatures with the same code).
+
+Run: python benchmarks/first_call.py [--rounds 15] [--warm]
+         [--scipy-src PATH] [--only NAME,...]
+"""
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import chainrules as cr  # noqa: E402
+from chainrules import plan as _plan  # noqa: E402
+from common import MLP_BATCH, MLP_SIZES, mlp_loss, rosen  # noqa: E402
+
+
+def _workloads(scipy_src, go_names):
+    rng = np.random.default_rng(0)
+    out = []
+
+    def rosenbrock(x):
+        return rosen(np, x)
+
+    out.append(("rosenbrock n=10", rosenbrock, (1.0 + 0.3 * rng.standard_normal(10),)))
+    out.append(("rosenbrock n=1e4", rosenbrock,
+                (1.0 + 0.3 * rng.standard_normal(10_000),)))
+
+    def two_ops(x):
+        return np.sin(x) * x
+
+    out.append(("2 ops, 0-d", two_ops, (np.array(0.3),)))
+
+    sizes = MLP_SIZES
+    params = tuple(a for i in range(3) for a in (
+        rng.standard_normal((sizes[i], sizes[i + 1])) / np.sqrt(sizes[i]),
+        0.1 * rng.standard_normal(sizes[i + 1])))
+    X = rng.standard_normal((MLP_BATCH, sizes[0]))
+    Y = np.eye(sizes[-1])[rng.integers(0, sizes[-1], MLP_BATCH)]
+
+    def mlp(p, X, Y):
+        return mlp_loss(np, p, X, Y)
+
+    out.append(("MLP 784-256-256-10", mlp, (params, X, Y)))
+    if scipy_src:
+        from scipy_go import _functions
+        for name, cls in _functions(scipy_src):
+            if name not in go_names:
+                continue
+            b = cls()
+            lo, hi = np.array(b.bounds, dtype=float).T
+            x = lo + (hi - lo) * rng.uniform(0.1, 0.9, size=lo.shape)
+            out.append((f"go {name}", b.fun, (x,)))
+    return out
+
+
+def _once(fn, *args):
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def measure(f, args, rounds, replays, warm):
+    vg = cr.value_and_grad(f)
+    for _ in range(3):
+        vg(*args)
+        j = cr.jit(cr.value_and_grad(f))
+        for _ in range(3):
+            j(*args)
+    # the replays before the one that compiles the plan's code (none
+    # before plans replayed their steps first)
+    stepped = getattr(_plan, "COMPILE_AFTER", 0) - 1
+    rows = {"eager": [], "first": [], "second": [], "stepped": [], "compiling": [],
+            "steady": []}
+    for _ in range(rounds):
+        gc.collect()
+        rows["eager"].append(min(_once(vg, *args) for _ in range(3)))
+        if not warm and hasattr(_plan, "clear_code_cache"):
+            _plan.clear_code_cache()
+        j = cr.jit(cr.value_and_grad(f))
+        rows["first"].append(_once(j, *args))
+        rows["second"].append(_once(j, *args))
+        if stepped > 0:
+            rows["stepped"].append(sum(_once(j, *args) for _ in range(stepped)) / stepped)
+        rows["compiling"].append(_once(j, *args))
+        rows["steady"].append(statistics.median(_once(j, *args) for _ in range(replays)))
+        info = j.cache_info()
+        if info["eager"]:
+            raise RuntimeError(f"not staged: {j.eager_reasons()}")
+    return {k: statistics.median(v) if v else float("nan") for k, v in rows.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--replays", type=int, default=20)
+    ap.add_argument("--warm", action="store_true",
+                    help="keep the compiled code of plans between rounds")
+    ap.add_argument("--scipy-src", default=os.environ.get("SCIPY_SRC"),
+                    help="a SciPy source tree: adds a few of its go functions")
+    ap.add_argument("--go", default="Zettl,Treccani,Ackley01,Rastrigin,Schwefel26",
+                    help="which go functions (with --scipy-src)")
+    ap.add_argument("--only", default=None, help="comma-separated workload names")
+    args = ap.parse_args()
+    warnings.simplefilter("error", cr.StagingWarning)
+    only = set(args.only.split(",")) if args.only else None
+    print(f"code cache {'warm' if args.warm else 'cold'}; medians of {args.rounds} "
+          f"rounds; times in us")
+    print()
+    print("| function | eager | first | second | 3rd.. | compiling | steady | first / eager | "
+          "second / eager | record + check / eager | compiling / eager | steady / eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, f, fargs in _workloads(args.scipy_src, set(args.go.split(","))):
+        if only and name not in only:
+            continue
+        m = measure(f, fargs, args.rounds, args.replays, args.warm)
+        e = m["eager"]
+        print(f"| {name} | {e * 1e6:.0f} | {m['first'] * 1e6:.0f} | "
+              f"{m['second'] * 1e6:.0f} | {m['stepped'] * 1e6:.1f} | "
+              f"{m['compiling'] * 1e6:.0f} | {m['steady'] * 1e6:.1f} | "
+              f"{m['first'] / e:.2f} | {m['second'] / e:.2f} | "
+              f"{(m['first'] + m['second']) / e:.2f} | {m['compiling'] / e:.2f} | "
+              f"{m['steady'] / e:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
