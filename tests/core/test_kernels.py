@@ -474,3 +474,22 @@ def test_chunks_of_a_dask_array_run_compiled_in_the_callers_mode(monkeypatch):
     with cr.fusion(kernels="always"):
         runner = pickle.loads(pickle.dumps(kernels.chunk_runner()))
     assert runner.mode == "always"
+
+
+@needs_numba
+def test_a_kernel_reports_a_non_finite_value_that_no_result_shows():
+    # exp(800) overflows; 1 / inf is 0 and maximum(-inf, 0) is 0: the
+    # results are finite, so the NaN/infinity test must see the
+    # intermediate; x * x + 1 carries its overflow to the result
+    x = ee.placeholder("x", np.dtype(float))
+    e = ee.apply(np.exp, (x,))
+    cases = [(ee.apply(np.divide, (ee.constant(1.0), e)), 800.0),
+             (ee.apply(np.maximum, (ee.apply(np.negative, (e,)), ee.constant(0.0))), 800.0),
+             (ee.apply(np.add, (ee.apply(np.multiply, (x, x)), ee.constant(1.0))), 1e200)]
+    for expr, big in cases:
+        region = kernels._Region(ee.Program((expr,)), ("a",), (3,))
+        kernels._compile(region, [np.ones(3)])
+        assert region.kernel, region.reason
+        out = np.empty(3)
+        assert not region.kernel(0, 3, np.array([1.0, 2.0, 3.0]), out)
+        assert region.kernel(0, 3, np.array([1.0, big, 3.0]), out), (expr, out)
