@@ -362,7 +362,8 @@ class Jitted(Generic[P, R]):
             return result
         # fused regions take in the elementwise calls that feed them alone
         steps = absorb(rec.steps, tpl, rec.meta, _is_region)
-        plan = Plan(steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun))
+        plan = Plan(steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun),
+                    scalars=rec.scalars)
         with self._lock:
             entry.variants.insert(0, plan)
         return result

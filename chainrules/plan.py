@@ -233,6 +233,96 @@ def _substitute(tpl, known):
     return tpl
 
 
+def _element(index, shape):
+    """A scalar index of an array of ``shape`` (ints, one per axis) as a
+    tuple of non-negative ints, or ``None``."""
+    idx = index if type(index) is tuple else (index,)
+    if len(idx) != len(shape):
+        return None
+    out = []
+    for i, n in zip(idx, shape):
+        if type(i) is not int or not -n <= i < n:
+            return None
+        out.append(i % n)
+    return tuple(out)
+
+
+def forward_scalar_buffers(steps, scalars):
+    """The steps with the elements of small accumulation buffers kept in
+    variables: a gradient of a function of a few scalars adds each
+    contribution into ``g = np.zeros(n)`` as ``g[i] = g[i] + c``. Where a
+    buffer made by ``np.zeros`` is used only so (reads and writes of single
+    elements, each written value a NumPy scalar of the buffer's dtype:
+    ``scalars`` maps the variables that are NumPy scalars to their dtype)
+    and as a result, a read of an element is the value last written there
+    (or the dtype's zero): what NumPy would read back, bit for bit. Only the
+    last write of each element is kept, where it was: nothing reads the
+    buffer in between."""
+    buffers = {}
+    for step in steps:
+        if step[0] == "call" and step[1] is np.zeros and len(step) == 5 and not step[3] \
+                and type(step[4]) is Ref and len(step[2]) == 3:
+            shape, dtype, _ = step[2]
+            if type(shape) is tuple and all(type(n) is int for n in shape) and \
+                    isinstance(dtype, np.dtype) and dtype.kind in "fciu":
+                buffers[step[4].i] = (shape, dtype)
+    # buffers used otherwise than by single elements are left as they are
+    for step in steps:
+        if not buffers:
+            return steps
+        if step[0] == "guard":
+            buffers.pop(step[2].i, None)
+            continue
+        fn, a, k = step[1], step[2], step[3]
+        ins = _reads(step)
+        if ins.isdisjoint(buffers):
+            continue
+        b = a[0].i if a and type(a[0]) is Ref else None
+        if b in buffers and not k and len(step) == 5:
+            shape, dtype = buffers[b]
+            if fn is operator.getitem and len(a) == 2 and type(step[4]) is Ref and \
+                    ins == {b} and _element(a[1], shape) is not None:
+                continue
+            if fn is operator.setitem and len(a) == 3 and type(a[2]) is Ref and \
+                    scalars.get(a[2].i) == dtype and ins == {b, a[2].i} and \
+                    _element(a[1], shape) is not None:
+                continue
+        for i in ins:
+            buffers.pop(i, None)
+    if not buffers:
+        return steps
+    last = {}  # (buffer, element) -> the position of its last write
+    for k, step in enumerate(steps):
+        if step[0] == "call" and step[1] is operator.setitem and step[2][0].i in buffers:
+            b = step[2][0].i
+            last[b, _element(step[2][1], buffers[b][0])] = k
+    state, alias, result = {}, {}, []
+    for k, step in enumerate(steps):
+        if alias:
+            if step[0] == "guard":
+                if step[2].i in alias:
+                    step = step[:2] + (Ref(alias[step[2].i]),) + step[3:]
+            elif not alias.keys().isdisjoint(_reads(step)):
+                step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
+        if step[0] == "call" and step[1] in (operator.getitem, operator.setitem) and \
+                type(step[2][0]) is Ref and step[2][0].i in buffers:
+            b = step[2][0].i
+            shape, dtype = buffers[b]
+            e = _element(step[2][1], shape)
+            if step[1] is operator.getitem:
+                v = state.get((b, e))
+                if v is None:  # never written: np.zeros' zero
+                    result.append(("call", _constant, (dtype.type(0),), {}, step[4]))
+                else:
+                    alias[step[4].i] = v
+                continue
+            state[b, e] = step[2][2].i
+            if last[b, e] != k:
+                continue  # written again later, and nothing reads it before
+        result.append(step)
+    return result
+
+
 def _reads(step):
     """The values a call step reads."""
     ins = set()
@@ -439,33 +529,41 @@ def _bind(out, value, env):
             _bind(o, value[j], env)
 
 
+_CONTAINERS = frozenset((tuple, list, dict))
+
+
 def _lower_call(fn, a, k, out):
     """One call step as a tuple ``_Replay.run`` reads."""
     if not k and type(out) is Ref:
-        refs = [type(x) is Ref for x in a]
-        if len(a) == 1 and refs[0]:
-            return (_UNARY, fn, a[0].i, out.i)
-        if len(a) == 2 and refs[0] and refs[1]:
-            return (_BINARY, fn, a[0].i, a[1].i, out.i)
-        if len(a) == 2 and refs[0] and not _fresh(a[1]):
-            return (_BINARY_RC, fn, a[0].i, a[1], out.i)
-        if len(a) == 2 and refs[1] and not _fresh(a[0]):
-            return (_BINARY_CR, fn, a[0], a[1].i, out.i)
-    base = list(a)
+        n = len(a)
+        if n == 1:
+            if type(a[0]) is Ref:
+                return (_UNARY, fn, a[0].i, out.i)
+        elif n == 2:
+            x, y = a
+            tx, ty = type(x), type(y)
+            if tx is Ref:
+                if ty is Ref:
+                    return (_BINARY, fn, x.i, y.i, out.i)
+                if ty not in _CONTAINERS:
+                    return (_BINARY_RC, fn, x.i, y, out.i)
+            elif ty is Ref and tx not in _CONTAINERS:
+                return (_BINARY_CR, fn, x, y.i, out.i)
     refs, built = [], []
     for p, x in enumerate(a):
-        if type(x) is Ref:
+        tx = type(x)
+        if tx is Ref:
             refs.append((p, x.i))
-        elif _fresh(x):
+        elif tx in _CONTAINERS and _fresh(x):
             built.append((p, x))
-    kbase = dict(k)
     krefs, kbuilt = [], []
     for key, x in k.items():
-        if type(x) is Ref:
+        tx = type(x)
+        if tx is Ref:
             krefs.append((key, x.i))
-        elif _fresh(x):
+        elif tx in _CONTAINERS and _fresh(x):
             kbuilt.append((key, x))
-    return (_CALL, fn, tuple(base), tuple(refs), tuple(built), kbase, tuple(krefs),
+    return (_CALL, fn, a, tuple(refs), tuple(built), dict(k), tuple(krefs),
             tuple(kbuilt), out)
 
 
@@ -594,8 +692,10 @@ class Plan:
     the same calls on the same values, in the same order); the next one
     writes and compiles the code, and from then on the code runs."""
 
-    def __init__(self, steps, inputs, outputs, out_tree, name="plan"):
+    def __init__(self, steps, inputs, outputs, out_tree, name="plan", scalars=None):
         self.recorded_steps = len(steps)
+        if scalars:
+            steps = forward_scalar_buffers(steps, scalars)
         steps, outputs, reads = fold_constants(steps, outputs)
         steps, outputs, reads = common_subexpressions(steps, outputs, reads)
         steps = live_steps(steps, [o for o in outputs if type(o) is Ref], reads)

@@ -79,7 +79,8 @@ class Recorder:
     line)``. ``tainted``: why the recording cannot be replayed, or
     ``None``."""
 
-    __slots__ = ("steps", "n", "tainted", "inputs", "guards", "constants", "meta")
+    __slots__ = ("steps", "n", "tainted", "inputs", "guards", "constants", "meta",
+                 "scalars")
 
     def __init__(self):
         self.steps = []
@@ -89,11 +90,14 @@ class Recorder:
         self.guards = 0
         self.constants = {}  # staged constants: variable -> the plain value
         self.meta = {}  # staged arrays and NumPy scalars: variable -> (dtype, shape)
+        self.scalars = {}  # the variables that are NumPy scalars: variable -> dtype
 
     def new(self, value, is_input=False):
         s = Staged(value, self.n, self)
         if type(value) is _ndarray or isinstance(value, _generic):
             self.meta[self.n] = (value.dtype, value.shape)
+            if type(value) is not _ndarray:
+                self.scalars[self.n] = value.dtype
         self.n += 1
         if is_input:
             self.inputs.append(s)
@@ -291,6 +295,7 @@ def _ufunc_call(rec, ufunc, inputs):
         rec.meta[i] = (out.dtype, out.shape)
         step = ("call", ufunc, tuple(tpl), {}, out.ref)
         if t is not _ndarray:
+            rec.scalars[i] = out.dtype
             # arithmetic on NumPy scalars: the plan writes Python's
             # operator, which NumPy's scalars compute as the ufunc does,
             # ten times faster

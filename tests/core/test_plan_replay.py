@@ -155,3 +155,49 @@ def test_operators_of_the_replay_are_pythons():
             got = fn(x, y)
         assert type(got) is type(want) and got == want
     assert plan_mod._OPERATOR_FNS["/"] is operator.truediv
+
+
+def _of_two_scalars(x):
+    return (x[0] ** 2 + x[1] ** 2 - 2 * x[0]) ** 2 + 0.25 * x[0] * x[1]
+
+
+def test_a_gradients_scalar_buffer_keeps_its_elements_in_variables():
+    # g = zeros(2); g[i] = g[i] + c ... becomes the last write of each
+    # element, its reads the values written: equal to eager bit for bit
+    step = cr.jit(cr.value_and_grad(_of_two_scalars))
+    eager = cr.value_and_grad(_of_two_scalars)
+    x = np.array([0.3, -1.7])
+    plan = step.plan(x)
+    reads = [line for line in plan.source.splitlines() if "] = " not in line
+             and "v0[" not in line and "[" in line.split("=")[-1]]
+    assert reads == [], plan.source
+    writes = [line for line in plan.source.splitlines() if "] = " in line]
+    assert len(writes) == 2, plan.source  # one per element
+    for k in range(plan_mod.COMPILE_AFTER + 3):
+        x = np.array([0.1 * k - 0.5, 1.3 - 0.2 * k])
+        _same_bits(step(x), eager(x))
+
+
+def test_buffers_read_otherwise_or_written_with_casts_are_left_alone():
+    def writes(x):
+        g = np.zeros_like(x)
+        g[0] = x[0] * 2.0
+        g[1] = np.float32(1.5)          # cast when written: a NumPy scalar of float32
+        h = g[0] + g[1]
+        return h, g, np.sum(g)           # the buffer read as a whole too
+
+    def only_elements(x):
+        g = np.zeros_like(x, shape=(3,))
+        g[0] = x[0] * 2.0
+        g[-1] = g[0] * x[1]
+        g[0] = g[2] + x[1]
+        return g[0] * g[1], g
+
+    for fun in (writes, only_elements):
+        j = cr.jit(fun)
+        for k in range(plan_mod.COMPILE_AFTER + 3):
+            x = np.array([0.25 * k - 1.0, -0.5 * k])
+            _same_bits(j(x), fun(x))
+    assert "v0[" in cr.jit(writes).plan(np.ones(2)).source
+    src = cr.jit(only_elements).plan(np.ones(2)).source
+    assert src.count("] = ") == 2, src  # g[0] and g[2] once each
