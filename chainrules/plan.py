@@ -734,6 +734,7 @@ class Plan:
             exec(_compiled(source, name), ns)
             self._fn = ns[name]
             self.run = at_user_line(self._fn)
+            self._stepped = None  # (a replay still stepping makes it again)
 
     @property
     def source(self):
