@@ -366,8 +366,8 @@ class Staged(ArithmeticOperators, ArrayMethods):
     NumPy calls are recorded."""
 
     # (``shape`` and ``dtype``: an ndarray's or NumPy scalar's own, a Python
-    # number's through NumPy; fixed for a signature)
-    __slots__ = ("value", "i", "rec", "ref", "shape", "dtype")
+    # number's through NumPy; fixed for a signature, read-only)
+    __slots__ = ("value", "i", "rec", "ref", "_shape", "_dtype")
     __array_priority__ = 20.0
     #: each NumPy call is computed at once (``arrays.computes_eagerly``)
     _computes_eagerly = True
@@ -378,11 +378,14 @@ class Staged(ArithmeticOperators, ArrayMethods):
         self.rec = rec
         self.ref = Ref(i)
         try:
-            self.shape = value.shape
-            self.dtype = value.dtype
+            self._shape = value.shape
+            self._dtype = value.dtype
         except AttributeError:
-            self.shape = ()
-            self.dtype = np.result_type(value)
+            self._shape = ()
+            self._dtype = np.result_type(value)
+
+    shape = property(operator.attrgetter("_shape"))
+    dtype = property(operator.attrgetter("_dtype"))
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
