@@ -533,12 +533,13 @@ _CONTAINERS = frozenset((tuple, list, dict))
 
 
 def _lower_call(fn, a, k, out):
-    """One call step as a tuple ``_Replay.run`` reads."""
+    """One call step as the 5-tuple ``(form, fn, x, y, out)`` that
+    ``_Replay.run`` reads."""
     if not k and type(out) is Ref:
         n = len(a)
         if n == 1:
             if type(a[0]) is Ref:
-                return (_UNARY, fn, a[0].i, out.i)
+                return (_UNARY, fn, a[0].i, None, out.i)
         elif n == 2:
             x, y = a
             tx, ty = type(x), type(y)
@@ -563,8 +564,8 @@ def _lower_call(fn, a, k, out):
             krefs.append((key, x.i))
         elif tx in _CONTAINERS and _fresh(x):
             kbuilt.append((key, x))
-    return (_CALL, fn, a, tuple(refs), tuple(built), dict(k), tuple(krefs),
-            tuple(kbuilt), out)
+    return (_CALL, fn, (a, tuple(refs), tuple(built), dict(k), tuple(krefs),
+                        tuple(kbuilt)), None, out)
 
 
 class _Replay:
@@ -575,41 +576,48 @@ class _Replay:
     plan's first replays (the purity check, a function called a few times)
     run this way."""
 
-    __slots__ = ("ops", "inputs", "outputs", "out_tree")
+    __slots__ = ("ops", "inputs", "outputs", "out_tree", "size")
 
     def __init__(self, steps, inputs, outputs, out_tree):
         ops = []
         g = 0
+        size = max(inputs, default=-1)
         for step in steps:
             if step[0] == "guard":
                 _, kind, ref, expected, line = step
-                ops.append((_GUARD, kind, ref.i, expected, g, line))
+                ops.append((_GUARD, None, ref.i, (kind, expected, g, line), None))
+                size = max(size, ref.i)
                 g += 1
                 continue
             _, fn, a, k, out = step[:5]
             if len(step) > 5:  # a Python operator on NumPy scalars
                 fn = _OPERATOR_FNS[step[5]]
             ops.append(_lower_call(fn, a, k, out))
+            made = set()
+            _defines(out, made)
+            size = max(size, max(made, default=-1))
         self.ops = ops
         self.inputs = inputs
+        self.size = size + 1
         self.outputs = [("r", o.i) if type(o) is Ref else
                         ("a", o) if type(o) is np.ndarray else ("c", o) for o in outputs]
         self.out_tree = out_tree
 
     def run(self, dynamic):
-        env = dict(zip(self.inputs, dynamic))
-        for op in self.ops:
-            form = op[0]
-            if form == _UNARY:
-                env[op[3]] = op[1](env[op[2]])
-            elif form == _BINARY:
-                env[op[4]] = op[1](env[op[2]], env[op[3]])
+        env = [None] * self.size
+        for i, v in zip(self.inputs, dynamic):
+            env[i] = v
+        for form, fn, x, y, o in self.ops:
+            if form == _BINARY:
+                env[o] = fn(env[x], env[y])
+            elif form == _UNARY:
+                env[o] = fn(env[x])
             elif form == _BINARY_RC:
-                env[op[4]] = op[1](env[op[2]], op[3])
+                env[o] = fn(env[x], y)
             elif form == _BINARY_CR:
-                env[op[4]] = op[1](op[2], env[op[3]])
+                env[o] = fn(x, env[y])
             elif form == _CALL:
-                _, fn, base, refs, built, kbase, krefs, kbuilt, out = op
+                base, refs, built, kbase, krefs, kbuilt = x
                 a = list(base)
                 for p, i in refs:
                     a[p] = env[i]
@@ -624,19 +632,19 @@ class _Replay:
                     r = fn(*a, **kw)
                 else:
                     r = fn(*a)
-                if out is not None:
-                    _bind(out, r, env)
+                if o is not None:
+                    _bind(o, r, env)
             else:
-                _check_guard(op, env[op[2]])
+                _check_guard(y, env[x])
         leaves = [env[v] if how == "r" else v.copy() if how == "a" else v
                   for how, v in self.outputs]
         return unflatten(self.out_tree, leaves)
 
 
-def _check_guard(op, v):
+def _check_guard(guard, v):
     """What the plan's code checks for a guard: raise ``GuardFailed`` when
     the value differs from the recorded one."""
-    _, kind, _, expected, g, line = op
+    kind, expected, g, line = guard
     if kind == "bool":
         ok = (not v) is not expected
     elif kind == "int":
