@@ -60,7 +60,6 @@ import numpy as np
 
 from chainrules.api import vjp
 from chainrules.errors import HvpNotSupported, NumericalInstabilityError
-from chainrules.jit import jit
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import is_zero
@@ -68,6 +67,7 @@ from chainrules.primitives import primitive
 from chainrules.tracing import is_traced
 
 from ._util import on_demand_family
+from .scipy_integrate_plans import staged
 from .scipy_integrate_second import NO_NESTED, as_vector, ode_pullback_with_tangents, rhs_of
 
 try:
@@ -105,15 +105,20 @@ class OdeSpec:
     """What ``ode_solve`` integrates: the user's right-hand side, the calling
     convention (``tfirst``), the solver (``"odeint"`` or a ``solve_ivp``
     method) and its options. ``sensitivity_max`` overrides
-    ``SENSITIVITY_MAX_STATE`` (0: always the adjoint method)."""
+    ``SENSITIVITY_MAX_STATE`` (0: always the adjoint method). ``origin``:
+    ``(the user's function, a hashable of how ``func`` wraps it)``, under
+    which the staged derivatives of ``func`` are kept across solves
+    (rules/scipy_integrate_plans.py); None keeps them for this solve only."""
 
-    __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max", "plans")
+    __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max", "plans",
+                 "origin")
 
-    def __init__(self, func, tfirst, solver, opts, name, sensitivity_max=None):
+    def __init__(self, func, tfirst, solver, opts, name, sensitivity_max=None, origin=None):
         self.func, self.tfirst, self.solver, self.opts, self.name = \
             func, tfirst, solver, dict(opts), name
         self.sensitivity_max = sensitivity_max
-        self.plans = {}  # staged derivatives of the right-hand side (_staged)
+        self.origin = origin
+        self.plans = {}  # this solve's staged derivatives of the right-hand side
 
     def f(self, y, s, params):
         return self.func(s, y, *params) if self.tfirst else self.func(y, s, *params)
@@ -222,25 +227,13 @@ def rhs_jacobian(spec, y, s, params, pidx, seeds=None):
     right-hand side (traced again at every point: it may branch on values)
     and one reverse sweep of all its output directions at once (``seeds``,
     the identity of that size, may be passed in)."""
-    out, rows = _staged(spec, ("jacobian", tuple(pidx)), _jacobian_of)(y, s, params, seeds)
+    out, rows = staged(spec, ("jacobian", tuple(pidx)), _jacobian_of)(y, s, params, seeds)
     n = np.size(out)
     if len(rows) == 1:
         return np.asarray(out, dtype=float), np.asarray(rows[0], dtype=float)
     jac = np.concatenate([np.reshape(np.asarray(r, dtype=float), (n, -1)) for r in rows],
                          axis=1)
     return np.asarray(out, dtype=float), jac
-
-
-def _staged(spec, key, make):
-    """``make(spec, pidx)`` staged (``cr.jit``) once per right-hand side and
-    key: the solver calls it at every step with one signature, so after two
-    calls a step replays a plan instead of tracing the right-hand side
-    again. A right-hand side that cannot be staged (impure, converting its
-    values) runs eagerly, without a warning: the user did not ask for it."""
-    fn = spec.plans.get(key)
-    if fn is None:
-        fn = spec.plans[key] = jit(make(spec, key[1]), warn=False)
-    return fn
 
 
 def _jacobian_of(spec, pidx):
@@ -328,7 +321,7 @@ class OdeRule(ReverseRule):
 
     def _f_vjp(self, y, s, a, pidx):
         """(a^T f_y, [a^T f_p for traced p], f) at (y, s)."""
-        out, cots = _staged(self.spec, ("vjp", tuple(pidx)), _vjp_of)(
+        out, cots = staged(self.spec, ("vjp", tuple(pidx)), _vjp_of)(
             y, s, list(self.params), a)
         return cots[0], cots[1:], np.asarray(out, dtype=float)
 

@@ -55,14 +55,25 @@ def _flat_args(func, args):
     """``(func, args)`` with ``args`` flattened to its pytree leaves, so that
     the leaves inside a nested argument (a list of ``(W, b)`` pairs) are
     differentiated; ``func`` then rebuilds the arguments it was written for.
-    Arguments that are leaves already are passed as they are."""
+    Arguments that are leaves already are passed as they are. Also returns
+    the arguments' structure (None for leaves)."""
     leaves, td = pytree.flatten(list(args))
     if len(leaves) == len(args) and all(pytree.is_leaf(a) for a in args):
-        return func, tuple(args)
+        return func, tuple(args), None
 
     def flat_func(a, b, *flat):
         return func(a, b, *pytree.unflatten(td, list(flat)))
-    return flat_func, tuple(leaves)
+    return flat_func, tuple(leaves), td
+
+
+def _origin(func, args_td, nargs, args):
+    """``OdeSpec.origin``: the user's function (the one a pytree state's
+    wrapper was made for) and how the twin wrapped it: the state's and the
+    arguments' structures and how many closed-over values became arguments.
+    The staged derivatives of the right-hand side are kept across solves
+    under it."""
+    user, state = getattr(func, "_chainrules_ode_origin", (func, None))
+    return user, (state, args_td, len(args) - nargs)
 
 
 def _closure_args(func, y0, t0, args, tfirst, name):
@@ -111,6 +122,8 @@ class _FlatState:
         else:
             def flat_func(y, t, *args):
                 return self.vector(func(self.tree(y), t, *args))
+        # the function whose derivatives' plans are kept across solves (_origin)
+        flat_func._chainrules_ode_origin = (func, (self.td, tuple(self.shapes)))
         return flat_func
 
     def solution(self, ys, time_last):
@@ -149,7 +162,9 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
         return state.solution(out, False)
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     name = _name(func, "odeint")
-    func, args = _flat_args(func, args)
+    user = func
+    func, args, args_td = _flat_args(func, args)
+    nargs = len(args)
     func, args = _closure_args(func, y0, t, args, tfirst, name)
     kw = dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu, rtol=rtol, atol=atol,
               tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
@@ -160,7 +175,8 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     # system) does not apply to the augmented systems of the derivative
     opts = {k: v for k, v in kw.items() if k in ("rtol", "atol", "tcrit", "h0", "hmax", "hmin",
                                                   "mxstep", "mxordn", "mxords")}
-    spec = OdeSpec(func, tfirst, "odeint", opts, "chainrules.scipy.integrate.odeint")
+    spec = OdeSpec(func, tfirst, "odeint", opts, "chainrules.scipy.integrate.odeint",
+                   origin=_origin(user, args_td, nargs, args))
     ys = ode_solve(y0, t, *args, _spec=spec)
     if full_output:
         return ys, {"message": "integrated by scipy.integrate.odeint (derivative by "
@@ -195,7 +211,9 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         return sol
     params = () if args is None else tuple(args)
     name = _name(fun, "solve_ivp")
-    fun, params = _flat_args(fun, params)
+    user = fun
+    fun, params, args_td = _flat_args(fun, params)
+    nargs = len(params)
     t0 = t_span[0]
     fun, params = _closure_args(fun, y0, t0, params, True, name)
     args = None if args is None and not params else params
@@ -216,7 +234,8 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                               args=tuple(stop_gradient(list(params))) if params else None,
                               **options)
         t_eval = plain.t
-    spec = OdeSpec(fun, True, method, options, "chainrules.scipy.integrate.solve_ivp")
+    spec = OdeSpec(fun, True, method, options, "chainrules.scipy.integrate.solve_ivp",
+                   origin=_origin(user, args_td, nargs, params))
     times = np.concatenate([np.reshape(t0, (1,)), t_eval])
     ys = ode_solve(y0, times, *params, _spec=spec)
     return OdeResult(t=t_eval, y=np.transpose(ys[1:]), success=True, status=0,

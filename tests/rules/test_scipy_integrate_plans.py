@@ -1,0 +1,242 @@
+"""The staged derivatives of an ODE's right-hand side kept across solves
+(rules/scipy_integrate_plans.py): recorded once, verified against an eager
+evaluation at the start of every later solve, so that a rebound global is
+seen, and bounded, weak and thread-safe."""
+
+import gc
+import importlib
+import threading
+
+import numpy as np
+import pytest
+
+import chainrules as cr
+
+pytest.importorskip("scipy.integrate")
+from chainrules.rules import scipy_integrate as ode_rules  # noqa: E402
+from chainrules.rules import scipy_integrate_plans as plans  # noqa: E402
+from chainrules.scipy import integrate as ci  # noqa: E402
+
+jit_module = importlib.import_module("chainrules.jit")
+TIGHT = {"rtol": 1e-11, "atol": 1e-12}
+T = np.linspace(0.0, 2.0, 6)
+Y0 = np.array([1.0, -0.5])
+W = np.array([[0.3, -1.0], [1.2, 0.4], [-0.7, 0.9], [0.5, 0.5], [-1.1, 0.2], [0.8, -0.3]])
+
+GAIN = 1.0  # a global the right-hand side reads; tests rebind it
+
+
+def _decay(y, t, k):
+    return -GAIN * k * y
+
+
+def _exact_grad(k, gain=1.0, scale=np.ones(2)):
+    """d/dk of sum(W * y) for y' = -gain * k * scale * y (k a vector)."""
+    dt = (T - T[0])[:, None]
+    y = Y0 * np.exp(-gain * k * scale * dt)
+    return -np.sum(W * gain * scale * dt * y, axis=0)
+
+
+K = np.array([0.7, 1.3])
+
+
+def _loss(k, rhs=_decay):
+    return np.sum(W * ci.odeint(rhs, Y0, T, args=(k,), **TIGHT))
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    plans.clear_shared()
+    monkeypatch.setattr(__import__(__name__), "GAIN", 1.0)
+    yield
+    plans.clear_shared()
+
+
+@pytest.fixture(params=["sensitivities", "adjoint"])
+def method(request, monkeypatch):
+    if request.param == "adjoint":
+        monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", 0)
+    return request.param
+
+
+class _Recordings:
+    """Counts the recordings cr.jit makes."""
+
+    def __init__(self, monkeypatch):
+        self.n = 0
+        base = jit_module.Recorder
+        counter = self
+
+        class Counting(base):
+            __slots__ = ()
+
+            def __init__(self):
+                counter.n += 1
+                super().__init__()
+
+        monkeypatch.setattr(jit_module, "Recorder", Counting)
+
+
+def test_plans_are_recorded_once_for_many_solves(method, monkeypatch):
+    rec = _Recordings(monkeypatch)
+    grad = cr.grad(_loss)
+    first = grad(K)
+    np.testing.assert_allclose(first, _exact_grad(K), rtol=1e-8)
+    after_first = rec.n
+    assert after_first >= 1
+    for k in (K, K * 1.5, K * 0.5):
+        np.testing.assert_allclose(grad(k), _exact_grad(k), rtol=1e-8)
+    # the later solves replay the first solve's plans (a solver's time of
+    # another type may record one more signature, once)
+    assert rec.n <= after_first + 1
+    assert plans.shared_info() == {"entries": 1, "functions": 1}
+
+
+def test_a_rebound_global_between_solves_gives_the_eager_result(method, monkeypatch):
+    grad = cr.grad(_loss)
+    np.testing.assert_allclose(grad(K), _exact_grad(K), rtol=1e-8)
+    np.testing.assert_allclose(grad(K), _exact_grad(K), rtol=1e-8)
+    monkeypatch.setattr(__import__(__name__), "GAIN", 2.5)
+    np.testing.assert_allclose(grad(K), _exact_grad(K, gain=2.5), rtol=1e-8)
+    np.testing.assert_allclose(grad(K), _exact_grad(K, gain=2.5), rtol=1e-8)
+    monkeypatch.setattr(__import__(__name__), "GAIN", 0.5)
+    np.testing.assert_allclose(grad(K), _exact_grad(K, gain=0.5), rtol=1e-8)
+    # a third difference: this right-hand side is staged per solve from now
+    monkeypatch.setattr(__import__(__name__), "GAIN", 1.5)
+    np.testing.assert_allclose(grad(K), _exact_grad(K, gain=1.5), rtol=1e-8)
+    assert any(e.per_solve for e in plans._shared.values())
+    monkeypatch.setattr(__import__(__name__), "GAIN", 3.0)
+    np.testing.assert_allclose(grad(K), _exact_grad(K, gain=3.0), rtol=1e-8)
+
+
+def test_a_closed_over_array_changed_in_place_is_seen(method):
+    scale = np.array([1.0, 2.0])
+
+    def rhs(y, t, k):
+        return -k * scale * y           # read by reference by the plan
+
+    def rhs_folded(y, t, k):
+        return -k * np.exp(np.log(scale)) * y   # folded when recorded: a constant
+
+    for f in (rhs, rhs_folded):
+        scale[:] = [1.0, 2.0]
+        grad = cr.grad(lambda k: _loss(k, f))
+        np.testing.assert_allclose(grad(K), _exact_grad(K, scale=scale), rtol=1e-8)
+        np.testing.assert_allclose(grad(K), _exact_grad(K, scale=scale), rtol=1e-8)
+        scale *= np.array([0.5, 3.0])
+        np.testing.assert_allclose(grad(K), _exact_grad(K, scale=scale), rtol=1e-8)
+
+
+def test_a_closure_over_a_traced_value_records_through_each_solve():
+    # one function object whose closed-over traced value differs per solve:
+    # the plans kept stand the closed-over value in as a parameter
+    box = {}
+
+    def rhs(y, t):
+        return -box["k"] * y
+
+    def loss(k):
+        box["k"] = k
+        return np.sum(W * ci.odeint(rhs, Y0, T, **TIGHT))
+
+    for k in (K, K * 2.0, K * 0.3):
+        np.testing.assert_allclose(cr.grad(loss)(k), _exact_grad(k), rtol=1e-8)
+    assert plans.shared_info()["functions"] == 1
+
+
+def test_solve_ivp_and_a_pytree_state_share_plans(monkeypatch):
+    rec = _Recordings(monkeypatch)
+
+    def rhs(t, y, k):
+        return {"a": -k[0] * y["a"], "b": -k[1] * y["b"]}
+
+    def loss(k):
+        sol = ci.solve_ivp(rhs, (0.0, 2.0), {"a": Y0[0], "b": Y0[1]}, t_eval=T[1:],
+                           args=(k,), **TIGHT)
+        return np.sum(W[1:, 0] * sol.y["a"]) + np.sum(W[1:, 1] * sol.y["b"])
+
+    np.testing.assert_allclose(cr.grad(loss)(K), _exact_grad(K), rtol=1e-7)
+    n = rec.n
+    np.testing.assert_allclose(cr.grad(loss)(K * 2), _exact_grad(K * 2), rtol=1e-7)
+    assert rec.n <= n + 1
+    assert plans.shared_info()["functions"] == 1
+
+
+def test_two_threads_share_plans():
+    ks = [K * (1 + 0.1 * i) for i in range(6)]
+    expected = [_exact_grad(k) for k in ks]
+    grad = cr.grad(_loss)
+    out = [None] * len(ks)
+    errors = []
+
+    def work(idx):
+        try:
+            for i in idx:
+                out[i] = grad(ks[i])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(range(j, len(ks), 2),)) for j in (0, 1)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for got, want in zip(out, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-8)
+
+
+def test_the_cache_is_bounded_and_does_not_keep_functions_alive(monkeypatch):
+    monkeypatch.setattr(plans, "MAX_SHARED", 2)
+
+    def make(c):
+        def rhs(y, t, k):
+            return -c * k * y
+        return rhs
+
+    rhss = [make(1.0), make(1.0), make(1.0)]
+    for f in rhss:
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, f))(K), _exact_grad(K),
+                                   rtol=1e-8)
+    assert plans.shared_info() == {"entries": 2, "functions": 2}
+    # the least recently used went first: the first function is solved anew
+    np.testing.assert_allclose(cr.grad(lambda k: _loss(k, rhss[0]))(K), _exact_grad(K),
+                               rtol=1e-8)
+    assert plans.shared_info() == {"entries": 2, "functions": 2}
+    del f, rhss
+    gc.collect()
+    assert plans.shared_info() == {"entries": 0, "functions": 0}
+
+
+def test_a_function_that_cannot_be_referenced_weakly_is_staged_per_solve():
+    class Rhs:
+        __slots__ = ()
+
+        def __call__(self, y, t, k):
+            return -k * y
+
+    rhs = Rhs()
+    for _ in range(2):
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, rhs))(K), _exact_grad(K),
+                                   rtol=1e-8)
+    assert plans.shared_info() == {"entries": 0, "functions": 0}
+
+
+def test_bound_methods_share_plans_per_object():
+    class Model:
+        def __init__(self, gain):
+            self.gain = gain
+
+        def rhs(self, y, t, k):
+            return -self.gain * k * y
+
+    a, b = Model(1.0), Model(2.0)
+    for _ in range(2):
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, a.rhs))(K), _exact_grad(K),
+                                   rtol=1e-8)
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, b.rhs))(K),
+                                   _exact_grad(K, gain=2.0), rtol=1e-8)
+    assert plans.shared_info() == {"entries": 2, "functions": 2}
+    del a
+    gc.collect()
+    assert plans.shared_info() == {"entries": 1, "functions": 1}
