@@ -400,6 +400,8 @@ FRAMEWORKS = {
     "chainrules.jit.numpy": ("chainrules_wl", {"jit": True, "kernels": False}),
     "autograd": ("autograd_wl", {}),
     "torch": ("torch_wl", {}),
+    # the same functions through torch.compile (inductor, CPU)
+    "torch.compile": ("torch_wl", {"compile": True}),
     "jax": ("jax_wl", {"jit": False}),
     "jax.jit": ("jax_wl", {"jit": True}),
 }
@@ -473,8 +475,8 @@ def worker_main(argv=None):
                 samples = [repeat(bench.run, number) for _ in range(a.repeats)]
             t = summarize(samples, number)
             res["time"] = t
-            # for jax.jit the first call traced and compiled: reported
-            # separately from the steady-state time
+            # for jax.jit and torch.compile the first call traced and
+            # compiled: reported separately from the steady-state time
             res["compile_s"] = max(res["first_call_s"] - t["median"], 0.0)
             import resource
             res["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

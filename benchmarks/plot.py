@@ -18,7 +18,8 @@ sys.path.insert(0, HERE)
 from common import FRAMEWORKS, WORKLOADS  # noqa: E402
 
 COLORS = {"chainrules": "#d62728", "autograd": "#7f7f7f", "torch": "#ff7f0e",
-          "jax": "#1f77b4", "jax.jit": "#9ecae1", "numpy.hand": "#2ca02c"}
+          "torch.compile": "#fdae6b", "jax": "#1f77b4", "jax.jit": "#9ecae1",
+          "numpy.hand": "#2ca02c"}
 
 
 def plot(results, path):

@@ -1,9 +1,17 @@
-"""PyTorch eager, float64, thread count set like NumPy's.
+"""PyTorch eager and ``torch.compile``, float64, thread count set like NumPy's.
 
 The shared workloads are written against a NumPy-like namespace; ``TorchNS``
 maps the handful of names they use onto torch (one Python call each).
-HVPs use double backward (reverse-over-reverse), the usual eager idiom.
+Eager: ``torch.autograd.grad``; HVPs use double backward
+(reverse-over-reverse), the usual eager idiom. ``torch.compile``: the value
+and gradient (``torch.func.grad_and_value``) or the HVP (``torch.func.jvp``
+of ``torch.func.grad``) compiled whole by inductor, as one graph.
 """
+
+import atexit
+import os
+import shutil
+import tempfile
 
 import torch
 
@@ -96,34 +104,85 @@ def _hvp_bench(f, x0, v):
     return Bench(run, lambda r: {"hvp": _np(r)}, "double backward (reverse-over-reverse)")
 
 
-def build(workload, d, cfg):
+def _compile(fn):
+    """``fn`` through ``torch.compile`` (inductor, CPU) as one graph: a graph
+    break raises instead of running part of ``fn`` eagerly."""
+    return torch.compile(fn, backend="inductor", fullgraph=True)
+
+
+def _fresh_inductor_cache():
+    """Inductor keeps what it compiled on disk, shared by every process of
+    the user (``/tmp/torchinductor_<user>``), so a second run would load
+    instead of compiling. Each worker gets an empty directory of its own:
+    the first call always compiles, as jax.jit's does."""
+    path = tempfile.mkdtemp(prefix="torchinductor-bench-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
+    atexit.register(shutil.rmtree, path, True)
+
+
+def _compiled_grad_bench(f, x0, names=None):
+    """``torch.compile`` of ``torch.func.grad_and_value(f)``: the value and
+    the gradient in one compiled graph, like ``jax.jit(value_and_grad)``.
+    ``x0`` is a tensor, or a list of them named by ``names``."""
+    vg = _compile(torch.func.grad_and_value(f))
+
+    def outputs(r):
+        g, y = r
+        if names is None:
+            return {"value": _np(y), "grad": _np(g)}
+        return {"value": _np(y), **{k: _np(a) for k, a in zip(names, g)}}
+    return Bench(lambda: vg(x0), outputs, "torch.compile of torch.func.grad_and_value")
+
+
+def _compiled_hvp_bench(f, x0, v):
+    """``torch.compile`` of ``torch.func.jvp`` of ``torch.func.grad``
+    (forward-over-reverse). Double backward, the eager idiom, cannot be
+    compiled: AOTAutograd's compiled backward is not differentiable again."""
+    g = torch.func.grad(f)
+
+    def hvp(x, v):
+        return torch.func.jvp(g, (x,), (v,))[1]
+    hvp = _compile(hvp)
+    return Bench(lambda: hvp(x0, v), lambda r: {"hvp": _np(r)},
+                 "torch.compile of torch.func.jvp of grad (forward-over-reverse)")
+
+
+def build(workload, d, cfg, compile=False):
+    """The eager form, or with ``compile`` every workload as one
+    ``torch.compile`` graph (compiled on the first call)."""
     shift = cfg["shift"]
+    if compile:
+        _fresh_inductor_cache()
+        grad_bench, hvp_bench = _compiled_grad_bench, _compiled_hvp_bench
+        params_grad_bench = _compiled_grad_bench
+    else:
+        grad_bench, params_grad_bench, hvp_bench = _grad_bench, _params_grad_bench, _hvp_bench
     if workload == "chain":
-        return _grad_bench(lambda x: chain(tnp, x), _t(d["chain_x"]))
+        return grad_bench(lambda x: chain(tnp, x), _t(d["chain_x"]))
     if workload == "mlp_grad":
         X, Y = _t(d["X"]), _t(d["Y"])
-        return _params_grad_bench(lambda p: mlp_loss(tnp, p, X, Y, shift),
-                                  [_t(a) for a in mlp_params(d)], PARAM_NAMES)
+        return params_grad_bench(lambda p: mlp_loss(tnp, p, X, Y, shift),
+                                 [_t(a) for a in mlp_params(d)], PARAM_NAMES)
     if workload == "rosen_hvp":
-        return _hvp_bench(lambda x: rosen(tnp, x), _t(d["rosen_x"]), _t(d["rosen_v"]))
+        return hvp_bench(lambda x: rosen(tnp, x), _t(d["rosen_x"]), _t(d["rosen_v"]))
     if workload == "mlp_hvp":
         _, b1, W2, b2, W3, b3 = [_t(a) for a in mlp_params(d)]
         X, Y = _t(d["X"]), _t(d["Y"])
-        return _hvp_bench(lambda W1: mlp_loss(tnp, (W1, b1, W2, b2, W3, b3), X, Y, shift),
-                          _t(d["W1"]), _t(d["V1"]))
+        return hvp_bench(lambda W1: mlp_loss(tnp, (W1, b1, W2, b2, W3, b3), X, Y, shift),
+                         _t(d["W1"]), _t(d["V1"]))
     if workload == "lstm_grad":
         X, T = _t(d["lstm_X"]), _t(d["lstm_T"])
-        return _params_grad_bench(lambda p: lstm_loss(tnp, p, X, T, shift),
-                                  [_t(a) for a in lstm_params(d)], LSTM_NAMES)
+        return params_grad_bench(lambda p: lstm_loss(tnp, p, X, T, shift),
+                                 [_t(a) for a in lstm_params(d)], LSTM_NAMES)
     if workload in ("gp_grad", "gp_hvp"):
         D, y, I = _t(d["gp_D"]), _t(d["gp_y"]), _t(d["gp_I"])
 
         def f(th):
             return gp_nlml(tnp, tsla, th, D, y, I)
         if workload == "gp_grad":
-            return _grad_bench(f, _t(d["gp_theta"]))
-        return _hvp_bench(f, _t(d["gp_theta"]), _t(d["gp_v"]))
+            return grad_bench(f, _t(d["gp_theta"]))
+        return hvp_bench(f, _t(d["gp_theta"]), _t(d["gp_v"]))
     if workload == "tv_grad":
         fimg = _t(d["tv_f"])
-        return _grad_bench(lambda x: tv_loss(tnp, x, fimg), _t(d["tv_x"]))
+        return grad_bench(lambda x: tv_loss(tnp, x, fimg), _t(d["tv_x"]))
     raise NotImplementedError(workload)
