@@ -35,6 +35,10 @@ README = os.path.join(HERE, "README.md")
 PLOT = "docs/img/benchmark-ratios.png"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 RTOL = 1e-8  # relative (max-norm) agreement required with chainrules, float64
+#: frameworks that compile on their first call: compile time gets its own table
+COMPILED = ("jax.jit", "torch.compile")
+#: a compiled form and the eager form of the same framework, compared output by output
+EAGER_TWIN = {"chainrules.jit": "chainrules", "jax.jit": "jax", "torch.compile": "torch"}
 
 PROBE_MAX = """
 import numpy as np, chainrules as cr
@@ -121,7 +125,7 @@ def run_workload(py, env, frameworks, workload, data, outdir, timing, shift, tim
             msg = f"median {_fmt_time(r['time']['median'])}"
         else:
             msg = r["status"] + ": " + (r.get("error", "").splitlines() or [""])[0][:120]
-        log(f"  {workload:10s} {fw:11s} {msg}")
+        log(f"  {workload:10s} {fw:13s} {msg}")
     return out
 
 
@@ -198,6 +202,10 @@ def derive(results):
 
 def correctness(results, outdir):
     for wl, per_fw in results["workloads"].items():
+        for c, e in EAGER_TWIN.items():
+            if (per_fw.get(c, {}).get("status") == "ok"
+                    and per_fw.get(e, {}).get("status") == "ok"):
+                per_fw[c]["check_eager"] = _check_pair(outdir, wl, c, e)
         ref_fw = None
         # the AD frameworks first; the hand-written derivatives only as a last resort
         for cand in ("chainrules", "autograd", "torch", "jax", "jax.jit", "numpy.hand"):
@@ -222,6 +230,17 @@ def correctness(results, outdir):
                 continue
             r["check"] = {"against": ref_fw, "max_rel_err": err, "keys": keys,
                           "ok": bool(err <= RTOL)}
+
+
+def _check_pair(outdir, wl, fw, other):
+    """``fw``'s outputs against ``other``'s: every key, not only the reference's."""
+    outs = load_outputs(os.path.join(outdir, f"{fw}_{wl}"))
+    ref = load_outputs(os.path.join(outdir, f"{other}_{wl}"))
+    if outs is None or ref is None:
+        return {"against": other, "error": "no outputs"}
+    err, keys = compare(outs, ref)
+    return {"against": other, "max_rel_err": err, "keys": keys,
+            "ok": bool(keys) and bool(err <= RTOL)}
 
 
 def run_memory(py, env, outdir, quick, timeout):
@@ -291,6 +310,9 @@ def _cell(wl, r):
     chk = r.get("check")
     if chk and not chk.get("ok", True):
         s += f" ⚠ MISMATCH {chk.get('max_rel_err', float('nan')):.1e}"
+    twin = r.get("check_eager")
+    if twin and not twin.get("ok", True):
+        s += f" ⚠ MISMATCH with {twin['against']} {twin.get('max_rel_err', float('nan')):.1e}"
     return s
 
 
@@ -396,30 +418,56 @@ def markdown(results):
                            f"{chk['max_rel_err']:.1e} ({', '.join(chk['keys'])})")
         L.append("| " + " | ".join(row) + " |")
     L.append("")
-    # jit compile
-    if "jax.jit" in fws:
-        L.append("jax.jit compile time (first call minus a steady-state call), reported "
+    # compile times
+    for cfw in COMPILED:
+        if cfw not in fws:
+            continue
+        L.append(f"{cfw} compile time (first call minus a steady-state call), reported "
                  "separately and not included above:")
         L.append("")
         L.append("| " + " | ".join(WORKLOADS[w]["short"] for w in wls) + " |")
         L.append("|" + "---|" * len(wls))
         cells = []
         for w in wls:
-            r = results["workloads"][w].get("jax.jit", {})
+            r = results["workloads"][w].get(cfw, {})
             cells.append(_fmt_time(r["compile_s"]) if r.get("status") == "ok" else
                          r.get("status", "–"))
         L.append("| " + " | ".join(cells) + " |")
         L.append("")
-    # methods, problems
-    methods = []
-    for fw in fws:
-        ms = sorted({r.get("method") for w in wls if "hvp" in w
-                     for r in [results["workloads"][w].get(fw, {})] if r.get("method")})
-        if fw != "numpy" and ms:
-            methods.append(f"{fw}: {', '.join(ms)}")
-    if methods:
-        L.append("HVP method: " + "; ".join(methods) + ".")
+    # compiled against eager
+    twins = [(c, e) for c, e in EAGER_TWIN.items() if c in fws and e in fws]
+    if twins:
+        L.append("Compiled against eager: largest relative difference (max-norm) of each "
+                 "compiled form from its own eager form, same inputs, every output; "
+                 f"tolerance {RTOL:g}.")
         L.append("")
+        L.append("| compiled | eager | " + " | ".join(WORKLOADS[w]["short"] for w in wls)
+                 + " |")
+        L.append("|" + "---|" * (len(wls) + 2))
+        for c, e in twins:
+            row = [c, e]
+            for w in wls:
+                chk = results["workloads"][w].get(c, {}).get("check_eager")
+                if not chk:
+                    row.append("–")
+                elif "error" in chk:
+                    row.append(chk["error"])
+                else:
+                    row.append(("ok " if chk["ok"] else "**MISMATCH** ") +
+                               f"{chk['max_rel_err']:.1e}")
+            L.append("| " + " | ".join(row) + " |")
+        L.append("")
+    # methods, problems
+    for kind, is_kind in (("Gradient", lambda w: "hvp" not in w), ("HVP", lambda w: "hvp" in w)):
+        methods = []
+        for fw in fws:
+            ms = sorted({r.get("method") for w in wls if is_kind(w)
+                         for r in [results["workloads"][w].get(fw, {})] if r.get("method")})
+            if fw != "numpy" and ms:
+                methods.append(f"{fw}: {', '.join(ms)}")
+        if methods:
+            L.append(f"{kind} method: " + "; ".join(methods) + ".")
+            L.append("")
     if not m["shift"]:
         L.append(f"Note: the log-softmax is computed without the max shift in every "
                  f"framework because chainrules could not differentiate `np.max` "
@@ -615,7 +663,8 @@ def write_outputs(results, out, readme):
     print(md)
     print(f"\nwritten: {out}/results.json, results.md, ratios.png")
     bad = [(w, fw) for r in _runs(results) for w, d in r["workloads"].items()
-           for fw, x in d.items() if x.get("check") and not x["check"].get("ok", True)]
+           for fw, x in d.items() for k in ("check", "check_eager")
+           if x.get(k) and not x[k].get("ok", True)]
     return 1 if bad else 0
 
 
