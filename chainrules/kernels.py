@@ -331,11 +331,12 @@ class _Region:
 
     __slots__ = ("program", "pattern", "shape", "layout", "calls", "numpy_seconds",
                  "kernel", "source", "probes", "reason", "kernel_seconds", "cost", "lock",
-                 "runs", "recent", "scatter")
+                 "runs", "recent", "scatter", "cached")
 
     def __init__(self, program, pattern, shape, layout="C", scatter=None):
         self.program, self.pattern, self.shape, self.layout = program, pattern, shape, layout
         self.scatter = scatter
+        self.cached = None  # whether numba's code for the source is on disk (looked once)
         self.recent = []  # the NumPy program's last few times (the probes' baseline)
         self.calls, self.numpy_seconds = 0, 0.0
         self.runs = 0  # the calls a kernel answered
@@ -570,7 +571,9 @@ def run(program, env, n, scatter=None):
                 except NotCompilable as exc:
                     region.kernel, region.reason = False, f"not expressible: {exc}"
                     return out
-            need = (CACHED_SECONDS if is_cached(region.source) else COMPILE_SECONDS) + (
+            if region.cached is None:  # (a hash and a folder listing: once per region)
+                region.cached = is_cached(region.source)
+            need = (CACHED_SECONDS if region.cached else COMPILE_SECONDS) + (
                 0.0 if _ready else INIT_SECONDS)
             if region.numpy_seconds >= need:
                 with region.lock:

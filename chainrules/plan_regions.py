@@ -137,8 +137,21 @@ def absorb(steps, outputs, meta, is_region):
     if regions:
         steps = scatter_pairs(_absorb(steps, outputs, meta, is_region), outputs, meta,
                               is_region)
-    steps = fuse_chains(steps, outputs, meta, is_region)
-    return drop_copies(steps, outputs, meta, is_region)
+    # (each pass only where it may apply: they run at every recording)
+    if any(_large_ufunc_call(s, meta) for s in steps):
+        steps = fuse_chains(steps, outputs, meta, is_region)
+    if any(s[0] == "call" and s[1] is _astype for s in steps):
+        steps = drop_copies(steps, outputs, meta, is_region)
+    return steps
+
+
+def _large_ufunc_call(step, meta):
+    """Whether ``step`` is a ufunc call whose result has at least
+    ``MIN_CHAIN_SIZE`` elements (what ``fuse_chains`` may start from)."""
+    if step[0] != "call" or type(step[1]) is not np.ufunc or type(step[4]) is not Ref:
+        return False
+    found = meta.get(step[4].i)
+    return found is not None and len(found[1]) > 0 and math.prod(found[1]) >= MIN_CHAIN_SIZE
 
 
 def _absorb(steps, outputs, meta, is_region):
@@ -190,7 +203,8 @@ class _Counts(dict):
 
 def _absorb_one(steps, k, uses, made_by, meta, dirty):
     fn, (program, env, n), kwargs, out = steps[k][1:5]
-    if not isinstance(program, ee.Program) or not all(type(v) is Ref for v in env.values()):
+    if not isinstance(program, (ee.Program, _Root)) or \
+            not all(type(v) is Ref for v in env.values()):
         return None
     name_of = {v.i: name for name, v in env.items()}
     dtypes = {name: dt for _, name, dt in program.variables}
@@ -391,6 +405,12 @@ def fuse_chains(steps, outputs, meta, is_region):
         if not shape or math.prod(shape) < MIN_CHAIN_SIZE:
             continue
         uname, args = found
+        # (a chain only where an argument is a ufunc call's result read here
+        # alone: the check before any program is built)
+        if not any(type(a) is Ref and uses.get(a.i, 0) == 1 and not dirty(a.i)
+                   and made_by.get(a.i, k) < k and _producer(steps[made_by[a.i]], meta)
+                   for a in args):
+            continue
         try:
             root = ee.apply(getattr(np, uname), tuple(
                 ee.placeholder(f"p{a.i}", meta[a.i][0]) if type(a) is Ref
@@ -399,7 +419,7 @@ def fuse_chains(steps, outputs, meta, is_region):
             continue
         if root.dtype != dtype:
             continue
-        program = ee.Program((root,))
+        program = _Root(root, [(f"p{a.i}", meta[a.i][0]) for a in args if type(a) is Ref])
         env = {f"p{a.i}": a for a in args if type(a) is Ref}
         steps[k] = ("call", kernels.run, (program, env, n), {}, (out,))
         new = _absorb_one(steps, k, uses, made_by, meta, dirty)
@@ -411,6 +431,17 @@ def fuse_chains(steps, outputs, meta, is_region):
     if not fused:
         return steps
     return live_steps(steps, [o for o in outputs if type(o) is Ref])
+
+
+class _Root:
+    """What ``_absorb_one`` reads of a program, for one expression over
+    placeholders (a chain's last call): no program is built for it."""
+
+    __slots__ = ("nodes", "outs", "variables")
+
+    def __init__(self, root, names):
+        self.nodes, self.outs = (root,), (0,)
+        self.variables = [(None, name, dt) for name, dt in names]
 
 
 def _given(x):
