@@ -47,6 +47,7 @@ from chainrules.tracing import Traced, untraced
 from ._linalg_base import (all_zero, cotangent_pairs, is_inexact,  # noqa: F401  (re-exported)
                            project_cotangent, zeros_of)
 from ._linalg_batch import pullback_batched, pullback_with_tangents_batched, pushforward_batched
+from ._scipy_blas_pool import one_thread
 from ._util import array_value, conj  # noqa: F401  (conj re-exported)
 
 __all__ = ["LinalgRule", "defrule", "herm_tangent", "herm_cotangent"]
@@ -217,6 +218,7 @@ def chol_pullback_plain(low, gl, lower=True):
     return _chol_pullback_plain(low, gl, lower)
 
 
+@one_thread
 def _chol_pullback_plain(low, gl, lower=True):
     """The cotangent of ``A`` from the cotangent ``gl`` of its lower Cholesky
     factor ``low``, ``herm_cotangent(L^-T Phi(L^T gl) L^-1, lower)``, for
@@ -244,6 +246,7 @@ def chol_tangent_plain(low, ad, lower=True):
     return _chol_tangent_plain(low, ad, lower)
 
 
+@one_thread
 def _chol_tangent_plain(low, ad, lower=True):
     """The tangent ``L Phi(L^-1 Ad L^-T)`` of the lower Cholesky factor for
     plain real 2-D arrays (``Ad`` read from one triangle, as LAPACK read the
@@ -281,6 +284,7 @@ def chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, l
     return _chol_pullback_with_tangents_plain(low, gl, gld, ad, lower, memo, ld)
 
 
+@one_thread
 def _chol_pullback_with_tangents_plain(low, gl, gld, ad, lower=True, memo=None, ld=None):
     """``(c, cd)``: the cotangent of ``A`` (as ``chol_pullback_plain``) and its
     tangent along the input tangent ``ad`` (the matrix LAPACK reads one

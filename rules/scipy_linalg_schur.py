@@ -26,11 +26,14 @@ from ._util import on_demand_family
 
 from chainrules.staging import OpaqueNamespace
 
+from ._scipy_blas_pool import LimitedNamespace
+
 try:
     import scipy.linalg as _scipy_linalg
 
-    # each SciPy call recorded as one step of a staged plan (cr.jit)
-    sl = OpaqueNamespace(_scipy_linalg)
+    # each SciPy call recorded as one step of a staged plan (cr.jit), made
+    # with SciPy's BLAS pool at one thread (rules/_scipy_blas_pool.py)
+    sl = OpaqueNamespace(LimitedNamespace(_scipy_linalg))
 except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 
