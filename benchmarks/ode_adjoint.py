@@ -169,23 +169,26 @@ def osc_fd(h=1e-5):
 class _Counted:
     """Counts the derivative evaluations of the right-hand side."""
 
+    NAMES = ("rhs_jacobian", "sensitivity_rhs")
+
     def __enter__(self):
         self.n = 0
-        self.saved = ode_rules.rhs_jacobian, ode_rules.OdeRule._f_vjp
-        jac, f_vjp = self.saved
+        self.saved = [getattr(ode_rules, k) for k in self.NAMES] + [ode_rules.OdeRule._f_vjp]
 
-        def count_jac(*a):
-            self.n += 1
-            return jac(*a)
-
-        def count_vjp(*a):
-            self.n += 1
-            return f_vjp(*a)
-        ode_rules.rhs_jacobian, ode_rules.OdeRule._f_vjp = count_jac, count_vjp
+        def counting(fn):
+            def counted(*a):
+                self.n += 1
+                return fn(*a)
+            return counted
+        for k, fn in zip(self.NAMES, self.saved):
+            setattr(ode_rules, k, counting(fn))
+        ode_rules.OdeRule._f_vjp = counting(self.saved[-1])
         return self
 
     def __exit__(self, *exc):
-        ode_rules.rhs_jacobian, ode_rules.OdeRule._f_vjp = self.saved
+        for k, fn in zip(self.NAMES, self.saved):
+            setattr(ode_rules, k, fn)
+        ode_rules.OdeRule._f_vjp = self.saved[-1]
 
 
 def time_small(loss, limit, repeats):

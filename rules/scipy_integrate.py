@@ -15,9 +15,12 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
   or ``t[0]`` alone, and of the traced parameters) with ``n (1 + m)`` at most
   ``SENSITIVITY_MAX_STATE``, the sensitivities ``Z = dy/d(inputs)`` (n x m)
   are integrated with ``y`` in one forward solve, ``Z' = f_y Z + f_p P``,
-  and the cotangents are ``sum_i Z(t[i])^T g[i]``. The full Jacobian
-  ``[f_y, f_p]`` comes from one traced evaluation of the right-hand side and
-  one reverse sweep of ``n`` directions (``f_vjp.many``); the sensitivities
+  and the cotangents are ``sum_i Z(t[i])^T g[i]``. ``f_y Z + f_p P`` is one
+  traced evaluation of the right-hand side and one forward sweep of its
+  ``m`` directions (``linearize``'s ``f_jvp.many``), staged with the
+  products around it as one plan (``sensitivity_rhs``); an implicit
+  solver's Jacobian needs ``[f_y, f_p]`` itself, one reverse sweep of ``n``
+  directions (``rhs_jacobian``). The sensitivities
   are kept, so further pullbacks of the same solution are sums only. This
   needs no restart at each output time, which is what makes the adjoint
   slow on small systems with many outputs.
@@ -59,6 +62,7 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
 import numpy as np
 
 from chainrules.api import vjp
+from chainrules.linearization import linearize
 from chainrules.errors import HvpNotSupported, NumericalInstabilityError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
@@ -93,8 +97,8 @@ _IMPLICIT = ("BDF", "Radau", "LSODA")
 #: reverse mode integrates forward sensitivities (see above) when the state
 #: with its sensitivities, ``n (1 + m)`` numbers, is at most this long; above
 #: it, the adjoint method. Below it the sensitivities cost one forward solve
-#: of a short augmented state, with one Jacobian of the right-hand side per
-#: step (one traced evaluation, ``n`` reverse directions in one sweep), where
+#: of a short augmented state, with one Jacobian product of the right-hand
+#: side per step (one traced evaluation, ``m`` forward directions), where
 #: the adjoint restarts its solver at every output time and checkpoint; above
 #: it the state and the dense Jacobian an implicit solver factorises grow as
 #: ``n m`` and ``(n m)^2``.
@@ -246,6 +250,27 @@ def _jacobian_of(spec, pidx):
     return rhs_jacobian_rows
 
 
+def _sensitivity_rhs_of(spec, pidx):
+    def sensitivity_rhs(z, s, params, x):
+        seeds, dps = x
+        n = len(seeds)
+        out, f_jvp = linearize(rhs_of(spec, params, pidx, s), z[:n],
+                               *[params[k] for k in pidx])
+        dz = f_jvp.many(np.transpose(np.reshape(z[n:], (n, -1))), *dps)
+        return np.concatenate([np.ravel(out), np.ravel(np.transpose(dz))])
+
+    return sensitivity_rhs
+
+
+def sensitivity_rhs(spec, z, s, params, pidx, seeds, dps):
+    """The right-hand side of the sensitivity system (``sensitivities``):
+    ``[f, f_y Z + f_p dp]`` at ``z = [y, Z]``, staged as one plan (the
+    Jacobian's evaluation with the products the solver needs, so a step
+    replays one plan and runs no Python of its own)."""
+    return staged(spec, ("sensitivity", tuple(pidx)), _sensitivity_rhs_of)(
+        z, s, params, (seeds, dps))
+
+
 def _vjp_of(spec, pidx):
     def rhs_vjp(y, s, params, a):
         out, back = vjp(rhs_of(spec, params, pidx, s), y, *[params[k] for k in pidx])
@@ -263,8 +288,21 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
     n, m = np.shape(z0)
     seeds = np.eye(n)
 
-    def aug(z, s, fj=None):
-        f, jm = rhs_jacobian(spec, z[:n], s, params, pidx, seeds) if fj is None else fj
+    dps, off = [], 0   # each parameter's directions, batched (m, *shape)
+    for k in pidx:
+        shape = np.shape(params[k])
+        size = int(np.prod(shape, dtype=int))
+        dps.append(np.reshape(np.transpose(dp[off:off + size]), (m,) + shape))
+        off += size
+    dps = tuple(dps)
+
+    def aug(z, s):
+        return sensitivity_rhs(spec, z, s, params, pidx, seeds, dps)
+
+    def aug_of(z, fj):
+        """``aug`` from the Jacobian ``fj`` at ``z`` (the implicit solvers'
+        Jacobian below differences these, all from ``rhs_jacobian``)."""
+        f, jm = fj
         dz = jm[:, :n] @ np.reshape(z[n:], (n, m)) + jm[:, n:] @ dp
         return np.concatenate([f, np.ravel(dz)])
 
@@ -273,7 +311,7 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
         ``f_y`` on each direction, exactly; the columns of ``y`` (which hold
         second derivatives) are differenced, ``n`` evaluations."""
         fj = rhs_jacobian(spec, z[:n], s, params, pidx, seeds)
-        base = aug(z, s, fj)
+        base = aug_of(z, fj)
         out = np.empty((z.size, z.size))
         out[:, n:] = 0.0
         out[n:, n:] = np.kron(fj[1][:, :n], np.eye(m))
@@ -282,7 +320,8 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
         for j in range(n):
             zj = np.array(z, dtype=float)
             zj[j] += np.sqrt(np.finfo(float).eps) * scale[j]
-            out[:, j] = (aug(zj, s) - base) / (zj[j] - z[j])
+            out[:, j] = (aug_of(zj, rhs_jacobian(spec, zj[:n], s, params, pidx, seeds))
+                         - base) / (zj[j] - z[j])
         return out
 
     atol = spec.opts.get("atol")

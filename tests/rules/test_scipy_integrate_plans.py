@@ -240,3 +240,20 @@ def test_bound_methods_share_plans_per_object():
     del a
     gc.collect()
     assert plans.shared_info() == {"entries": 1, "functions": 1}
+
+
+def test_sensitivities_with_an_unused_parameter_and_y0():
+    # the staged sensitivity system: a parameter the right-hand side does
+    # not read has zero sensitivities; y0's columns start from the identity
+    def rhs(y, t, k, unused):
+        return -k * y
+
+    def loss(k, y0, unused):
+        return np.sum(W * ci.odeint(rhs, y0, T, args=(k, unused), **TIGHT))
+
+    for _ in range(2):
+        gk, gy0, gu = cr.grad(loss, argnums=(0, 1, 2))(K, Y0, np.array([0.3, 2.0]))
+        np.testing.assert_allclose(gk, _exact_grad(K), rtol=1e-8)
+        np.testing.assert_allclose(gy0, np.sum(W * np.exp(-(T - T[0])[:, None] * K), axis=0),
+                                   rtol=1e-8)
+        np.testing.assert_array_equal(gu, np.zeros(2))
