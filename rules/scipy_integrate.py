@@ -68,7 +68,7 @@ from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import is_zero
 from chainrules.primitives import primitive
-from chainrules.tracing import is_traced
+from chainrules.tracing import holds_traced, is_traced
 
 from ._util import on_demand_family
 from .scipy_integrate_plans import staged
@@ -112,16 +112,21 @@ class OdeSpec:
     ``SENSITIVITY_MAX_STATE`` (0: always the adjoint method). ``origin``:
     ``(the user's function, a hashable of how ``func`` wraps it)``, under
     which the staged derivatives of ``func`` are kept across solves
-    (rules/scipy_integrate_plans.py); None keeps them for this solve only."""
+    (rules/scipy_integrate_plans.py); None keeps them for this solve only.
+    ``plain``: the function ``func`` converts closures for, when it captured
+    none: the forward solve on plain values calls it without the capture's
+    checks, which only a traced result needs."""
 
     __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max", "plans",
-                 "origin")
+                 "origin", "plain")
 
-    def __init__(self, func, tfirst, solver, opts, name, sensitivity_max=None, origin=None):
+    def __init__(self, func, tfirst, solver, opts, name, sensitivity_max=None, origin=None,
+                 plain=None):
         self.func, self.tfirst, self.solver, self.opts, self.name = \
             func, tfirst, solver, dict(opts), name
         self.sensitivity_max = sensitivity_max
         self.origin = origin
+        self.plain = plain
         self.plans = {}  # this solve's staged derivatives of the right-hand side
 
     def f(self, y, s, params):
@@ -204,7 +209,15 @@ def _grid(t):
 
 
 def _solve_all(y0, t, params, spec):
+    plain = spec.plain
+
     def rhs(y, s):
+        if plain is not None:
+            out = plain(s, y, *params) if spec.tfirst else plain(y, s, *params)
+            if type(out) is np.ndarray or type(out) in (list, tuple) and not holds_traced(out):
+                return np.asarray(out, dtype=float)
+        # a traced result (a value being differentiated that the function
+        # did not use at the initial point) raises there, naming it
         return np.asarray(spec.f(y, s, params), dtype=float)
 
     tm, pos = _grid(t)

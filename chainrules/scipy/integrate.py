@@ -165,6 +165,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     user = func
     func, args, args_td = _flat_args(func, args)
     nargs = len(args)
+    wrapped = func
     func, args = _closure_args(func, y0, t, args, tfirst, name)
     kw = dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu, rtol=rtol, atol=atol,
               tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
@@ -176,7 +177,8 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     opts = {k: v for k, v in kw.items() if k in ("rtol", "atol", "tcrit", "h0", "hmax", "hmin",
                                                   "mxstep", "mxordn", "mxords")}
     spec = OdeSpec(func, tfirst, "odeint", opts, "chainrules.scipy.integrate.odeint",
-                   origin=_origin(user, args_td, nargs, args))
+                   origin=_origin(user, args_td, nargs, args),
+                   plain=wrapped if len(args) == nargs else None)
     ys = ode_solve(y0, t, *args, _spec=spec)
     if full_output:
         return ys, {"message": "integrated by scipy.integrate.odeint (derivative by "
@@ -215,6 +217,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     fun, params, args_td = _flat_args(fun, params)
     nargs = len(params)
     t0 = t_span[0]
+    wrapped = fun
     fun, params = _closure_args(fun, y0, t0, params, True, name)
     args = None if args is None and not params else params
     if not _any_traced(y0, t0, t_eval, *params):
@@ -235,7 +238,8 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                               **options)
         t_eval = plain.t
     spec = OdeSpec(fun, True, method, options, "chainrules.scipy.integrate.solve_ivp",
-                   origin=_origin(user, args_td, nargs, params))
+                   origin=_origin(user, args_td, nargs, params),
+                   plain=wrapped if len(params) == nargs else None)
     times = np.concatenate([np.reshape(t0, (1,)), t_eval])
     ys = ode_solve(y0, times, *params, _spec=spec)
     return OdeResult(t=t_eval, y=np.transpose(ys[1:]), success=True, status=0,
