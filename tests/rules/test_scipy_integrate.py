@@ -685,10 +685,14 @@ def test_hvp_and_hessian_of_an_ode_solution(case, limit, monkeypatch):
         monkeypatch.setattr(ode_rules, "SENSITIVITY_MAX_STATE", limit)
     loss, x, exact = _HVP_CASES[case]
     leaves = lambda tree: np.concatenate([np.ravel(a) for a in flatten(tree)[0]])  # noqa
-    u, v = (tree_map(lambda a: RNG.normal(size=np.shape(a)), x) for _ in range(2))
+    # (directions of the test's own: the same whichever tests ran before)
+    rng = np.random.default_rng(list(_HVP_CASES).index(case))
+    u, v = (tree_map(lambda a: rng.normal(size=np.shape(a)), x) for _ in range(2))
     hv, hu = cr.hvp(loss, x, v), cr.hvp(loss, x, u)
     fd = leaves(_fd_hvp(loss, x, v))
-    np.testing.assert_allclose(leaves(hv), fd, rtol=1e-7, atol=1e-8 * np.linalg.norm(fd))
+    # (the solver's and the differences' errors scale with the whole vector:
+    # a small component of it is held to the norm, 1e-7 of it)
+    np.testing.assert_allclose(leaves(hv), fd, rtol=1e-7, atol=1e-7 * np.linalg.norm(fd))
     assert abs(leaves(u) @ leaves(hv) - leaves(v) @ leaves(hu)) <= 1e-9 * np.linalg.norm(fd) \
         * np.linalg.norm(leaves(u))
     if exact is not None:
