@@ -15,8 +15,8 @@ import numpy as np
 from . import pytree
 from .transformed import Transformed
 from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
-                        collect_cotangents, function_name, gradient_seed,
-                        like_output, normalize_argnums, scalar_output_dtype, trace_args,
+                        collect_cotangents, function_name, gradient_seed, like_output,
+                        normalize_argnums, scalar_output_dtype, trace_arg, trace_args,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
 from .arrays import ones_like_value, zeros_like_value
 from .errors import NonDifferentiableInputError, TangentShapeError
@@ -80,26 +80,38 @@ def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux:
                        dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
-def _value_and_grad_call(f, argnums, has_aux, holomorphic):
+def _check_holomorphic(args, nums, fname):
+    """Refuse a real input of a holomorphic derivative."""
+    for a in nums:
+        for leaf in pytree.flatten(args[a])[0]:
+            if np.result_type(untraced(leaf)).kind != "c":
+                raise NonDifferentiableInputError(
+                    f"{fname}: holomorphic=True needs complex inputs, got "
+                    f"{np.result_type(untraced(leaf))}; cast with x.astype(complex)")
+
+
+def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
     """The function ``value_and_grad`` returns, before ``Transformed`` wraps
-    it (``grad`` calls it directly: one ``at_user_line`` per call)."""
+    it; ``with_value=False``: the one ``grad`` returns (the gradient, with
+    ``aux`` after it with ``has_aux``)."""
     nums, single = normalize_argnums(argnums)
     fname = function_name(f)
+    # the common call: one argument, differentiated (f(x))
+    first_only = single and nums[0] in (0, -1) and not holomorphic
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         tape = Tape()
         try:
-            if holomorphic:
-                for a in nums:
-                    for leaf in pytree.flatten(args[a])[0]:
-                        if np.result_type(untraced(leaf)).kind != "c":
-                            raise NonDifferentiableInputError(
-                                f"{fname}: holomorphic=True needs complex inputs, got "
-                                f"{np.result_type(untraced(leaf))}; cast with "
-                                "x.astype(complex)")
-            targs, specs = trace_args(tape, args, nums, fname)
-            out = f(*targs, **kwargs)
+            if first_only and len(args) == 1:
+                tx, spec = trace_arg(tape, args[0], fname, nums[0])
+                specs = (spec,)
+                out = f(tx, **kwargs)
+            else:
+                if holomorphic:
+                    _check_holomorphic(args, nums, fname)
+                targs, specs = trace_args(tape, args, nums, fname)
+                out = f(*targs, **kwargs)
             aux = None
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -112,13 +124,16 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic):
         if type(out) is Traced and out.tape is tape:
             value = out.value
             fuse(tape, (out.node,))
-            grads = tape.backward([out.node], [gradient_seed(untraced(value), dtype)])
+            seed = gradient_seed(value if type(value) is not Traced else untraced(value), dtype)
+            grads = tape.backward([out.node], [seed])
         else:
             value = unwrap_level(out, tape)
             grads = NO_GRADIENTS
         tape.free()
         g = (collect_cotangents(specs[0], grads) if single else
              tuple(collect_cotangents(s, grads) for s in specs))
+        if not with_value:  # grad
+            return (g, unwrap_level(aux, tape)) if has_aux else g
         if type(value) is np.ndarray:  # f may return (a view of) its input
             value = unaliased(value, user_arrays(args))
         if has_aux:
@@ -146,17 +161,8 @@ def grad(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = 
     >>> float(cr.grad(lambda x: np.sin(x) * x)(0.0))
     0.0
     """
-    vg = _value_and_grad_call(f, argnums, has_aux, holomorphic)
-
-    @functools.wraps(f)
-    def grad_f(*args, **kwargs):
-        value, g = vg(*args, **kwargs)
-        if has_aux:
-            return g, value[1]
-        return g
-
-    return Transformed(grad_f, grad, f, (),
-                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
+    return Transformed(_value_and_grad_call(f, argnums, has_aux, holomorphic, False), grad, f,
+                       (), dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
 
 
 @overload
@@ -289,10 +295,14 @@ def jvp(f: Callable[..., R], primals: Sequence[Any], tangents: Sequence[Any]) ->
     return pytree.unflatten(td, outs), pytree.unflatten(td, touts)
 
 
-def _hvp_fast(f, x, v, fname, want_grad=True):
+def _hvp_fast(f, x, v, fname=None, want_grad=True):
+    """``(gradient or None, Hessian times v)`` (``grad_and_hvp`` and ``hvp``
+    call it under ``at_user_line``: ``_hvp_at_user_line``)."""
+    if fname is None:
+        fname = function_name(f)
     tape = Tape()
     try:
-        (tx,), (spec,) = trace_args(tape, (x,), (0,), fname)
+        tx, spec = trace_arg(tape, x, fname, 0)
         out = f(tx)
         dtype = scalar_output_dtype(out, tape, fname)
     finally:
@@ -306,8 +316,9 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
             seeds[nid] = tv
     fuse(tape, (out.node,), second_order=True)
     tans = tape.forward(seeds, needed=tape.tangent_demand([out.node]))
-    g, hv = tape.backward_with_tangents([out.node], [gradient_seed(untraced(out.value), dtype)],
-                                        [ZERO], tans,
+    value = out.value
+    seed = gradient_seed(value if type(value) is not Traced else untraced(value), dtype)
+    g, hv = tape.backward_with_tangents([out.node], [seed], [ZERO], tans,
                                         retain_graph=False, leaf_cotangents=want_grad)
     tape.free()
     users = user_arrays(x, v)
@@ -316,9 +327,10 @@ def _hvp_fast(f, x, v, fname, want_grad=True):
     return grads, collect_cotangents(spec, hv, users)
 
 
-@at_user_line
-def grad_and_hvp(f: Callable[[Any], Any], x: Any, v: Any,
-                 _want_grad: bool = True) -> tuple[Any, Any]:
+_hvp_at_user_line = at_user_line(_hvp_fast)
+
+
+def grad_and_hvp(f: Callable[[Any], Any], x: Any, v: Any) -> tuple[Any, Any]:
     """``(gradient of f at x, Hessian of f at x times v)`` from one
     forward-over-reverse sweep.
 
@@ -329,7 +341,7 @@ def grad_and_hvp(f: Callable[[Any], Any], x: Any, v: Any,
     >>> g, hv
     (array([ 3., 12.]), array([ 6., 12.]))
     """
-    return _hvp_fast(f, x, v, function_name(f), _want_grad)
+    return _hvp_at_user_line(f, x, v)
 
 
 def hvp(f: Callable[[Any], Any], x: Any, v: Any) -> Any:
@@ -342,4 +354,4 @@ def hvp(f: Callable[[Any], Any], x: Any, v: Any) -> Any:
     >>> cr.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    return grad_and_hvp(f, x, v, _want_grad=False)[1]
+    return _hvp_at_user_line(f, x, v, None, False)[1]

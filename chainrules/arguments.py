@@ -237,11 +237,16 @@ def collect_cotangent_batches(spec, grads, k, users=()):
     return pytree.unflatten(spec.treedef, out)
 
 
+#: ``np.may_share_memory`` of two ndarrays, without NumPy's dispatch through
+#: ``__array_function__`` (which plain ndarrays never override)
+_may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
 def unaliased(v, users):
     """``v``, copied when it shares memory with one of the ``users`` arrays."""
     if users and type(v) is np.ndarray:
         for u in users:
-            if type(u) is np.ndarray and np.may_share_memory(v, u):
+            if type(u) is np.ndarray and _may_share_memory(v, u):
                 return v.copy()
     return v
 
@@ -309,13 +314,24 @@ def scalar_output_dtype(out, tape, fname, holomorphic=False):
     return dtype
 
 
+#: dtype -> the seed of a scalar output of that dtype, a read-only 0-d array
+#: of one (the sweeps never write into a seed, nor rules into a cotangent;
+#: ``leaf_cotangent`` copies a read-only cotangent before a user gets it)
+_SEEDS: dict = {}
+
+
 def gradient_seed(v, dtype):
     """The seed of a gradient for the output value ``v`` (untraced):
-    ``ones_like_value(v, dtype)``, a new 0-d array made directly for a NumPy
-    scalar or 0-d array output."""
+    ``ones_like_value(v, dtype)``; for a NumPy scalar or 0-d array output,
+    one read-only 0-d array per dtype, made once."""
     tv = type(v)
     if tv in _INEXACT_SCALARS or tv is np.ndarray and v.shape == ():
-        return np.array(1, dtype)
+        seed = _SEEDS.get(dtype)
+        if seed is None:
+            seed = np.array(1, dtype)
+            seed.flags.writeable = False
+            _SEEDS[dtype] = seed
+        return seed
     return ones_like_value(v, dtype)
 
 

@@ -57,7 +57,7 @@ def uniform_array(value, shape, like=None):
                 return staged_constant(like, uniform_array(value, shape))
             return np.broadcast_to(value, shape)
         return lazy_uniform(value, like)
-    base = np.asarray(value)
+    base = value if type(value) is _ndarray else np.asarray(value)
     a = _ndarray(shape, base.dtype, base, 0, (0,) * len(shape))
     a.flags.writeable = False
     return a

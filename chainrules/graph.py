@@ -36,7 +36,8 @@ from .errors import GraphFreedError, TangentShapeError
 from .registry import MadeByUser
 from .rule import (NODE_IDS, MultiOutput, NodeId, ReverseRule,  # noqa: F401  (re-exported)
                    node_ids)
-from .sweep_common import HOOKS, MULTI, EngineHooks, Gradients, rule_label  # noqa: F401
+from .sweep_common import (CONSUMED, HOOKS, MULTI, EngineHooks, Gradients,  # noqa: F401
+                           rule_label)
 from .sweep_forward import ForwardSweeps
 from .sweep_reverse import ReverseSweeps
 from .tangents import ZERO, Structural
@@ -278,8 +279,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
 
     def _consumed(self, retain_graph):
         if not retain_graph and self.freed is None:
-            self.freed = ("a backward sweep without retain_graph=True already dropped "
-                          "its rules")
+            self.freed = CONSUMED
 
     # -- projection --------------------------------------------------------------
     def _project(self, c, nid, rule, what="cotangent", batch=None):

@@ -21,6 +21,8 @@ _ndarray = np.ndarray
 MULTI = object()
 #: the types of structural (never materialised) cotangents
 STRUCT = (ZeroTangent, NoTangent, type(None))
+#: why a tape's rules are gone after a reverse sweep that did not retain them
+CONSUMED = "a backward sweep without retain_graph=True already dropped its rules"
 
 
 class EngineHooks:
@@ -160,7 +162,8 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     else:
         return False
     target = acc[index]
-    if type(target) is _ndarray or _staged_buffer(target):  # a view: add in place
+    # (acc is an ndarray unless g is staged)
+    if type(target) is _ndarray or like is not None and _staged_buffer(target):  # a view
         target += g
     else:  # every axis indexed by an int: a scalar copy
         acc[index] = target + g
@@ -174,6 +177,8 @@ def _placed(g, index, shape, dtype, like=None):
     slices of step 1 and zeros elsewhere (one pass: zeros are written only
     outside the slices), or None for other indices (the caller adds into
     zeros)."""
+    if type(index) is int:  # x[0] of a vector: no slice
+        return None
     idx = index if type(index) is tuple else (index,)
     if len(idx) > len(shape) or any(type(s) is not slice or s.step not in (None, 1)
                                     for s in idx):

@@ -16,6 +16,14 @@ from .tangents import ZERO, Structural
 _ndarray = np.ndarray
 
 
+def last_output(outputs):
+    """The last node among ``outputs`` (None entries left out), or -1."""
+    if len(outputs) == 1:  # a gradient's one output
+        o = outputs[0]
+        return -1 if o is None else o
+    return max((o for o in outputs if o is not None), default=-1)
+
+
 class ForwardSweeps:
     """The forward sweep of ``chainrules.graph.Tape`` and the demand
     analyses of its sweeps (a mixin of it)."""
@@ -46,7 +54,7 @@ class ForwardSweeps:
         """
         rules = self.rules
         need = bytearray(len(rules))
-        start = max((o for o in outputs if o is not None), default=-1)
+        start = last_output(outputs)
         for i in range(start, -1, -1):
             rule = rules[i]
             if rule is not None and (need[i] or not rule.linear):
@@ -67,7 +75,7 @@ class ForwardSweeps:
         operations) is skipped.
         """
         rules = self.rules
-        start = max((o for o in outputs if o is not None), default=-1)
+        start = last_output(outputs)
         need = bytearray(len(rules))
         for k in keep:
             need[k] = 1
@@ -120,10 +128,16 @@ class ForwardSweeps:
             if rule is None or (needed is not None and not needed[i]):
                 continue
             ins = rule.inputs()
-            ts: Sequence[Any] = [tans[j] for j in ins]
-            if all(t is None for t in ts):
-                continue
-            ts = tuple(ZERO if t is None else t for t in ts)
+            if len(ins) == 1:  # the common rule: one traced input, no comprehensions
+                t = tans[ins[0]]
+                if t is None:
+                    continue
+                ts: Sequence[Any] = (t,)
+            else:
+                ts = [tans[j] for j in ins]
+                if all(t is None for t in ts):
+                    continue
+                ts = tuple(ZERO if t is None else t for t in ts)
             try:
                 if batch is None:
                     t = self._pushforward(rule, ts, i)

@@ -11,8 +11,8 @@ from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
-from .sweep_common import (HOOKS, MULTI, STRUCT, Gradients, accumulate, accumulate_slot, add_at,
-                           library_rule, note_failure, verify_results)
+from .sweep_common import (CONSUMED, HOOKS, MULTI, STRUCT, Gradients, accumulate,
+                           accumulate_slot, add_at, library_rule, note_failure, verify_results)
 from .sweep_batch import (as_batch_of_one, batched_rule, pullback_sliced,
                           pullback_with_tangents_sliced, slice_of)
 from .rule import REPLAY_TYPES, NodeId
@@ -20,6 +20,10 @@ from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
 _new = object.__new__
+_asarray = np.asarray
+#: NumPy's scalar types of inexact dtypes (scalar cotangents)
+_INEXACT_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+                              np.complex128, np.clongdouble))
 
 
 class TangentCarry:
@@ -63,7 +67,11 @@ class TangentCarry:
         batched tangents only."""
         tangents = self.tangents
         ins = rule.inputs()
-        ts = tuple([ZERO if tangents[n] is None else tangents[n] for n in ins])
+        if len(ins) == 1:  # the common rule: one traced input, no comprehension
+            t = tangents[ins[0]]
+            ts = (ZERO if t is None else t,)
+        else:
+            ts = tuple([ZERO if tangents[n] is None else tangents[n] for n in ins])
         out_t = tangents[i]
         if j is not None:
             ts = tuple([slice_of(t, j) for t in ts])
@@ -198,7 +206,7 @@ class ReverseSweeps:
             if self.freed is not None:
                 self._check_alive()  # raises
             if not retain_graph:
-                self._consumed(retain_graph)
+                self.freed = CONSUMED  # (_consumed, without the call)
             if check is None and self.anomaly:
                 check = HOOKS.anomaly.check_pullback
             rules = self.rules
@@ -213,7 +221,12 @@ class ReverseSweeps:
             if start is None:
                 start = -1
             else:
-                self._seed(cots, start, seeds[0], batch)
+                s = seeds[0]
+                if type(s) is _ndarray and batch is None and s.shape == shapes[start] and (
+                        s.dtype is dtypes[start]):
+                    cots[start] = s  # the common seed, as _seed takes it, without the call
+                else:
+                    self._seed(cots, start, s, batch)
             dots, owned = None, bytearray(n)
         else:
             cots, dots, owned = self._buffers(outputs, seeds, seed_tangents, carry, batch)
@@ -248,7 +261,13 @@ class ReverseSweeps:
                 if rule is None:
                     continue
             if dots is not None:
-                g, gd = _pair(g, gd, shapes[i] is MULTI)
+                if shapes[i] is MULTI:
+                    g, gd = _pair(g, gd, True)
+                else:  # _pair of one output, without a call
+                    if g is None:
+                        g = ZERO
+                    if gd is None:
+                        gd = ZERO
             elif shapes[i] is MULTI:
                 g = tuple(ZERO if t is None else t for t in g)
                 gd = None
@@ -295,6 +314,8 @@ class ReverseSweeps:
                     elif shapes[nid] is MULTI:
                         accumulate_slot(cots, nid, dtypes[nid], c)
                         continue
+                    elif tc in _INEXACT_SCALARS and c.dtype is dtypes[nid] and shapes[nid] == ():
+                        c = _asarray(c)  # what _project makes of it, without the call
                     else:
                         c = self._project(c, nid, rule)
                     if cots[nid] is None:  # the common case, without a call
@@ -303,7 +324,9 @@ class ReverseSweeps:
                         accumulate(cots, owned, 1, nid, c)
             else:
                 self._scatter(results, rule, cots, dots, owned, need, batch, dbatch)
-        return _gradients(store), (None if dstore is None else _gradients(dstore))
+        grads = _new(Gradients)  # (_gradients, without the call)
+        grads._store = store
+        return grads, (None if dstore is None else _gradients(dstore))
 
     def _buffers(self, outputs, seeds, seed_tangents, carry, batch):
         """The sweep's cotangent buffers (and those of their tangents with a

@@ -17,20 +17,21 @@ def _rebuild(transform, f, args, kwargs):
     return transform(f, *args, **kwargs)
 
 
-class Transformed:
+class Transformed(functools.partial):
     """``transform(f, *args, **kwargs)`` as a callable object: calls run
     ``call``; ``__name__``, ``__qualname__``, ``__doc__`` and
     ``__wrapped__`` are ``f``'s; pickling stores ``(transform, f, args,
-    kwargs)`` and rebuilds it on loading."""
+    kwargs)`` and rebuilds it on loading.
 
-    def __init__(self, call, transform, f, args=(), kwargs=None):
-        # NumPy's floating-point warnings name the user's line (fp_warnings)
-        self._call = at_user_line(call)
+    A ``functools.partial`` of ``call`` (with NumPy's floating-point
+    warnings at the user's line, ``fp_warnings``) without arguments of its
+    own: calling it is a call of ``call`` with no Python frame between."""
+
+    def __new__(cls, call, transform, f, args=(), kwargs=None):
+        self = super().__new__(cls, at_user_line(call))
         self._recipe = (transform, f, tuple(args), dict(kwargs or {}))
         functools.update_wrapper(self, f, updated=())
-
-    def __call__(self, *args, **kwargs):
-        return self._call(*args, **kwargs)
+        return self
 
     def __repr__(self):
         transform, f = self._recipe[:2]

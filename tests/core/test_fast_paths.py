@@ -191,6 +191,92 @@ def test_dispatch_of_one_traced_argument_matches_the_keyword_path():
         np.testing.assert_allclose(one[1], kw[1], rtol=1e-14, atol=1e-15)
 
 
+#: arrays np.sum(x) meets on its fast path (an ndarray without keywords)
+SUM_INPUTS = {
+    "n-d": np.linspace(-1, 1, 6).reshape(2, 3),
+    "float32": np.linspace(-1, 1, 5, dtype=np.float32),
+    "0-d": np.array(0.7),
+    "empty": np.zeros((0, 2)),
+    "non-contiguous": np.linspace(-1, 1, 12).reshape(3, 4)[:, ::2],
+    "complex": np.array([1.0 + 2.0j, -0.5j, 0.25]),
+}
+
+
+@pytest.mark.parametrize("name", list(SUM_INPUTS))
+def test_whole_sum_matches_the_general_sum(name):
+    x = SUM_INPUTS[name]
+    fast = cr.vjp(lambda x: np.sum(np.sin(x) * x), x)
+    general = cr.vjp(lambda x: np.sum(np.sin(x) * x, axis=None), x)  # a keyword: general path
+    _same(fast[0], general[0])
+    _same(fast[0], np.sum(np.sin(x) * x))  # NumPy's own value and type
+    seed = np.array(0.5 - 1j if x.dtype.kind == "c" else 0.5, dtype=fast[0].dtype)
+    _same(fast[1](seed)[0], general[1](seed)[0])
+    np.testing.assert_allclose(fast[1](seed)[0], seed * (np.cos(x) * x + np.sin(x)),
+                               rtol=1e-6 if x.dtype == np.float32 else 1e-14)
+    if x.dtype.kind == "f":  # second order and batches of directions
+        _same(cr.hvp(lambda x: np.sum(np.sin(x) * x), x, np.ones_like(x)),
+              cr.hvp(lambda x: np.sum(np.sin(x) * x, axis=None), x, np.ones_like(x)))
+        _same(cr.jacobian(lambda x: np.sum(x))(x), cr.jacobian(lambda x: np.sum(x, None))(x))
+
+
+def test_whole_sum_records_the_general_rule():
+    x = np.linspace(-1, 1, 4).reshape(2, 2)
+    rules = []
+    for call in (lambda t: np.sum(t), lambda t: np.sum(t, axis=None, keepdims=False)):
+        tape = Tape()
+        t = arguments.trace_arg(tape, x, "f", 0)[0]
+        out = call(t)
+        rule = tape.rules[out.node]
+        rules.append((type(rule), rule.op, rule.transpose, rule.shape, rule.args,
+                      rule.kwargs, rule.forms, tape.shapes[out.node], tape.dtypes[out.node]))
+    assert rules[0] == rules[1]
+
+
+def test_whole_sum_of_traced_and_plain_scalars():
+    # a NumPy scalar or a traced value of an outer tape: not an ndarray, the general path
+    _same(cr.grad(lambda x: np.sum(x * x))(np.float64(1.5)), np.float64(3.0))
+    h = cr.grad(lambda x: cr.grad(lambda y: np.sum(y * y * x))(x)[0])(np.array([2.0]))
+    _same(h, np.array([8.0]))  # d/dx of 2 y x at y = x
+
+
+def test_one_argument_calls_match_the_general_path():
+    x = np.array([0.3, -1.2])
+
+    def g(a, scale=1.0):
+        return scale * np.sum(np.sin(a) * a)
+
+    for argnums in (0, -1):
+        v, ga = cr.value_and_grad(g, argnums=argnums)(x, scale=2.0)
+        v2, (ga2,) = cr.value_and_grad(g, argnums=(argnums,))(x, scale=2.0)
+        _same(v, v2)
+        _same(ga, ga2)
+        _same(cr.grad(g)(x, 2.0), ga)  # two arguments: the general path
+    (v, aux), ga = cr.value_and_grad(lambda a: (g(a), a * 2), has_aux=True)(x)
+    _same(aux, x * 2)
+    _same(ga, cr.grad(g)(x))
+    with pytest.raises(IndexError, match="argnums 1 is out of range"):
+        cr.grad(g, argnums=1)(x)
+    with pytest.raises(NonDifferentiableInputError, match="holomorphic=True needs complex"):
+        cr.grad(lambda z: z * z, holomorphic=True)(1.0)
+
+
+def test_transformed_functions_keep_their_name_and_bind_as_methods():
+    def loss(x):
+        """The loss."""
+        return np.sum(x * x)
+
+    g = cr.grad(loss)
+    assert g.__name__ == "loss" and g.__doc__ == "The loss." and g.__wrapped__ is loss
+    assert repr(g) == f"<grad of {loss.__qualname__!r}>"
+
+    class Model:
+        w = 3.0
+        grad_of = cr.grad(lambda self, x: self.w * np.sum(x * x), argnums=1)
+
+    _same(Model().grad_of(np.array([1.0, 2.0])), np.array([6.0, 12.0]))
+    assert Model.grad_of.__name__ == "<lambda>"
+
+
 def test_escaped_values_still_refused_on_the_fast_dispatch():
     kept = []
 
