@@ -33,6 +33,11 @@ from .rule import ReverseRule
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
+#: NumPy's scalar types of inexact dtypes
+_INEXACT_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+                              np.complex128, np.clongdouble))
+#: the types of cotangents whose ``shape`` is their own (ndarrays, NumPy scalars)
+_OF_SHAPE = _INEXACT_SCALARS | {_ndarray}
 
 __all__ = ["scalar_rule", "linear_rule", "bilinear_rule", "unbroadcast"]
 
@@ -211,9 +216,15 @@ class BinaryScalarRule(ReverseRule):
         spec, x, y, z = self.spec, self.x, self.y, self.z
         out = []
         if self.x_id is not None:
-            out.append((self.x_id, unbroadcast(times(g, call_partial(spec.dx, x, y, z)), self.xshape)))
+            c = times(g, call_partial(spec.dx, x, y, z))
+            if not (type(c) in _OF_SHAPE and c.shape == self.xshape):  # else nothing to sum
+                c = unbroadcast(c, self.xshape)
+            out.append((self.x_id, c))
         if self.y_id is not None:
-            out.append((self.y_id, unbroadcast(times(g, call_partial(spec.dy, x, y, z)), self.yshape)))
+            c = times(g, call_partial(spec.dy, x, y, z))
+            if not (type(c) in _OF_SHAPE and c.shape == self.yshape):
+                c = unbroadcast(c, self.yshape)
+            out.append((self.y_id, c))
         return out
 
     def _tangents(self, tangents):
@@ -441,11 +452,15 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
             # the values the partials read: a float32 operand beside float64
             # ones (a constant np.float32(0.7), a traced float32 array) in
             # the output's precision, or 1 / y would carry float32's error
+            # (a NumPy scalar of the output's own type, as in x * y of two
+            # float64 scalars, is in its precision already)
             zdt = z.dtype
+            tz = type(z) if type(z) in _INEXACT_SCALARS else None
             px, py = x, y
-            if not ((type(x) is _ndarray and x.dtype is zdt) or type(x) in PYTHON_NUMBERS):
+            tx, ty = type(x), type(y)
+            if not ((tx is _ndarray and x.dtype is zdt) or tx is tz or tx in PYTHON_NUMBERS):
                 px = widened(x, zdt)
-            if not ((type(y) is _ndarray and y.dtype is zdt) or type(y) in PYTHON_NUMBERS):
+            if not ((ty is _ndarray and y.dtype is zdt) or ty is tz or ty in PYTHON_NUMBERS):
                 py = widened(y, zdt)
             # traced values always have .shape; constants' shapes are not needed
             rule = BinaryScalarRule(

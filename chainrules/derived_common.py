@@ -146,6 +146,13 @@ def times(g, d):
 
 def scale(g, c):
     """``g * c`` for a scalar ``c``; a uniform ``g`` stays uniform."""
+    tg = type(g)
+    if tg is _ndarray:  # uniform_value of an ndarray, without the call
+        if g.ndim and not any(g.strides) and g.size:
+            return uniform_array(g.flat[0] * c, g.shape, g)
+        return g * c
+    if tg is np.float64:
+        return g * c
     u = uniform_value(g)
     if u is not None:
         return uniform_array(u * c, g.shape, g)

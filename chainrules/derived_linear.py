@@ -247,12 +247,14 @@ class BilinearRule(ReverseRule):
         return self.ty(g, x, self.yshape, *self.args, **self.kwargs)
 
     def pullback(self, g):
-        out = []
-        if self.x_id is not None:
-            out.append((self.x_id, self._gx(g, self.y)))
-        if self.y_id is not None:
-            out.append((self.y_id, self._gy(g, self.x)))
-        return out
+        # (_gx and _gy, without their calls)
+        args, kwargs = self.args, self.kwargs
+        if self.y_id is None:
+            return [(self.x_id, self.tx(g, self.y, self.xshape, *args, **kwargs))]
+        if self.x_id is None:
+            return [(self.y_id, self.ty(g, self.x, self.yshape, *args, **kwargs))]
+        return [(self.x_id, self.tx(g, self.y, self.xshape, *args, **kwargs)),
+                (self.y_id, self.ty(g, self.x, self.yshape, *args, **kwargs))]
 
     def _split(self, tangents):
         if self.x_id is None:

@@ -539,8 +539,8 @@ class Traced(ConversionGuards, ArrayMethods):
             out = _getitem(self, index)
         else:
             out = dispatch(getitem, (self, index), None)
-        if type(out) is Traced and WRITES is not None:
-            WRITES.link_view(self, out, index)
+        if type(out) is Traced and WRITES is not None and type(out.value) in _MAY_BE_VIEWS:
+            WRITES.link_view(self, out, index)  # (a NumPy scalar, x[0] of a vector, is no view)
         return out
 
     def __setitem__(self, index, value):
@@ -656,6 +656,9 @@ def _init_struct():
 
 _init_struct()
 NOT_ARRAYS.add(Traced)  # it has NumPy's protocols, but its data is its value's
+#: the primal types of an indexing result that may be a view (``writes.link_view``
+#: links ndarrays only, through every level of tracing)
+_MAY_BE_VIEWS = frozenset((np.ndarray, Traced))
 
 
 def is_traced(x):

@@ -255,13 +255,19 @@ scalar_rule(np.positive, 1, second=0)
 def _multiply_tx(g, y, xshape):
     if xshape == () and _same_plain(g, y):
         return _sum_of_products(g, y)
-    return unbroadcast(g * y, xshape)
+    c = g * y
+    if type(c) is np.ndarray and c.shape == xshape:
+        return c  # nothing to unbroadcast (the common case, without the call)
+    return unbroadcast(c, xshape)
 
 
 def _multiply_ty(g, x, yshape):
     if yshape == () and _same_plain(g, x):
         return _sum_of_products(g, x)
-    return unbroadcast(g * x, yshape)
+    c = g * x
+    if type(c) is np.ndarray and c.shape == yshape:
+        return c
+    return unbroadcast(c, yshape)
 
 
 def _same_plain(g, y):

@@ -31,7 +31,7 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import is_array, real_dtype
+from chainrules.arrays import is_array, real_dtype, uniform_array
 from chainrules.tangents import ZERO, is_zero
 
 from chainrules.derived import LinearRule
@@ -50,6 +50,8 @@ def _mean_params(a, axis=None, dtype=None, out=None, keepdims=False, where=None)
 
 
 def _sum_transpose(g, shape, axis=None, dtype=None, keepdims=False, like=None):
+    if axis is None and like is None and type(g) is np.ndarray and g.ndim == 0:
+        return uniform_array(g, shape)  # a full sum: what expand_cotangent makes of it
     return expand_cotangent(g, shape, normalize_axis(axis, len(shape)), keepdims, like)
 
 
@@ -101,8 +103,15 @@ def _batched_forms(op, transpose_one):
 
 def _reduction_maker(op, params, transpose):
     forms = _batched_forms(op, transpose)
+    whole_sum = op is np.sum
 
     def reduction_maker(ids, *args, **kwargs):
+        if whole_sum and not kwargs and len(args) == 1 and type(args[0]) is np.ndarray:
+            # np.sum(x) of an ndarray, the common call: the reduction np.sum
+            # itself makes of it, and the rule the general path below makes
+            x = args[0]
+            return np.add.reduce(x, None), LinearRule(ids[0], op, transpose, x.shape, (),
+                                                      {"axis": None, "keepdims": False}, forms)
         check_static(op, ids, ("axis", "dtype"))
         p = params(*args, **kwargs)
         reject_kwargs(op, p, ("out", "where"),
