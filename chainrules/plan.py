@@ -315,6 +315,9 @@ def forward_scalar_buffers(steps, scalars):
                     result.append(("call", _constant, (dtype.type(0),), {}, step[4]))
                 else:
                     alias[step[4].i] = v
+                    # (bound too, for a read that is a result: the plan's
+                    # outputs are not renamed; an unread binding is dropped)
+                    result.append(("call", _constant, (Ref(v),), {}, step[4]))
                 continue
             state[b, e] = step[2][2].i
             if last[b, e] != k:

@@ -201,3 +201,20 @@ def test_buffers_read_otherwise_or_written_with_casts_are_left_alone():
     assert "v0[" in cr.jit(writes).plan(np.ones(2)).source
     src = cr.jit(only_elements).plan(np.ones(2)).source
     assert src.count("] = ") == 2, src  # g[0] and g[2] once each
+
+
+@pytest.mark.parametrize("x", [np.float64(0.75), np.complex128(0.39 - 0.65j), np.float32(2.0)])
+def test_a_scalar_buffer_element_that_is_a_result(x):
+    # the gradient of a NumPy scalar argument is the buffer's one element
+    # read back: a result the buffer forwarding must still bind
+    def loss(v):
+        r = np.real(v[()])
+        return 1.0 + np.sum(r) + 0.5 * np.sum(r * r)
+
+    vg = cr.value_and_grad(loss)
+    j = cr.jit(vg)
+    want = vg(x)
+    for _ in range(plan_mod.COMPILE_AFTER + 3):  # stepped replays, then compiled
+        got = j(x)
+        assert type(got[1]) is type(want[1]) and got[1].dtype == want[1].dtype
+        assert got[0] == want[0] and got[1] == want[1]
