@@ -47,7 +47,7 @@ import numpy as np
 
 from . import elementwise_chunks
 from .arrays import computes_eagerly
-from .staging import opaque_as
+from .opaque import opaque_as
 
 __all__ = ["run", "threads", "set_threads", "reset_threads"]
 

@@ -40,7 +40,7 @@ from chainrules.graph import Tape
 from chainrules.rule import MultiOutput
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.staging import opaque
+from chainrules.opaque import opaque
 from chainrules.tangents import ZERO
 from chainrules.tracing import Traced, untraced
 

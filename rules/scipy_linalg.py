@@ -55,7 +55,7 @@ from .scipy_linalg_solvers import checked_sylvester
 
 from ._util import on_demand_family
 
-from chainrules.staging import OpaqueNamespace
+from chainrules.opaque import OpaqueNamespace
 
 from ._scipy_blas_pool import LimitedNamespace
 

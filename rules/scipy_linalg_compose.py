@@ -21,7 +21,7 @@ from chainrules.tracing import is_traced
 
 from ._linalg_util import herm_tangent, mH, mT, plain, scipy_takes_batches
 
-from chainrules.staging import OpaqueNamespace
+from chainrules.opaque import OpaqueNamespace
 
 from ._scipy_blas_pool import LimitedNamespace
 

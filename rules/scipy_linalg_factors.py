@@ -14,7 +14,7 @@ from chainrules.tangents import is_zero
 from ._linalg_batch import fold_columns, lift, solve_rhs
 from ._linalg_util import as_column, conj, is_complex, mH, mT, tri_mask
 
-from chainrules.staging import OpaqueNamespace
+from chainrules.opaque import OpaqueNamespace
 
 from ._scipy_blas_pool import LimitedNamespace
 

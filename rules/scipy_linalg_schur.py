@@ -24,7 +24,7 @@ from ._linalg_util import defrule, mH, plain
 
 from ._util import on_demand_family
 
-from chainrules.staging import OpaqueNamespace
+from chainrules.opaque import OpaqueNamespace
 
 from ._scipy_blas_pool import LimitedNamespace
 

@@ -30,7 +30,7 @@ from ._linalg_util import (check_residual, conj, defrule, fro_norm, mH, mT, plai
 
 from ._util import on_demand_family
 
-from chainrules.staging import OpaqueNamespace
+from chainrules.opaque import OpaqueNamespace
 
 from ._scipy_blas_pool import LimitedNamespace
 
