@@ -7,7 +7,7 @@ import functools
 
 from .staging import Ref, Staged
 
-__all__ = ["OpaqueNamespace", "opaque", "opaque_as"]
+__all__ = ["OpaqueNamespace", "WrappedNamespace", "opaque", "opaque_as"]
 
 
 def _recorder_of(obj):
@@ -27,15 +27,14 @@ def _recorder_of(obj):
     return None
 
 
-class OpaqueNamespace:
-    """A module's functions, each called through ``opaque``: the rule
-    library reaches SciPy's LAPACK wrappers (which convert their arguments
-    with ``np.asarray``) through one, so that a staged plan records each
-    call as one step. Classes (exceptions) and other attributes are the
+class WrappedNamespace:
+    """A module whose functions are called through ``wrap(function)`` (made
+    once per name); classes (exceptions) and other attributes are the
     module's own."""
 
-    def __init__(self, module):
+    def __init__(self, module, wrap):
         self._module = module
+        self._wrap = wrap
         self._wrapped = {}
 
     def __getattr__(self, name):
@@ -44,14 +43,28 @@ class OpaqueNamespace:
             return w
         obj = getattr(self._module, name)
         if callable(obj) and not isinstance(obj, type):
-            # named as the module's function (error messages name the op)
-            @functools.wraps(obj)
-            def w(*args, _fn=obj, **kwargs):
-                return opaque(_fn, *args, **kwargs)
-
-            self._wrapped[name] = w
+            w = self._wrapped[name] = self._wrap(obj)
             return w
         return obj
+
+
+def _as_opaque(fn):
+    # named as the module's function (error messages name the op)
+    @functools.wraps(fn)
+    def w(*args, **kwargs):
+        return opaque(fn, *args, **kwargs)
+
+    return w
+
+
+class OpaqueNamespace(WrappedNamespace):
+    """A module's functions, each called through ``opaque``: the rule
+    library reaches SciPy's LAPACK wrappers (which convert their arguments
+    with ``np.asarray``) through one, so that a staged plan records each
+    call as one step."""
+
+    def __init__(self, module):
+        super().__init__(module, _as_opaque)
 
 
 def opaque(fn, *args, **kwargs):

@@ -161,10 +161,7 @@ def _absorb(steps, outputs, meta, is_region):
     regions = [k for k, s in enumerate(steps)
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
     uses = _Counts.of(steps, outputs)
-    made_by = {}
-    for k, step in enumerate(steps):
-        if step[0] == "call" and type(step[4]) is Ref:
-            made_by[step[4].i] = k
+    made_by = _made_by(steps)
     dirty = _written(steps, is_region)
     steps = list(steps)
     for k in regions:
@@ -172,6 +169,12 @@ def _absorb(steps, outputs, meta, is_region):
         if new is not None:
             steps[k] = new
     return steps
+
+
+def _made_by(steps):
+    """Per value index, the position of the call step that makes it."""
+    return {step[4].i: k for k, step in enumerate(steps)
+            if step[0] == "call" and type(step[4]) is Ref}
 
 
 class _Counts(dict):
@@ -385,10 +388,7 @@ def fuse_chains(steps, outputs, meta, is_region):
     in the same dtypes (as ``absorb``'s), so results are unchanged."""
     steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
     uses = _Counts.of(steps, outputs)
-    made_by = {}
-    for k, step in enumerate(steps):
-        if step[0] == "call" and type(step[4]) is Ref:
-            made_by[step[4].i] = k
+    made_by = _made_by(steps)
     dirty = _written(steps, is_region)
     steps = list(steps)
     n = et.threads()

@@ -24,7 +24,6 @@ function) are held by the plan by reference: an in-place change of a
 closed-over array is seen at replay.
 """
 
-import functools
 import operator
 import sys
 

@@ -30,6 +30,8 @@ import os
 import sys
 import threading
 
+from chainrules.opaque import WrappedNamespace
+
 __all__ = ["one_thread", "LimitedNamespace", "set_enabled", "enabled", "separate_pool"]
 
 # the functions' names in the OpenBLAS builds SciPy's wheels bundle:
@@ -172,20 +174,9 @@ def one_thread(fn):
     return limited
 
 
-class LimitedNamespace:
+class LimitedNamespace(WrappedNamespace):
     """A module whose functions are called through ``one_thread``
     (``scipy.linalg`` for the rules); other attributes are the module's own."""
 
     def __init__(self, module):
-        self._module = module
-        self._wrapped = {}
-
-    def __getattr__(self, name):
-        w = self._wrapped.get(name)
-        if w is not None:
-            return w
-        obj = getattr(self._module, name)
-        if callable(obj) and not isinstance(obj, type):
-            w = self._wrapped[name] = one_thread(obj)
-            return w
-        return obj
+        super().__init__(module, one_thread)

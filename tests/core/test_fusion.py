@@ -196,15 +196,22 @@ def _chain(steps):
     return f
 
 
-@settings(max_examples=60, deadline=None)
-@given(chains())
-def test_random_chains_fused_agree(chain):
+def chain_case(chain):
+    """``(shape, yshape, dtype, draw, x, y, special, f)`` of a drawn chain:
+    its inputs (the first element of ``x`` the special value, if any) and
+    its function."""
     shape, yshape, kind, steps, special, seed = chain
     dt, draw = values_of(kind, seed)
     x, y = draw(shape), draw(yshape)
     if special is not None and x.size:
         x.flat[0] = special
-    f = _chain(steps)
+    return shape, yshape, dt, draw, x, y, special, _chain(steps)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains())
+def test_random_chains_fused_agree(chain):
+    shape, yshape, dt, draw, x, y, special, f = chain_case(chain)
     counts = []
     real = fusion.fuse
 

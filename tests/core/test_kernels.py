@@ -30,8 +30,8 @@ from chainrules.testing.plugin import tier
 
 from test_elementwise_expr import EXPRESSIBLE, SPECS, _sample
 # (fusion at every size, as in test_fusion: the thresholds are for speed)
-from test_fusion import (_agree, _chain, chains, setup_module,  # noqa: F401
-                         teardown_module, values_of)
+from test_fusion import (_agree, chain_case, chains, setup_module,  # noqa: F401
+                         teardown_module)
 
 _HAVE_NUMBA = kernels.available()
 needs_numba = pytest.mark.skipif(not _HAVE_NUMBA, reason="numba is not installed")
@@ -233,12 +233,7 @@ def test_library_rule_three_ways(name, dt, request):
 @settings(max_examples=25, deadline=None)
 @given(chains())
 def test_random_chains_three_ways(chain):
-    shape, yshape, kind, steps, special, seed = chain
-    dt, draw = values_of(kind, seed)
-    x, y = draw(shape), draw(yshape)
-    if special is not None and x.size:
-        x.flat[0] = special
-    f = _chain(steps)
+    shape, yshape, dt, draw, x, y, special, f = chain_case(chain)
     with np.errstate(all="ignore"):
         out = f(x, y)
         tx, ty, w = draw(shape), draw(yshape), draw(out.shape)

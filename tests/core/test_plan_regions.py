@@ -16,7 +16,7 @@ from chainrules import kernel_scatter, kernels, plan_regions
 from chainrules.staging import Ref
 
 # (fusion at every size, as in test_fusion: the thresholds are for speed)
-from test_fusion import _chain, chains, setup_module, teardown_module, values_of  # noqa: F401
+from test_fusion import chain_case, chains, setup_module, teardown_module  # noqa: F401
 
 
 jit_module = sys.modules["chainrules.jit"]  # (cr.jit is the function)
@@ -209,12 +209,7 @@ def test_a_chain_of_ufunc_calls_is_one_program_bit_for_bit(dt, monkeypatch):
 @settings(max_examples=40, deadline=None)
 @given(chains())
 def test_random_chains_are_fused_bit_for_bit(chain):
-    shape, yshape, kind, steps, special, seed = chain
-    dt, draw = values_of(kind, seed)
-    x, y = draw(shape), draw(yshape)
-    if special is not None and x.size:
-        x.flat[0] = special
-    f = _chain(steps)
+    shape, yshape, dt, draw, x, y, special, f = chain_case(chain)
     with np.errstate(all="ignore"):
         w = draw(f(x, y).shape)
         t = (draw(shape), draw(yshape))
