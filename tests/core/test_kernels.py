@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 import chainrules as cr
 from chainrules import elementwise_expr as ee
@@ -75,11 +75,16 @@ def _has_region(jitted, args):
                                     for v in plan.namespace.values())
 
 
-def _three(call, args, where, compiled=True, **agree):
+def _three(call, args, where, compiled=True, wide_args=None, **agree):
     """Eager unfused, the plan's NumPy program and its compiled kernels
-    agree; ``compiled``: a kernel ran (for calls whose regions it takes)."""
+    agree; ``compiled``: a kernel ran (for calls whose regions it takes).
+    ``wide_args``: ``args`` in a wider dtype, whose eager unfused result is
+    what a result that cancels is compared with (the kernels' math library
+    and NumPy's differ by an ulp or two, and a chain can amplify that)."""
     with cr.fusion(False):
         plain = call(*args)
+        if wide_args is not None:
+            agree["truth"] = call(*wide_args)
     numpy_plan, _ = _staged(call, args, False)
     before = _kernel_calls()
     kernel_plan, jitted = _staged(call, args, "always")
@@ -232,24 +237,33 @@ def test_library_rule_three_ways(name, dt, request):
 @needs_numba
 @settings(max_examples=25, deadline=None)
 @given(chains())
+# a chain of cos and tanh whose HVP cancels: the kernels' cos and NumPy's
+# differ by an ulp, 18 ulps of the result's scale once amplified
+@example(chain=((5,), (1,), "f64", [("sub", 0), ("cos", 0), ("cos", 0), ("cube", 0),
+                                     ("scale", 0), ("cos", 0), ("shift", 0), ("square", 0),
+                                     ("tanh", 0), ("sub", 9)], None, 0))
 def test_random_chains_three_ways(chain):
     shape, yshape, dt, draw, x, y, special, f = chain_case(chain)
     with np.errstate(all="ignore"):
         out = f(x, y)
         tx, ty, w = draw(shape), draw(yshape), draw(out.shape)
         infinite = special is not None and np.isinf(special)
+        wide = {np.float32: np.float64, np.float64: np.longdouble,
+                np.complex128: np.clongdouble}[dt]
+        wx, wy, wtx, wty, ww = (np.asarray(v, dtype=wide) for v in (x, y, tx, ty, w))
         if dt == np.complex128:
             _three(lambda x, y, tx, ty: cr.jvp(f, (x, y), (tx, ty)), (x, y, tx, ty), "jvp",
-                   compiled=False, infinite_inputs=infinite)
+                   compiled=False, wide_args=(wx, wy, wtx, wty), infinite_inputs=infinite)
             return
 
         def loss(p, w):
             return np.sum(w * f(*p))
 
         _three(lambda p, w: cr.grad(loss)(p, w), ((x, y), w), "grad", compiled=False,
-               infinite_inputs=infinite)
+               wide_args=((wx, wy), ww), infinite_inputs=infinite)
         _three(lambda p, t, w: cr.hvp(lambda q: loss(q, w), p, t), ((x, y), (tx, ty), w),
-               "hvp", compiled=False, infinite_inputs=infinite)
+               "hvp", compiled=False, wide_args=((wx, wy), (wtx, wty), ww),
+               infinite_inputs=infinite)
 
 
 # -- what a kernel keeps of NumPy's behaviour ---------------------------------------------
