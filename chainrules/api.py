@@ -120,7 +120,7 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
                 out, aux = out
             dtype = scalar_output_dtype(out, tape, fname, holomorphic)
         finally:
-            tape.active = False
+            tape.close()
         if type(out) is Traced and out.tape is tape:
             value = out.value
             fuse(tape, (out.node,))
@@ -204,7 +204,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                                 "return a pair (value, aux)")
             out, aux = out
     finally:
-        tape.active = False
+        tape.close()
     leaves, td = pytree.flatten(out)
     value = pytree.unflatten(td, [unwrap_level(v, tape) for v in leaves])
     fuse(tape, [o.node for o in leaves if type(o) is Traced and o.tape is tape])
@@ -268,7 +268,7 @@ def jvp(f: Callable[..., R], primals: Sequence[Any], tangents: Sequence[Any]) ->
         targs, specs = trace_args(tape, primals, range(len(primals)), fname)
         out = f(*targs)
     finally:
-        tape.active = False
+        tape.close()
     seeds = {}
     for spec, p, t in zip(specs, primals, tangents):
         tl = check_tangent(t, p, fname)
@@ -306,7 +306,7 @@ def _hvp_fast(f, x, v, fname=None, want_grad=True):
         out = f(tx)
         dtype = scalar_output_dtype(out, tape, fname)
     finally:
-        tape.active = False
+        tape.close()
     if not (type(out) is Traced and out.tape is tape):
         check_tangent(v, x, fname, entry="hvp")
         return collect_cotangents(spec, NO_GRADIENTS), collect_cotangents(spec, NO_GRADIENTS)

@@ -237,7 +237,7 @@ class CheckpointRule(ReverseRule):
         try:
             out = cap.run(self.fn, *args, **kwargs)
         finally:
-            tape.active = False
+            tape.close()
             if token is not None:
                 _savers.reset(token)
         out_leaves = pytree.flatten(out)[0]
@@ -470,7 +470,7 @@ def _first_run(f, td, leaves, top, wants, name):
         try:
             out = cap.run(f, *a, **kw)
         finally:
-            tape.active = False
+            tape.close()
             if token is not None:
                 _savers.reset(token)
         if cap.rise is None:

@@ -27,6 +27,7 @@ what they share (``MULTI``, ``HOOKS``, ``Gradients``, accumulation) is in
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -184,7 +185,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
     """
 
     __slots__ = ("rules", "shapes", "dtypes", "level", "active", "anomaly", "sources",
-                 "freed", "replays", "user_rules", "__weakref__")
+                 "freed", "replays", "user_rules", "refused", "__weakref__")
 
     def __init__(self):
         self.rules = []
@@ -206,6 +207,32 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # whether a rule from outside the library was recorded: the sweeps
         # then verify what each such rule returns
         self.user_rules = False
+        # a refused conversion of one of its values that compiled code may
+        # have dropped (``close`` raises it)
+        self.refused = None
+
+    def close(self) -> None:
+        """End the recording of the function's own operations (a
+        transformation calls it when the function returns or raises).
+
+        Raises the refusal of a conversion asked for by SciPy's compiled
+        code (``float()`` of a traced value in a solver's loop) when that
+        refusal did not reach the caller. Such code may leave the error
+        pending and go on; the interpreter's garbage collector, running in
+        between, then reports the pending error as "ignored" and clears it,
+        and the solver continues with a made-up number. Whatever happened
+        after it (a different exception, or a result without the
+        derivative), the refusal is what the caller gets."""
+        self.active = False
+        if self.refused is not None:
+            refused, self.refused = self.refused, None
+            e, seen = sys.exc_info()[1], set()
+            while e is not None and id(e) not in seen:
+                if e is refused:  # on its way to the caller already
+                    return
+                seen.add(id(e))
+                e = e.__cause__ or e.__context__
+            raise refused
 
     def __len__(self) -> int:
         return len(self.rules)

@@ -111,9 +111,11 @@ def refuse_subclass(t, where):
         "NumPy functions (np.matmul for a matrix product).")
 
 
-def _refuse_in_scipy(frame, what, how):
+def _refuse_in_scipy(frame, what, how, tape=None):
     """Refuse a conversion asked for by SciPy's function in ``frame``,
-    naming its differentiable twin when there is one."""
+    naming its differentiable twin when there is one. ``tape``: the
+    recording of the value, which keeps the refusal when compiled code asked
+    (``Tape.close`` raises it if the code dropped it)."""
     caller = f"{frame.f_globals.get('__name__')}.{frame.f_code.co_name}"
     try:
         twin = None if TWIN_HINT is None else TWIN_HINT(frame)
@@ -126,9 +128,14 @@ def _refuse_in_scipy(frame, what, how):
                "versions of SciPy's Python-level functions; for other functions, "
                "make them one operation with chainrules.primitive and register "
                "a rule")
-    untraceable(f"{what} inside {caller}",
-                f"{caller} is a Python-level function that {how}, which "
-                f"NumPy's protocols cannot intercept; {way}")
+    try:
+        untraceable(f"{what} inside {caller}",
+                    f"{caller} is a Python-level function that {how}, which "
+                    f"NumPy's protocols cannot intercept; {way}")
+    except UntraceableError as exc:
+        if tape is not None and getattr(tape, "refused", False) is None:
+            tape.refused = exc
+        raise
 
 
 class ConversionGuards:
@@ -171,7 +178,8 @@ class ConversionGuards:
         if kind == "scipy":
             # SciPy's compiled integrators and solvers take floats (quad's
             # limits, the integrand's values)
-            _refuse_in_scipy(frame, "converting to a Python float", "converts it to float")
+            _refuse_in_scipy(frame, "converting to a Python float", "converts it to float",
+                             getattr(self, "tape", None))
         untraceable("float(x), or a function of the math module (math.exp(x) converts "
                     "x with float first)",
                     "use NumPy's functions on arrays (np.exp(x), np.sqrt(x), ...) and keep "

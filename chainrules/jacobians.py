@@ -69,7 +69,7 @@ class Recording:
                                     "return a pair (value, aux)")
                 out, aux = out
         finally:
-            tape.active = False
+            tape.close()
         self.tape = tape
         self.specs = specs
         self.out = out

@@ -54,7 +54,7 @@ class CheckedRecording:
         try:
             out = fun(*traced)
         finally:
-            tape.active = False
+            tape.close()
         leaves, self.out_def = pytree.flatten(out)
         self.out_nodes = [leaf.node if type(leaf) is Traced and leaf.tape is tape else None
                           for leaf in leaves]

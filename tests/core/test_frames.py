@@ -43,3 +43,46 @@ def test_anomaly_without_frames_still_names_the_op(monkeypatch):
     with cr.detect_anomaly(), np.errstate(divide="ignore"):
         with pytest.raises(cr.NumericalInstabilityError, match="log"):
             cr.grad(lambda x: np.sum(np.log(x)))(np.array([0.0, 1.0]))
+
+
+# A stand-in for SciPy's compiled loops that convert the function's value
+# with float() and go on when that fails (the garbage collector, running
+# while the error is pending, reports it as "ignored" and clears it): its
+# module name is SciPy's, so the refusal is the one SciPy's code meets.
+_DROPPING = {"__name__": "scipy.optimize._dropping"}
+exec("""
+def solve(fun, x0):
+    total = 0.0
+    for k in range(3):
+        try:
+            total += float(fun(x0 + k))
+        except TypeError:       # the error dropped: a made-up value instead
+            total += -1.0
+    return total
+""", _DROPPING)
+
+
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jacobian", "hvp", "jvp",
+                                       "vjp"])
+def test_a_refusal_dropped_by_scipys_code_still_reaches_the_caller(transform):
+    def f(p):
+        return p * _DROPPING["solve"](lambda x: x * p[0], 1.0)
+
+    x = np.array([2.0])
+    call = {"grad": lambda: cr.grad(lambda p: np.sum(f(p)))(x),
+            "value_and_grad": lambda: cr.value_and_grad(lambda p: np.sum(f(p)))(x),
+            "jacobian": lambda: cr.jacobian(f)(x),
+            "hvp": lambda: cr.hvp(lambda p: np.sum(f(p)), x, x),
+            "jvp": lambda: cr.jvp(f, (x,), (x,)),
+            "vjp": lambda: cr.vjp(f, x)}[transform]
+    with pytest.raises(cr.UntraceableError, match=r"inside scipy\.optimize\._dropping"):
+        call()
+    # the recording is clean afterwards: a plain call works
+    assert cr.grad(lambda p: np.sum(p * p))(x) == 4.0
+
+
+def test_a_refusal_on_its_way_to_the_caller_is_not_raised_again():
+    exec("def convert(v):\n    return float(v)\n", _DROPPING)
+    with pytest.raises(cr.UntraceableError, match=r"_dropping\.convert") as info:
+        cr.grad(lambda p: _DROPPING["convert"](np.sum(p)) * p[0])(np.array([2.0]))
+    assert info.value.__context__ is None and info.value.__cause__ is None
