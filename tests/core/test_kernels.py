@@ -363,6 +363,14 @@ def test_auto_mode_compiles_a_hot_region_and_drops_a_slow_one(monkeypatch):
             h(x, v)
     (row,) = kernels.stats()
     assert row["compiled"] is False and row["reason"].startswith("slower than NumPy")
+    # a program whose kernel lost runs NumPy without looking at its inputs
+    looked = []
+    real = kernels._classify
+    monkeypatch.setattr(kernels, "_classify", lambda *a: looked.append(1) or real(*a))
+    with cr.fusion(kernels=True):
+        h(x, v)
+    assert not looked
+    monkeypatch.setattr(kernels, "_classify", real)
     kernels._forget()
     monkeypatch.setattr(kernels, "MIN_GAIN", 0.0)  # any kernel is kept
     h = cr.jit(lambda x, v: cr.hvp(_rosen, x, v), warn=False)
@@ -371,6 +379,29 @@ def test_auto_mode_compiles_a_hot_region_and_drops_a_slow_one(monkeypatch):
             got = h(x, v)
     (row,) = kernels.stats()
     assert row["compiled"] is True and row["calls"] == kernels.MIN_CALLS
+    with cr.fusion(False):
+        _agree(got, cr.hvp(_rosen, x, v), "hvp")
+
+
+@needs_numba
+def test_a_cold_program_is_only_timed(monkeypatch):
+    # before a program has spent the time a compile needs, its calls run
+    # the NumPy program, timed, and nothing else (its inputs are not even
+    # classified: a call costs two clock reads)
+    kernels._forget()
+    monkeypatch.setattr(kernels, "CACHED_SECONDS", 1e9)
+    looked = []
+    real = kernels._classify
+    monkeypatch.setattr(kernels, "_classify", lambda *a: looked.append(1) or real(*a))
+    x = np.linspace(-1.2, 1.1, 600)
+    v = np.cos(np.arange(600.0))
+    h = cr.jit(lambda x, v: cr.hvp(_rosen, x, v), warn=False)
+    with cr.fusion(kernels=True):
+        for _ in range(10):
+            got = h(x, v)
+    assert not looked and kernels.stats() == []
+    assert kernels._warm and all(w.calls == 9 and w.state == "cold"
+                                 for w in kernels._warm.values())
     with cr.fusion(False):
         _agree(got, cr.hvp(_rosen, x, v), "hvp")
 
