@@ -10,7 +10,11 @@ call (a ufunc the expressions know, on the plan's values and constants,
 whose result nothing else reads) into the program, as expressions over its
 arguments, and again for the calls that feed those, so the region reads
 the plan's inputs and computes the rest itself: a compiled kernel in one
-loop, the NumPy program with its own reused buffers.
+loop, the NumPy program with its own reused buffers. A cheap call
+(arithmetic, comparisons: ``SHARED_COST``) whose result regions alone
+read, after the other passes, is written into each of them: TV's slice
+differences ``x[1:, :-1] - x[:-1, :-1]``, read by the value's chain and by
+the gradient's region, are then never stored.
 
 The program then makes the same NumPy calls on the same values in the
 same dtypes (``elementwise_expr`` resolves each node's loop as NumPy does),
@@ -46,6 +50,12 @@ MIN_CHAIN_SIZE = 4096
 
 #: how many calls at most a region takes in (a bound on its program's size)
 MAX_ABSORBED = 64
+#: the most a call read by several regions (and nothing else) may cost,
+#: relative to a multiply (``elementwise_threads._COST``), to be repeated
+#: in each of them: arithmetic and comparisons, whose repetition costs less
+#: than storing the value and reading it back (memory bound, and in blocks
+#: that stay in cache when NumPy runs the program)
+SHARED_COST = 1.1
 
 
 def _written(steps, is_region):
@@ -140,6 +150,9 @@ def absorb(steps, outputs, meta, is_region):
     # (each pass only where it may apply: they run at every recording)
     if any(_large_ufunc_call(s, meta) for s in steps):
         steps = fuse_chains(steps, outputs, meta, is_region)
+        regions = True
+    if regions:
+        steps = _absorb(steps, outputs, meta, is_region, shared=True)
     if any(s[0] == "call" and s[1] is _astype for s in steps):
         steps = drop_copies(steps, outputs, meta, is_region)
     return steps
@@ -154,18 +167,30 @@ def _large_ufunc_call(step, meta):
     return found is not None and len(found[1]) > 0 and math.prod(found[1]) >= MIN_CHAIN_SIZE
 
 
-def _absorb(steps, outputs, meta, is_region):
+def _absorb(steps, outputs, meta, is_region, shared=False):
+    """``absorb``'s first pass: the calls each region's values need alone;
+    ``shared``: the cheap calls that regions alone read (``SHARED_COST``),
+    once the other passes have taken in the rest of their readers
+    (``x[1:] - x[:-1]`` read by ``x * x`` of a chain and by a region)."""
     # (uses counted on the steps the outputs need: a primal value an HVP's
     # forward pass used for the value it drops is read by its region alone)
     steps = live_steps(steps, [o for o in outputs if type(o) is Ref])
     regions = [k for k, s in enumerate(steps)
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
     uses = _Counts.of(steps, outputs)
+    by_regions = None
+    if shared:
+        by_regions = _Counts()
+        for k in regions:
+            for i in {v.i for v in steps[k][2][1].values() if type(v) is Ref}:
+                by_regions.add(i)
+        if not any(n > 1 and uses.get(i) == n for i, n in by_regions.items()):
+            return steps
     made_by = _made_by(steps)
     dirty = _written(steps, is_region)
     steps = list(steps)
     for k in regions:
-        new = _absorb_one(steps, k, uses, made_by, meta, dirty)
+        new = _absorb_one(steps, k, uses, made_by, meta, dirty, by_regions)
         if new is not None:
             steps[k] = new
     return steps
@@ -204,7 +229,17 @@ class _Counts(dict):
         return uses
 
 
-def _absorb_one(steps, k, uses, made_by, meta, dirty):
+def _shared(i, uses, by_regions, found):
+    """Whether value ``i``, made by the call ``found`` (``_producer``), may
+    be written into every region that reads it: regions are its only
+    readers, and the call is cheap enough to repeat in each (the regions
+    then read its arguments instead, and nothing stores it)."""
+    n = uses.get(i, 0)
+    return (n > 1 and by_regions.get(i, 0) == n
+            and et._COST.get(found[0], et._OTHER) <= SHARED_COST)
+
+
+def _absorb_one(steps, k, uses, made_by, meta, dirty, by_regions=None):
     fn, (program, env, n), kwargs, out = steps[k][1:5]
     if not isinstance(program, (ee.Program, _Root)) or \
             not all(type(v) is Ref for v in env.values()):
@@ -219,13 +254,17 @@ def _absorb_one(steps, k, uses, made_by, meta, dirty):
     pending = [v.i for v in env.values()]
     while pending and absorbed < MAX_ABSORBED:
         i = pending.pop()
-        if i in exprs or uses.get(i, 0) != 1 or dirty(i):
+        if i in exprs or dirty(i):
             continue
         j = made_by.get(i)
         if j is None or j > k:
             continue
         found = _producer(steps[j], meta)
         if found is None:
+            continue
+        if uses.get(i, 0) != 1 and not (
+                by_regions is not None and i in name_of and _shared(i, uses, by_regions,
+                                                                     found)):
             continue
         uname, args = found
         if any(type(a) is Ref and (dirty(a.i) or made_by.get(a.i, -1) > j) for a in args):
@@ -274,7 +313,17 @@ def _absorb_one(steps, k, uses, made_by, meta, dirty):
             variables[name] = env[name]
     new_env = {name: variables[name] for name in sorted(new_program.names)}
     for i in exprs:
-        uses[i] = 0  # (their steps are dead now: the plan drops them)
+        if uses.get(i, 0) > 1:  # another region reads it yet
+            uses[i] -= 1
+            by_regions[i] -= 1
+        else:
+            uses[i] = 0  # (their steps are dead now: the plan drops them)
+    # (the region now reads what the absorbed calls read)
+    for name, v in new_env.items():
+        if type(v) is Ref and name not in env:
+            uses.add(v.i)
+            if by_regions is not None:
+                by_regions.add(v.i)
     return ("call", fn, (new_program, new_env, n), kwargs, out)
 
 

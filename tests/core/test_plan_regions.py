@@ -206,6 +206,80 @@ def test_a_chain_of_ufunc_calls_is_one_program_bit_for_bit(dt, monkeypatch):
     _same(got, expect)
 
 
+def _subtract_calls(plan):
+    return sum(f"= {name}(" in line for line in plan.source.splitlines()
+               for name, obj in plan.namespace.items() if obj is np.subtract)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_a_cheap_value_read_by_regions_alone_is_computed_in_each(dt, monkeypatch):
+    # TV's slice differences dx and dy are read by the value's chain and by
+    # the gradient's region: each region computes them from views of x,
+    # and neither is stored
+    rng = np.random.default_rng(5)
+    x, f = (rng.standard_normal((70, 60)).astype(dt) for _ in range(2))
+    got, plan = _replays(cr.value_and_grad(_tv), (x, f))
+    assert _subtract_calls(plan) == 1, plan.source  # x - f alone
+    envs = _region_envs(plan)
+    assert len(envs) >= 2 and all("'x2'" not in e and "'x3'" not in e for e in envs), envs
+    real = plan_regions._absorb
+
+    def unshared(steps, outputs, meta, is_region, shared=False):
+        return steps if shared else real(steps, outputs, meta, is_region)
+
+    monkeypatch.setattr(plan_regions, "_absorb", unshared)
+    expect, plain = _replays(cr.value_and_grad(_tv), (x, f))
+    assert _subtract_calls(plain) == 3, plain.source
+    _same(got, expect)
+    if kernels.available():
+        monkeypatch.setattr(plan_regions, "_absorb", real)
+        compiled, _ = _replays(cr.value_and_grad(_tv), (x, f), mode="always")
+        eps = np.finfo(dt).eps
+        assert abs(compiled[0] - got[0]) <= 64 * eps * abs(got[0])
+        np.testing.assert_allclose(compiled[1], got[1], rtol=16 * eps,
+                                   atol=16 * eps * np.max(np.abs(got[1])))
+
+
+def _exps(plan):
+    """The exp calls of ``plan``: its steps' and its programs'."""
+    return (sum(f"= {name}(" in line for line in plan.source.splitlines()
+                for name, obj in plan.namespace.items() if obj is np.exp)
+            + sum(fn is np.exp for obj in plan.namespace.values()
+                  if isinstance(obj, ee.Program) for _, fn, *_ in obj.steps))
+
+
+def test_a_costly_value_read_by_regions_is_not_repeated(monkeypatch):
+    # exp(x) is read by three regions alone: stored once, not computed in
+    # each (a transcendental costs more than reading it back)
+    def f(x):
+        e = np.exp(x)
+        return np.sum(np.sqrt(e + 1.0)) + np.sum(np.sqrt(e + 2.0) * x)
+
+    x = np.linspace(-1.0, 1.0, 400)
+    got, plan = _replays(cr.value_and_grad(f), (x,))
+    assert _exps(plan) == 1, plan.source
+    with cr.fusion(False):
+        want = cr.value_and_grad(f)(x)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-13)
+    # (were it cheap, each region would compute it)
+    monkeypatch.setattr(plan_regions, "SHARED_COST", 100.0)
+    _, plan = _replays(cr.value_and_grad(f), (x,))
+    assert _exps(plan) == 3, plan.source
+
+
+def test_a_cheap_value_also_read_outside_regions_is_stored():
+    def f(x):
+        d = x[1:] - x[:-1]
+        return np.sum(np.sqrt(d * d + 1.0)) + np.max(d)  # max reads d too
+
+    x = np.linspace(-1.0, 1.0, 400) ** 3
+    got, plan = _replays(cr.value_and_grad(f), (x,))
+    assert _subtract_calls(plan) == 1, plan.source
+    with cr.fusion(False):
+        want = cr.value_and_grad(f)(x)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-13)
+
+
 @settings(max_examples=40, deadline=None)
 @given(chains())
 def test_random_chains_are_fused_bit_for_bit(chain):
