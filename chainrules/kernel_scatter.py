@@ -42,9 +42,20 @@ class Scatter:
 
     __slots__ = ("a", "b", "a_last", "size", "dtype")
 
+    #: the dimensions of its kernel's loop (``kernels``: 1, the arrays as
+    #: flat runs of elements)
+    ndim = 1
+    #: whether ``call`` gives a result of the step (``D``, in place of ``a``)
+    gives = True
+
     def __init__(self, a, b, a_last, size, dtype):
         self.a, self.b, self.a_last = a, b, bool(a_last)
         self.size, self.dtype = int(size), np.dtype(dtype)
+
+    @property
+    def skip(self):
+        """The positions of the program's results the scatter takes."""
+        return (self.a, self.b)
 
     def _key(self):
         return (self.a, self.b, self.a_last, self.size, self.dtype)
@@ -96,7 +107,7 @@ class Scatter:
         dtype = self.dtype
         kernel(0, 0, dtype.type(-0.0), *args, *outs, np.empty(1, dtype))
 
-    def call(self, kernel, size, t, args, outs):
+    def call(self, kernel, size, t, args, outs, env):
         """``D`` by the kernel over ``size`` elements on ``t`` threads, or
         None when it made a NaN or an infinity."""
         dtype = self.dtype

@@ -12,7 +12,7 @@ run the NumPy program instead and warn or raise as NumPy does.
 
 import numpy as np
 
-__all__ = ["kernel_source", "NotCompilable"]
+__all__ = ["kernel_source", "program_lines", "NotCompilable", "HEADER"]
 
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "greater": ">",
@@ -133,19 +133,16 @@ def _expression(node, names):
     raise NotCompilable(f"the operation {op}")
 
 
-def kernel_source(program, pattern, ndim=1, scatter=None):
-    """The Python source of ``program``'s kernel (a function ``kernel(lo,
-    hi, *inputs, *outputs)`` returning whether a NaN or infinity was made)
-    for inputs given as ``pattern``: per variable, ``"a"`` an array of the
-    full shape or ``"s"`` one scalar. The arrays have ``ndim`` dimensions
-    (one: a flat run of elements; more: strided arrays, ``lo:hi`` along the
-    first axis). ``scatter`` (a ``kernel_scatter.Scatter``, one dimension):
-    two of the results summed into one array at neighbouring offsets, the
-    kernel then taking ``prev`` after ``hi`` and that array last, and
-    returning ``(bad, prev)``. Raises ``NotCompilable``."""
+def program_lines(program, pattern, index, skip=()):
+    """The parts of a kernel's loop body for ``program`` on inputs given as
+    ``pattern`` (``kernel_source``), elements addressed by ``index``:
+    ``(params, loads, body, checks, outs, stores)``: the kernel's input
+    parameters, the lines loading the array inputs' elements, computing
+    every step (``t<k>``), the terms whose NaN or infinity is tested, and
+    the output parameters with the lines storing the results (but those at
+    positions ``skip``, which the caller writes). Raises ``NotCompilable``."""
     nodes = program.nodes
     names, params, loads = {}, [], []
-    index = "i" if ndim == 1 else ", ".join(f"i{d}" for d in range(ndim))
     for (k, _, dt), kind in zip(program.variables, pattern):
         _cast_name(dt)
         names[id(nodes[k])] = f"v{k}"
@@ -174,11 +171,38 @@ def kernel_source(program, pattern, ndim=1, scatter=None):
         if dt.kind == "f" and (k in results or id(e) not in carried):
             checks.append(f"(({name} - {name}) != 0)")
     outs, stores = [], []
-    skip = () if scatter is None else (scatter.a, scatter.b)
     for j, k in enumerate(program.outs):
         if program.kinds[j] == "step" and f"o{k}" not in outs and j not in skip:
             outs.append(f"o{k}")
             stores.append(f"o{k}[{index}] = t{k}")
+    return params, loads, body, checks, outs, stores
+
+
+#: the head of every kernel's module: NumPy's scalar types by short names
+HEADER = ["import numpy as np", "from numba import njit", "", "_b = np.bool_",
+          *(f"_{c}{s} = np.{t}{8 * s}" for c, t in (("f", "float"), ("i", "int"),
+                                                   ("u", "uint"))
+            for s in (1, 2, 4, 8) if not (c == "f" and s == 1)), "", "",
+          "@njit(nogil=True, cache=CACHE, error_model='numpy')"]
+
+
+def kernel_source(program, pattern, ndim=1, scatter=None):
+    """The Python source of ``program``'s kernel (a function ``kernel(lo,
+    hi, *inputs, *outputs)`` returning whether a NaN or infinity was made)
+    for inputs given as ``pattern``: per variable, ``"a"`` an array of the
+    full shape or ``"s"`` one scalar. The arrays have ``ndim`` dimensions
+    (one: a flat run of elements; more: strided arrays, ``lo:hi`` along the
+    first axis). ``scatter`` (a ``kernel_scatter.Scatter``, one dimension):
+    two of the results summed into one array at neighbouring offsets, the
+    kernel then taking ``prev`` after ``hi`` and that array last, and
+    returning ``(bad, prev)``; a scatter with a ``source`` of its own
+    (``kernel_grid.Grid``) writes the kernel itself. Raises
+    ``NotCompilable``."""
+    if scatter is not None and hasattr(scatter, "source"):
+        return scatter.source(program, pattern)
+    index = "i" if ndim == 1 else ", ".join(f"i{d}" for d in range(ndim))
+    skip = () if scatter is None else scatter.skip
+    params, loads, body, checks, outs, stores = program_lines(program, pattern, index, skip)
     # (the blocks sliced first, the loop from 0, the flag or-ed without a
     # branch: so LLVM vectorizes the loop; ``for i in range(lo, hi)`` with a
     # branch on the flag measured 5x slower)
@@ -192,12 +216,7 @@ def kernel_source(program, pattern, ndim=1, scatter=None):
     slices = [f"{p} = {p}[lo:hi]" for p in params if p.startswith("a")] + [
         f"{o} = {o}[lo:hi]" for o in outs]
     check = [f"bad |= {' | '.join(checks)}"] if checks else []
-    lines = ["import numpy as np", "from numba import njit", "",
-             "_b = np.bool_",
-             *(f"_{c}{s} = np.{t}{8 * s}" for c, t in (("f", "float"), ("i", "int"),
-                                                      ("u", "uint"))
-               for s in (1, 2, 4, 8) if not (c == "f" and s == 1)), "", "",
-             "@njit(nogil=True, cache=CACHE, error_model='numpy')",
+    lines = [*HEADER,
              f"def kernel(lo, hi, {head}{', '.join(params + outs)}):",
              *(f"    {line}" for line in slices),
              "    bad = False",

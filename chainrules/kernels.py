@@ -217,17 +217,24 @@ def _flat(arrays, layout):
     return [a.reshape(-1, order=layout) for a in arrays]
 
 
-def _call(region, inputs, n):
+def _layout(region):
+    """How the kernel takes its arrays: a scatter over more than one
+    dimension (``kernel_grid``) takes them as they are."""
+    scatter = region.scatter
+    return "N" if scatter is not None and scatter.ndim > 1 else region.layout
+
+
+def _call(region, inputs, n, env):
     """The kernel on ``inputs``: the program's results, or None when it made
     a NaN or an infinity (the NumPy program then runs)."""
-    program, layout = region.program, region.layout
+    program, layout = region.program, _layout(region)
     arrays = [v for v, kind in zip(inputs, region.pattern) if kind == "a"]
     flat = _flat(arrays, layout)
     it = iter(flat)
     args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
     order = "F" if layout == "F" else "C"
     made, outs = {}, []
-    skip = () if region.scatter is None else (region.scatter.a, region.scatter.b)
+    skip = () if region.scatter is None else region.scatter.skip
     for j, k in enumerate(program.outs):
         if program.kinds[j] == "step" and k not in made and j not in skip:
             made[k] = np.empty(region.shape, program.dtypes[j], order=order)
@@ -239,7 +246,7 @@ def _call(region, inputs, n):
     t = 1 if n < 2 or work < MIN_WORK or size < 2 else min(n, size) if MIN_WORK <= 0 \
         else min(n, size, int(work // MIN_WORK))
     if region.scatter is not None:
-        d = region.scatter.call(kernel, size, t, args, outs)
+        d = region.scatter.call(kernel, size, t, args, outs, env)
         if d is None:
             return None
     elif t < 2:
@@ -251,7 +258,7 @@ def _call(region, inputs, n):
     for j, k in enumerate(program.outs):
         kind = program.kinds[j]
         if region.scatter is not None and j in skip:
-            res.append(d if j == skip[0] else None)
+            res.append(d if j == skip[0] and region.scatter.gives else None)
         elif kind == "step":
             res.append(made[k])
         elif kind == "var":  # the value given (``run`` puts it in)
@@ -311,11 +318,12 @@ def _compile(region, inputs):
         kernel, _ = _module(source)
         # the first call compiles for the argument types of the calls to
         # come: on no element
+        layout = _layout(region)
         arrays = _flat([v[:1] for v, kind in zip(inputs, region.pattern) if kind == "a"],
-                       region.layout)
+                       layout)
         it = iter(arrays)
         args = [next(it) if kind == "a" else v for v, kind in zip(inputs, region.pattern)]
-        shape = (1,) + region.shape[1:] if region.layout == "N" else (1,)
+        shape = (1,) + region.shape[1:] if layout == "N" else (1,)
         outs = [np.empty(shape, dt) for dt in _step_out_dtypes(region.program,
                                                                region.scatter)]
         if region.scatter is None:
@@ -331,12 +339,12 @@ def _compile(region, inputs):
 
 
 def _ndim(region):
-    return len(region.shape) if region.layout == "N" else 1
+    return len(region.shape) if _layout(region) == "N" else 1
 
 
 def _step_out_dtypes(program, scatter=None):
     seen, dts = set(), []
-    skip = () if scatter is None else (scatter.a, scatter.b)
+    skip = () if scatter is None else scatter.skip
     for j, k in enumerate(program.outs):
         if program.kinds[j] == "step" and k not in seen and j not in skip:
             seen.add(k)
@@ -487,7 +495,7 @@ def _run_regions(program, env, n, scatter, numpy_run, m):
         return numpy_run(program, env, n)
     if len(region.probes) < PROBE_CALLS:
         t0 = time.perf_counter()
-        out = _call(region, inputs, n)
+        out = _call(region, inputs, n, env)
         region.probes.append(time.perf_counter() - t0)
         if len(region.probes) == PROBE_CALLS:
             region.kernel_seconds = sorted(region.probes)[PROBE_CALLS // 2]
@@ -502,7 +510,7 @@ def _run_regions(program, env, n, scatter, numpy_run, m):
                     if w is not None and w.program is program:
                         w.state = "off"
     else:
-        out = _call(region, inputs, n)
+        out = _call(region, inputs, n, env)
     if out is None:  # a NaN or infinity was made: NumPy's own warnings and values
         return numpy_run(program, env, n)
     region.runs += 1

@@ -28,7 +28,10 @@ two results the plan sums into one new array at neighbouring offsets (the
 pullback of ``x[1:]`` and ``x[:-1]``) as one step with that scatter
 (``kernel_scatter``): the same NumPy calls, or one compiled loop. Last,
 ``drop_copies`` skips the copy a sweep makes of a cotangent before adding
-into it in place where the plan made that array and reads it nowhere else.
+into it in place where the plan made that array and reads it nowhere else,
+and ``plan_grid.scatter_grids`` writes a two-dimensional region whose
+results are then added into shifted views of such an array as one step
+(``kernel_grid``).
 """
 
 import math
@@ -40,6 +43,7 @@ from . import elementwise_expr as ee
 from . import elementwise_threads as et
 from . import kernel_scatter, kernels
 from .plan import _FRESH, _defines, _uses, live_steps
+from .plan_grid import scatter_grids
 from .staging import Ref, _astype
 
 __all__ = ["absorb", "scatter_pairs", "fuse_chains", "drop_copies"]
@@ -155,6 +159,9 @@ def absorb(steps, outputs, meta, is_region):
         steps = _absorb(steps, outputs, meta, is_region, shared=True)
     if any(s[0] == "call" and s[1] is _astype for s in steps):
         steps = drop_copies(steps, outputs, meta, is_region)
+    if regions and any(s[0] == "call" and s[1] is np.add and "out" in s[3] for s in steps):
+        steps = scatter_grids(steps, outputs, meta, is_region, _Counts.of(steps, outputs),
+                              _written(steps, is_region))
     return steps
 
 
