@@ -36,10 +36,10 @@ LAYERS = [
     {"tracing"},
     {"arguments", "copies", "broadcast", "capture", "derived", "derived_common", "derived_linear",
      "elementwise_expr", "elementwise_threads", "elementwise_chunks", "kernels", "kernel_cache",
-     "kernel_scatter", "fusion_code", "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
+     "kernel_scatter", "kernel_grid", "kernel_source", "fusion_code", "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "second_order", "writes", "writes_buffers", "writes_views",
-     "plan_regions", "jit"},
+     "plan_regions", "plan_grid", "jit"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 
