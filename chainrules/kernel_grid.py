@@ -10,7 +10,8 @@ out of one region's program, written as arrays and then added by strided
 passes over ``D`` (each about five times a contiguous pass).
 ``plan_grid.scatter_grids`` writes the region and its additions as one
 step, ``run`` here: the NumPy program and then the same NumPy additions
-into ``D`` (``Grid.numpy``), or, once the region is hot, one compiled loop
+into ``D`` (``Grid.numpy``; over blocks of rows when ``D`` is large, so
+that each block's terms are added while they are in cache), or, once the region is hot, one compiled loop
 that writes every element of ``D`` once (``Grid.source``) into a new array,
 copied into ``D`` when no NaN or infinity was made (else ``D`` is left as
 it was, and the NumPy program runs, to warn or raise as NumPy does).
@@ -79,17 +80,52 @@ class Grid:
 
     def numpy(self, program, env, n):
         """The step with NumPy: the program, then the plan's additions into
-        ``D``."""
+        ``D``; over blocks of rows when ``D`` is large (``_blocked``)."""
         env = dict(env)
         d = env.pop(BASE)
-        out = list(et.run(program, env, n))
         r0, r1 = self.shape[0] - 1, self.shape[1] - 1
+        rows = _rows(self, program, env, r0, r1)
+        if rows is not None:
+            return self._blocked(program, env, n, d, rows)
+        out = list(et.run(program, env, n))
         for j, (o0, o1) in zip(self.positions, self.offsets):
             view = d[o0:o0 + r0, o1:o1 + r1]
             np.add(view, out[j], out=view)
         for j in self.positions:
             out[j] = None
         return out
+
+    def _blocked(self, program, env, n, d, rows):
+        """``numpy`` over blocks of ``rows`` region rows: each block's
+        results are added while they are in cache, every element of ``D``
+        getting its terms in the plan's order. A term from the row above
+        (``o0 == 1``) reaches a block's first row from the block before:
+        its last row is kept and added in its turn."""
+        r0, r1 = self.shape[0] - 1, self.shape[1] - 1
+        kept = {}  # position -> the last row of the block before
+        for a in range(0, r0, rows):
+            b = min(a + rows, r0)
+            sub = {name: v[a:b] if _sliced(v, r0) else v for name, v in env.items()}
+            out = et.run(program, sub, n)
+            for j, (o0, o1) in zip(self.positions, self.offsets):
+                c = out[j]
+                if c.shape != (b - a, r1):  # (a term broadcast along the rows)
+                    c = np.broadcast_to(c, (b - a, r1))
+                if o0 == 0:
+                    view = d[a:b, o1:o1 + r1]
+                    np.add(view, c, out=view)
+                    continue
+                if a:
+                    view = d[a:a + 1, o1:o1 + r1]
+                    np.add(view, kept[j], out=view)
+                view = d[a + 1:b, o1:o1 + r1]
+                np.add(view, c[:-1], out=view)
+                kept[j] = c[-1:]
+        for j, (o0, o1) in zip(self.positions, self.offsets):
+            if o0:
+                view = d[r0:r0 + 1, o1:o1 + r1]
+                np.add(view, kept[j], out=view)
+        return [None] * len(program.outs)  # (``_rows``: every result is a term)
 
     def fits(self, program, shape):
         """Whether a kernel can take the region (two dimensions, floats)."""
@@ -187,6 +223,36 @@ class Grid:
             return None
         base[...] = d
         return base
+
+
+#: the least bytes of ``D`` for the NumPy path to go over blocks of rows
+#: (``elementwise_threads.MIN_BLOCKED``: below, the passes' data stays in
+#: cache anyway)
+MIN_BLOCKED = et.MIN_BLOCKED
+
+
+def _sliced(v, r0):
+    """Whether a value of the environment runs along the region's rows (an
+    array of ``r0`` rows, not one broadcast along them)."""
+    return type(v) is np.ndarray and v.ndim == 2 and v.shape[0] == r0 and r0 > 1
+
+
+def _rows(grid, program, env, r0, r1):
+    """The rows of a block for ``Grid._blocked``, or None to run whole: a
+    large ``D``, a region whose results are all the grid's terms, values of
+    the region's shape or broadcast along its rows."""
+    if grid.shape[0] * grid.shape[1] * grid.dtype.itemsize < MIN_BLOCKED or r0 < 4:
+        return None
+    if sorted(grid.positions) != list(range(len(program.outs))):
+        return None
+    for v in env.values():
+        if type(v) is np.ndarray:
+            if v.ndim > 2 or (v.ndim == 2 and v.shape[0] not in (1, r0)):
+                return None
+        elif not isinstance(v, (np.generic, int, float)):
+            return None
+    per = max(2, et.BLOCK_BYTES // max(1, r1 * grid.dtype.itemsize))
+    return per if per < r0 else None
 
 
 def run(program, env, n, grid):

@@ -160,6 +160,39 @@ def test_random_stencils_bit_for_bit(case):
         kernels.MIN_WORK = old
 
 
+@pytest.mark.parametrize("rows_bytes", [600, 2000, 10 ** 6])
+@pytest.mark.parametrize("case", ["tv", "stencil"])
+def test_the_numpy_path_over_blocks_of_rows_is_bit_for_bit(case, rows_bytes, monkeypatch):
+    # (a large D goes over blocks of rows, each block's terms added while in
+    # cache; here at every size, blocks of 2 rows and more)
+    from chainrules import elementwise_threads as et
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((29, 23))
+    if case == "tv":
+        f = rng.standard_normal((29, 23))
+        call, args = cr.value_and_grad(_tv), (x, f)
+    else:
+        # terms from the row above first, then from the same row, and one
+        # broadcast along the rows (a term that does not depend on x's rows)
+        loss = _stencil_loss([("lr", "ul", "-"), ("ur", "ll", "*"), ("ul", "ul", "+")],
+                             "sqrt1")
+        call, args = cr.value_and_grad(loss), (x,)
+    with monkeypatch.context() as m:
+        _without_pass(m)
+        want, _ = _plan(call, args, "off")
+    monkeypatch.setattr(kernel_grid, "MIN_BLOCKED", 0)
+    monkeypatch.setattr(et, "BLOCK_BYTES", rows_bytes)
+    blocked = []
+    real = kernel_grid.Grid._blocked
+    monkeypatch.setattr(kernel_grid.Grid, "_blocked",
+                        lambda self, *a: blocked.append(a[-1]) or real(self, *a))
+    got, plan = _plan(call, args, "off")
+    assert _grid_steps(plan) >= 1
+    # (blocks of at least the whole region: run whole)
+    assert bool(blocked) is (rows_bytes < 10 ** 6), blocked
+    _bitwise(got, want)
+
+
 def _pattern(extra_reads=(), written=()):
     """A region's step giving C5 and C6, then D[:-1, 1:] += C5 and D[1:, :-1]
     += C6 (D is value 4), as the pass sees them."""
