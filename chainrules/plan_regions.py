@@ -44,7 +44,7 @@ from . import elementwise_threads as et
 from . import kernel_scatter, kernels
 from .plan import _FRESH, _defines, _uses, live_steps
 from .plan_grid import scatter_grids
-from .staging import Ref, _astype
+from .staging import Ref, _astype, _constant
 
 __all__ = ["absorb", "scatter_pairs", "fuse_chains", "drop_copies"]
 
@@ -149,7 +149,8 @@ def absorb(steps, outputs, meta, is_region):
     regions = [k for k, s in enumerate(steps)
                if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
     if regions:
-        steps = scatter_pairs(_absorb(steps, outputs, meta, is_region), outputs, meta,
+        steps = _absorb(steps, outputs, meta, is_region)
+        steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
                               is_region)
     # (each pass only where it may apply: they run at every recording)
     if any(_large_ufunc_call(s, meta) for s in steps):
@@ -163,6 +164,77 @@ def absorb(steps, outputs, meta, is_region):
         steps = scatter_grids(steps, outputs, meta, is_region, _Counts.of(steps, outputs),
                               _written(steps, is_region))
     return steps
+
+
+def uniform_values(steps, meta, is_region):
+    """``steps`` with each region's variable bound to a constant array of one
+    value (a gradient's seed of ones, broadcast) written into its program as
+    that value, a NumPy scalar of the array's dtype: NumPy computes the same
+    with it, and a product by one of a value of the result's dtype is that
+    value (``x * 1.0`` is ``x`` for every ``x``), so that product is not
+    computed at all. The variable stays where the region's other arrays do
+    not have the array's shape (it gives the results their shape)."""
+    made = {s[4].i: s[2][0] for s in steps
+            if s[0] == "call" and s[1] is _constant and len(s[2]) == 1
+            and type(s[4]) is Ref and type(s[2][0]) is np.ndarray}
+    if not made:
+        return steps
+    out = list(steps)
+    for k, step in enumerate(steps):
+        if not (step[0] == "call" and is_region(step[1]) and _is_region_call(step)):
+            continue
+        program, env, n = step[2]
+        dts = {dt for _, _, dt in program.variables}
+        subst = {}
+        for name, v in env.items():
+            value = made.get(v.i) if type(v) is Ref else None
+            # (every variable of the constant's dtype: a NumPy scalar then
+            # promotes as the array did under every NumPy's rules)
+            if value is None or value.size == 0 or any(value.strides) \
+                    or value.dtype.kind not in "fc" or dts != {value.dtype}:
+                continue
+            if not any(type(w) is Ref and w.i != v.i and meta.get(w.i, (None, None))[1]
+                       == value.shape for w in env.values()):
+                continue  # (the only array of the region's shape)
+            subst[name] = ee.constant(value.reshape(-1)[0])
+        if not subst:
+            continue
+        try:
+            roots = tuple(_ones_dropped(_substitute(program.nodes[j], subst, {}), {})
+                          for j in program.outs)
+            new_program = ee.Program(roots)
+        except ee.NotExpressible:
+            continue
+        new_env = {name: env[name] for name in sorted(new_program.names)}
+        if len(new_program.outs) != len(program.outs):
+            continue
+        out[k] = ("call", step[1], (new_program, new_env, n), step[3], step[4])
+    return out
+
+
+def _ones_dropped(e, memo):
+    """``e`` with each real ``multiply(a, 1)`` (``a`` and the product of
+    one dtype, the one a constant of it) written as ``a``."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit
+    if not e.args:
+        r = e
+    else:
+        args = [_ones_dropped(a, memo) for a in e.args]
+        r = None
+        if e.op == "multiply" and e.dtype.kind == "f":
+            # (real only: (a + bj) * (1 + 0j) is not a + bj when b is
+            # infinite or -0.0)
+            for a, b in (args, args[::-1]):
+                if (b.op == "const" and b.dtype == e.dtype and a.dtype == e.dtype
+                        and b.value == 1):
+                    r = a
+                    break
+        if r is None:
+            r = ee.rebuild(e, args)
+    memo[id(e)] = r
+    return r
 
 
 def _large_ufunc_call(step, meta):

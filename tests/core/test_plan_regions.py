@@ -206,6 +206,39 @@ def test_a_chain_of_ufunc_calls_is_one_program_bit_for_bit(dt, monkeypatch):
     _same(got, expect)
 
 
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_a_seed_of_ones_is_a_constant_and_its_products_go(dt, monkeypatch):
+    # the gradient's seed (ones, broadcast) is no variable of the region:
+    # written as 1 into the program, whose products by it are not computed
+    x = np.linspace(-1.2, 1.1, 500).astype(dt)
+    x[3], x[4] = -0.0, np.inf
+    v = np.cos(np.arange(500.0)).astype(dt)
+    call = lambda x, v: cr.hvp(_rosen, x, v)  # noqa: E731
+    with np.errstate(all="ignore"):
+        got, plan = _replays(call, (x, v))
+        programs = [o for o in plan.namespace.values() if isinstance(o, ee.Program)]
+        assert programs and all("g" not in p.names for p in programs), plan
+        monkeypatch.setattr(plan_regions, "uniform_values", lambda steps, *a: steps)
+        want, plain = _replays(call, (x, v))
+    before = [o for o in plain.namespace.values() if isinstance(o, ee.Program)]
+    assert any("g" in p.names for p in before)
+    assert sum(len(p.steps) for p in programs) < sum(len(p.steps) for p in before)
+    _same(got, want)
+
+
+def test_a_seed_of_ones_stays_where_it_gives_the_shape():
+    # a region whose only array of its shape is the seed keeps it
+    def f(x):
+        return np.sum(np.sin(x[0]) * np.ones(7) * 2.0)
+
+    x = np.array([0.3, 0.5])
+    got, _ = _replays(cr.value_and_grad(f), (x,))
+    with cr.fusion(False):
+        want = cr.value_and_grad(f)(x)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-15)
+    assert got[1].shape == (2,)
+
+
 def _subtract_calls(plan):
     return sum(f"= {name}(" in line for line in plan.source.splitlines()
                for name, obj in plan.namespace.items() if obj is np.subtract)
@@ -294,10 +327,11 @@ def test_random_chains_are_fused_bit_for_bit(chain):
             if dt == np.complex128 and call is not f:
                 continue
             got, _ = _replays(call, args)
-            original = plan_regions.fuse_chains
-            plan_regions.fuse_chains = lambda steps, *a: steps
-            try:
-                expect, _ = _replays(call, args)
-            finally:
-                plan_regions.fuse_chains = original
-            _same(got, expect)
+            for name in ("fuse_chains", "uniform_values"):
+                original = getattr(plan_regions, name)
+                setattr(plan_regions, name, lambda steps, *a: steps)
+                try:
+                    expect, _ = _replays(call, args)
+                finally:
+                    setattr(plan_regions, name, original)
+                _same(got, expect)
