@@ -75,6 +75,23 @@ class Scatter:
         out = list(et.run(program, env, n))
         a, b = out[self.a], out[self.b]
         d = np.empty(self.size, self.dtype)
+        m = self.size - 1
+        if np.shape(a) == np.shape(b) == (m,) and a.dtype == b.dtype == self.dtype:
+            # the same additions, each element written once: D[j] = A[j - 1]
+            # + B[j] (the first operand as in ``view += B``, where the view
+            # held A), the ends on their own
+            if self.a_last:
+                np.add(a[:-1], b[1:], out=d[1:m])
+                d[0:1] = 0
+                np.add(d[0:1], b[0:1], out=d[0:1])
+                d[m:] = a[m - 1:]
+            else:
+                np.add(a[1:], b[:-1], out=d[1:m])
+                d[0:1] = a[0:1]
+                d[m:] = 0
+                np.add(d[m:], b[m - 1:], out=d[m:])
+            out[self.a], out[self.b] = d, None
+            return out
         if self.a_last:
             d[0:1] = 0
             d[1:] = a

@@ -131,6 +131,37 @@ def test_signed_zeros_at_the_ends_and_block_boundaries(a_last, threads, monkeypa
         assert np.array_equal(np.signbit(got[0]), np.signbit(expect[0]))
 
 
+@pytest.mark.parametrize("a_last", [True, False])
+@pytest.mark.parametrize("L", [1, 2, 13])
+def test_the_numpy_step_is_the_plans_calls_bit_for_bit(a_last, L):
+    """``Scatter.numpy`` writes each element of D once; the plan's calls
+    (D[0:1] = 0; D[1:] = A; D[:-1] += B, or the mirror image) give the same
+    bits: signed zeros, infinities and NaNs included."""
+    from chainrules import elementwise_expr as ee
+    x = ee.placeholder("x", np.dtype(float))
+    y = ee.placeholder("y", np.dtype(float))
+    program = ee.Program((ee.apply(np.negative, (x,)), ee.apply(np.multiply, (y, 1.0))))
+    spec = kernel_scatter.Scatter(0, 1, a_last, L + 1, np.float64)
+    rng = np.random.default_rng(L)
+    values = [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]
+    for trial in range(30):
+        env = {"x": rng.choice(values, L), "y": rng.choice(values, L)}
+        with np.errstate(all="ignore"):
+            got = spec.numpy(program, env, 1)
+            a, b = -env["x"], env["y"] * 1.0
+            d = np.empty(L + 1)
+            if a_last:
+                d[0:1] = 0
+                d[1:] = a
+                d[:-1] += b
+            else:
+                d[-1:] = 0
+                d[:-1] = a
+                d[1:] += b
+        assert got[1] is None
+        assert _same_bits(got[0], d), (trial, env, got[0], d)
+
+
 @needs_numba
 def test_an_overflow_reruns_numpy_with_its_warning():
     x = np.full(N, 1e200)
