@@ -2,10 +2,11 @@
 eager ``cr.value_and_grad(f)`` call.
 
 The first call of a signature records a plan (runs ``f`` on staged values
-and builds the plan's steps); the second replays it and checks it against
-an eager call; the next ``plan.COMPILE_AFTER - 1`` replays run the plan's
-steps as data, the one after writes and compiles its code ("compiling"),
-and later calls run that code ("steady"). Each round times these calls,
+and builds the plan's steps); the second runs the plan's passes, replays
+it and checks it against an eager call; the next ``plan.COMPILE_AFTER -
+2`` replays run the plan's steps as data ("3rd..", their mean), the one
+after also writes the plan's source ("writing"), the next compiles it
+("compiling"), and later calls run that code ("steady"). Each round times these calls,
 in turn, of a *new* jitted function, after one eager call; the table gives
 the medians over the rounds (steady: the median of ``--replays`` calls per
 round) and their ratios to the eager call. "record + check" is the first
@@ -96,8 +97,8 @@ def measure(f, args, rounds, replays, warm):
     # the replays before the one that compiles the plan's code (none
     # before plans replayed their steps first)
     stepped = getattr(_plan, "COMPILE_AFTER", 0) - 1
-    rows = {"eager": [], "first": [], "second": [], "stepped": [], "compiling": [],
-            "steady": []}
+    rows = {"eager": [], "first": [], "second": [], "stepped": [], "writing": [],
+            "compiling": [], "steady": []}
     for _ in range(rounds):
         gc.collect()
         rows["eager"].append(min(_once(vg, *args) for _ in range(3)))
@@ -106,8 +107,11 @@ def measure(f, args, rounds, replays, warm):
         j = cr.jit(cr.value_and_grad(f))
         rows["first"].append(_once(j, *args))
         rows["second"].append(_once(j, *args))
-        if stepped > 0:
-            rows["stepped"].append(sum(_once(j, *args) for _ in range(stepped)) / stepped)
+        if stepped > 1:
+            rows["stepped"].append(sum(_once(j, *args) for _ in range(stepped - 1))
+                                   / (stepped - 1))
+        if stepped > 0:  # the last stepped replay writes the plan's source
+            rows["writing"].append(_once(j, *args))
         rows["compiling"].append(_once(j, *args))
         rows["steady"].append(statistics.median(_once(j, *args) for _ in range(replays)))
         info = j.cache_info()
@@ -133,9 +137,10 @@ def main():
     print(f"code cache {'warm' if args.warm else 'cold'}; medians of {args.rounds} "
           f"rounds; times in us")
     print()
-    print("| function | eager | first | second | 3rd.. | compiling | steady | first / eager | "
-          "second / eager | record + check / eager | compiling / eager | steady / eager |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| function | eager | first | second | 3rd.. | writing | compiling | steady | "
+          "first / eager | second / eager | record + check / eager | writing / eager | "
+          "compiling / eager | steady / eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, f, fargs in _workloads(args.scipy_src, set(args.go.split(","))):
         if only and name not in only:
             continue
@@ -143,9 +148,10 @@ def main():
         e = m["eager"]
         print(f"| {name} | {e * 1e6:.0f} | {m['first'] * 1e6:.0f} | "
               f"{m['second'] * 1e6:.0f} | {m['stepped'] * 1e6:.1f} | "
-              f"{m['compiling'] * 1e6:.0f} | {m['steady'] * 1e6:.1f} | "
-              f"{m['first'] / e:.2f} | {m['second'] / e:.2f} | "
-              f"{(m['first'] + m['second']) / e:.2f} | {m['compiling'] / e:.2f} | "
+              f"{m['writing'] * 1e6:.0f} | {m['compiling'] * 1e6:.0f} | "
+              f"{m['steady'] * 1e6:.1f} | {m['first'] / e:.2f} | {m['second'] / e:.2f} | "
+              f"{(m['first'] + m['second']) / e:.2f} | {m['writing'] / e:.2f} | "
+              f"{m['compiling'] / e:.2f} | "
               f"{m['steady'] / e:.3f} |", flush=True)
 
 

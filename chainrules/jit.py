@@ -360,10 +360,16 @@ class Jitted(Generic[P, R]):
         if rec.tainted is not None:
             self._give_up(entry, rec.tainted, None, None)
             return result
-        # fused regions take in the elementwise calls that feed them alone
-        steps = absorb(rec.steps, tpl, rec.meta, _is_region)
-        plan = Plan(steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun),
-                    scalars=rec.scalars)
+        meta = rec.meta
+
+        def regions(steps, outputs):
+            # fused regions take in the elementwise calls that feed them alone
+            return absorb(steps, outputs, meta, _is_region)
+
+        # (the plan's passes run at its first replay: not for a signature
+        # called once)
+        plan = Plan(rec.steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun),
+                    scalars=rec.scalars, prepare=regions)
         with self._lock:
             entry.variants.insert(0, plan)
         return result

@@ -315,8 +315,9 @@ def _check_guard(guard, v):
 
 
 #: a plan's first replays run its steps through ``_Replay`` (no code to
-#: write and compile); the replay after ``COMPILE_AFTER`` of them writes
-#: and compiles its code, and later replays run that. Compiling a plan
+#: write and compile); the last of ``COMPILE_AFTER`` of them also writes
+#: the code's source, the next one compiles it (no one call pays both),
+#: and later replays run that. Compiling a plan
 #: (writing its source, ``compile``) costs about as much as 30 to 70
 #: replays' extra time in ``_Replay`` (0.2 to 0.3 us per step, 6 to 15 us
 #: per line to compile): a function called fewer times never pays it
@@ -355,18 +356,17 @@ class Plan:
     the same calls on the same values, in the same order); the next one
     writes and compiles the code, and from then on the code runs."""
 
-    def __init__(self, steps, inputs, outputs, out_tree, name="plan", scalars=None):
+    def __init__(self, steps, inputs, outputs, out_tree, name="plan", scalars=None,
+                 prepare=None):
         self.recorded_steps = len(steps)
-        if scalars:
-            steps = forward_scalar_buffers(steps, scalars)
-        steps, outputs, reads = fold_constants(steps, outputs)
-        steps, outputs, reads = common_subexpressions(steps, outputs, reads)
-        steps = live_steps(steps, [o for o in outputs if type(o) is Ref], reads)
-        self._parts = (steps, inputs, outputs, name)
-        self.guard_lines = [s[4] for s in steps if s[0] == "guard"]
+        # the passes run at the first replay (``_prepared``): a signature
+        # called once pays its recording only. ``prepare(steps, outputs)``:
+        # steps before the passes (the fused regions' absorption, ``jit``)
+        self._raw = (steps, outputs, scalars, prepare)
+        self._inputs = inputs
+        self._name = name
+        self._ready = None  # (steps, inputs, outputs, name) after the passes
         self.out_tree = out_tree
-        self.num_steps = len(steps)
-        self.guards = len(self.guard_lines)
         self.checked = False
         self._written = None  # (source, namespace) once written
         self._fn = None  # the compiled function
@@ -374,12 +374,45 @@ class Plan:
         self._stepped = None  # the _Replay, made at the first replay
         self.run = at_user_line(self._first_runs)
 
+    @property
+    def _parts(self):
+        """``(steps, inputs, outputs, name)`` after the plan's passes (run
+        once, at the first replay or the first look at the plan)."""
+        ready = self._ready
+        if ready is None:
+            steps, outputs, scalars, prepare = self._raw
+            if prepare is not None:
+                steps = prepare(steps, outputs)
+            if scalars:
+                steps = forward_scalar_buffers(steps, scalars)
+            steps, outputs, reads = fold_constants(steps, outputs)
+            steps, outputs, reads = common_subexpressions(steps, outputs, reads)
+            steps = live_steps(steps, [o for o in outputs if type(o) is Ref], reads)
+            ready = self._ready = (steps, self._inputs, outputs, self._name)
+            self._raw = None
+        return ready
+
+    @property
+    def num_steps(self):
+        return len(self._parts[0])
+
+    @property
+    def guard_lines(self):
+        return [s[4] for s in self._parts[0] if s[0] == "guard"]
+
+    @property
+    def guards(self):
+        return len(self.guard_lines)
+
     def _first_runs(self, *dynamic):
         n = self._replays = self._replays + 1
         if n > COMPILE_AFTER:
             self.compile()
             return self._fn(*dynamic)
-        return self._replay(dynamic)
+        out = self._replay(dynamic)
+        if n == COMPILE_AFTER:
+            self._write()  # (after the replay: a replay that raises writes nothing)
+        return out
 
     def _replay(self, dynamic):
         """Run the steps as data (``_Replay``)."""
