@@ -7,8 +7,29 @@ of that computation, so after two calls a step replays a plan instead of
 tracing the right-hand side again. Recording that plan costs as much as
 many replays, and a loss that is fitted calls the same right-hand side in
 every solve, so the plans are kept across solves here, per right-hand
-side: the user's function (held weakly), the structure the twin wrapped
-it in, the derivative and the differentiated parameters.
+side, the structure the twin wrapped it in, the derivative and the
+differentiated parameters.
+
+A loss usually passes a new function object to every solve (a closure
+over the parameters, ``lambda y, t: rhs(y, t, p)``), so a plain Python
+function is keyed by its code object (held weakly: it lives as long as
+its module, or the code made at run time) and the values it closes over
+and its defaults (``_cell_key``): a closed-over value being differentiated
+is one the twins pass to the right-hand side as an argument, so a plan
+reads it as an input; a number, a string, a NumPy scalar or an array of
+at most ``VALUE_BYTES`` by type and value (shape, dtype and bytes); a
+tuple and a function by the keys of what they hold; any other object by
+identity, held weakly (a kept plan is used only while the object it was
+recorded for lives, so that a reused identity is not taken for it; an
+object that cannot be referenced weakly, a list or a dict, makes the
+function its own key, as below). The functions themselves are not held
+(their arrays and numbers are, in the keys). A plan may
+read an array it was recorded with by reference: the arrays of the solves
+that recorded it are checked to still hold the key's bytes at each solve,
+and a change records anew. The globals are those of the same code (keyed
+by the identity of the function's globals), checked as below. Any other
+callable (a callable object, ``functools.partial``, a builtin) is its own
+key, held weakly; a bound method is its function and its object.
 
 A plan does not see a global rebound between two solves (it reads the
 arrays it closed over by reference, and folded what it computed from
@@ -28,7 +49,8 @@ solve's right-hand side, with its closure conversion, is set in a
 context variable around each call), so a plan recorded or recorded again
 in a later solve is that solve's. Replays hold no buffers, so threads
 share plans. At most ``MAX_SHARED`` derivatives are kept (least recently
-used first out), and a function's plans go when the function does.
+used first out), and a function's plans go when its code (or, for other
+callables, the callable) does.
 """
 
 import contextvars
@@ -37,8 +59,11 @@ import types
 import weakref
 from collections import OrderedDict
 
+import numpy as np
+
 from chainrules.jit import _close, jit
 from chainrules.pytree import flatten
+from chainrules.tracing import Traced
 
 __all__ = ["staged", "MAX_SHARED", "RETRIES", "shared_info", "clear_shared"]
 
@@ -50,41 +75,147 @@ MAX_SHARED = 32
 #: this many solves is staged per solve from then on
 RETRIES = 2
 
-# the solve (its OdeSpec) on whose behalf the shared cr.jit is called
+#: a closed-over NumPy array of at most this many bytes is compared by value
+#: (a new one made in every loss call reuses the plans); a larger one by
+#: identity
+VALUE_BYTES = 1 << 16
+
+# the solve (its OdeSpec) on whose behalf the shared cr.jit is called, and
+# the arrays its right-hand side's key compared by value
 _SPEC = contextvars.ContextVar("chainrules_ode_spec")
 
 _lock = threading.Lock()
 _shared = OrderedDict()  # key -> _Shared, least recently used first
-_owners = {}             # identity of a function -> (weak reference, keys of its entries)
-_dead = []               # identities of functions that died while _lock was held
+_owners = {}             # identity of an owner -> (weak reference, keys of its entries)
+_dead = []               # weak references to owners that died while _lock was held
 
 
 class _Shared:
     """One staged derivative shared by the solves of one right-hand side."""
 
-    __slots__ = ("jitted", "solves", "differed", "per_solve")
+    __slots__ = ("jitted", "solves", "differed", "per_solve", "held", "read")
 
-    def __init__(self, make, pidx, name):
+    def __init__(self, make, pidx, name, held):
+        read = self.read = []  # (array, its bytes) of the solves recorded through
+
         def fun(y, s, params, x):
-            return make(_SPEC.get(), pidx)(y, s, params, x)
+            # called to record (or eagerly): the plan may read this solve's
+            # arrays by reference, so later solves check they kept their bytes
+            spec, arrays = _SPEC.get()
+            if arrays:
+                with _lock:
+                    seen = {id(a) for a, _ in read}
+                    read.extend(ab for ab in arrays if id(ab[0]) not in seen)
+            return make(spec, pidx)(y, s, params, x)
 
         fun.__name__ = fun.__qualname__ = name
         self.jitted = jit(fun, warn=False)
         self.solves = 0        # solves that have called it
         self.differed = 0      # solves whose first call found the plan stale
         self.per_solve = False  # kept plans keep differing: one cr.jit per solve
+        self.held = held       # weak references to the objects its key names by identity
 
 
 def _identity(func):
-    """``(identity, weak reference)`` of a right-hand side, or None when it
-    cannot be referenced weakly (its plans are then not kept across solves).
-    A bound method is the pair of its function and its object."""
+    """``(owner's identity, weak reference to the owner, the owner,
+    structure key, objects held, arrays compared by value)`` of a
+    right-hand side, or None
+    when it cannot be referenced weakly (its plans are then not kept across
+    solves). A plain Python function is owned by its code object, so that a
+    new function object made in every loss call (a closure, a ``lambda``)
+    finds the plans of the earlier ones (``_by_code``); any other callable
+    is its own owner, with no structure. A bound method is the pair of its
+    function and its object."""
+    keyed = _by_code(func)
+    if keyed is not None and keyed[2] is not None:
+        code, structure, held, arrays = keyed
+        return ("code", id(code)), weakref.ref(code, _died_cb), code, structure, held, arrays
     try:
         if type(func) is types.MethodType:
-            return (id(func.__func__), id(func.__self__)), weakref.WeakMethod(func, _died_cb)
-        return id(func), weakref.ref(func, _died_cb)
+            return ((id(func.__func__), id(func.__self__)),
+                    weakref.WeakMethod(func, _died_cb), func, None, (), ())
+        return id(func), weakref.ref(func, _died_cb), func, None, (), ()
     except TypeError:
         return None
+
+
+def _by_code(func):
+    """``(code, structure key, held, arrays)`` of a plain Python function
+    (``held``: weak references to the objects its key names by identity,
+    None when one cannot be referenced weakly), or None for any other
+    callable: two functions with the same code object
+    and equal keys compute the same thing from their arguments, their
+    closed-over traced values (which the twins pass as trailing arguments:
+    plan inputs) and their globals (verified with each solve's first point,
+    as for one function). The key is made of the function's globals (by
+    identity), defaults and closure cells (``_cell_key``)."""
+    if type(func) is not types.FunctionType:
+        return None
+    held, arrays = [], []
+    kw = func.__kwdefaults__
+    structure = (id(func.__globals__),
+                 _cell_key(func.__defaults__, held, arrays, _DEPTH),
+                 None if kw is None else tuple((k, _cell_key(v, held, arrays, _DEPTH))
+                                               for k, v in sorted(kw.items())),
+                 tuple(_cell_key(_contents(c), held, arrays, _DEPTH)
+                       for c in func.__closure__ or ()))
+    try:
+        refs = tuple(weakref.ref(o) for o in held)
+    except TypeError:  # a list, a dict: the function is its own key
+        refs = None
+    return func.__code__, structure, refs, tuple(arrays)
+
+
+_EMPTY = object()  # the contents of a cell not yet assigned
+_DEPTH = 3         # how deep tuples and functions in cells are keyed by structure
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _cell_key(obj, held, arrays, depth):
+    """The key of one closed-over value: a traced value is a plan input (the
+    twins convert it to an argument); a number, a string or a NumPy array
+    of at most ``VALUE_BYTES`` its type and value (an array's shape, dtype
+    and bytes: the plan may have read it by reference, so the arrays of the
+    functions it was recorded with are checked to still hold those bytes,
+    ``arrays``); a tuple and a function (to ``_DEPTH`` levels) their
+    elements' keys; any other object its identity, the
+    object listed in ``held`` (its entry is used only while the object it
+    was made for lives: an identity is not reused while its object lives)."""
+    t = type(obj)
+    if t is Traced:
+        return ("traced",)
+    if obj is _EMPTY:
+        return ("empty",)
+    if obj is None or t in (bool, int, str, bytes):
+        return (t, obj)
+    if t in (float, complex):
+        return (t, repr(obj))  # tells -0.0 from 0.0
+    if isinstance(obj, np.generic) and obj.dtype.kind != "O":
+        return ("scalar", obj.dtype.str, obj.tobytes())
+    if t is np.ndarray and obj.dtype.kind != "O" and obj.nbytes <= VALUE_BYTES:
+        data = obj.tobytes()
+        arrays.append((obj, data))
+        return ("array", obj.shape, obj.dtype.str, data)
+    if depth > 0:
+        if t is tuple:
+            return ("tuple",) + tuple(_cell_key(o, held, arrays, depth - 1) for o in obj)
+        if t is types.FunctionType:
+            held.append(obj.__code__)
+            kw = obj.__kwdefaults__
+            return ("function", id(obj.__code__), id(obj.__globals__),
+                    _cell_key(obj.__defaults__, held, arrays, depth - 1),
+                    None if kw is None else tuple(
+                        (k, _cell_key(v, held, arrays, depth - 1)) for k, v in sorted(kw.items())),
+                    tuple(_cell_key(_contents(c), held, arrays, depth - 1)
+                          for c in obj.__closure__ or ()))
+    held.append(obj)
+    return ("id", id(obj))
 
 
 def _died_cb(ref):
@@ -108,9 +239,9 @@ def _drop_ref(ref):
                 _shared.pop(k, None)
 
 
-def _same_function(ref, func):
+def _same_owner(ref, owner):
     live = ref()
-    return live == func if type(func) is types.MethodType else live is func
+    return live == owner if type(owner) is types.MethodType else live is owner
 
 
 def _lookup(spec, kind, pidx, make):
@@ -120,21 +251,27 @@ def _lookup(spec, kind, pidx, make):
     ident = _identity(func)
     if ident is None:
         return None
-    ident, ref = ident
-    key = (ident, detail, spec.tfirst, kind, pidx)
+    ident, ref, target, structure, held, arrays = ident
+    key = (ident, structure, detail, spec.tfirst, kind, pidx)
     with _lock:
         while _dead:
             _drop_ref(_dead.pop())
         owner = _owners.get(ident)
-        if owner is not None and not _same_function(owner[0], func):
-            for k in owner[1]:  # a dead function's identity, taken by another
+        if owner is not None and not _same_owner(owner[0], target):
+            for k in owner[1]:  # a dead owner's identity, taken by another
                 _shared.pop(k, None)
             owner = None
         if owner is None:
             owner = _owners[ident] = (ref, set())
         entry = _shared.get(key)
+        if entry is not None and not all(
+                r() is h() for r, h in zip(entry.held, held)):
+            # an object named by identity died and its identity was reused
+            del _shared[key]
+            owner[1].discard(key)
+            entry = None
         if entry is None:
-            entry = _shared[key] = _Shared(make, pidx, f"rhs_{kind}")
+            entry = _shared[key] = _Shared(make, pidx, f"rhs_{kind}", held)
             owner[1].add(key)
             while len(_shared) > MAX_SHARED:
                 old, _ = _shared.popitem(last=False)
@@ -145,8 +282,13 @@ def _lookup(spec, kind, pidx, make):
                         del _owners[old[0]]
         else:
             _shared.move_to_end(key)
+            if any(a.tobytes() != b for a, b in entry.read):
+                # an array a plan was recorded with changed in place since:
+                # the plan may read it, so record anew
+                entry.jitted.clear_cache()
+                entry.read.clear()
         entry.solves += 1
-        return entry, entry.solves
+        return entry, entry.solves, arrays
 
 
 def staged(spec, key, make):
@@ -163,12 +305,13 @@ def staged(spec, key, make):
     if found is None or found[0].per_solve:
         fn = spec.plans[key] = jit(make(spec, pidx), warn=False)
         return fn
-    entry, solves = found
+    entry, solves, arrays = found
     jitted = entry.jitted
     set_spec, reset_spec = _SPEC.set, _SPEC.reset
+    current = (spec, arrays)
 
     def call(*args):
-        token = set_spec(spec)
+        token = set_spec(current)
         try:
             return jitted(*args)
         finally:

@@ -1,7 +1,8 @@
 """The staged derivatives of an ODE's right-hand side kept across solves
 (rules/scipy_integrate_plans.py): recorded once, verified against an eager
 evaluation at the start of every later solve, so that a rebound global is
-seen, and bounded, weak and thread-safe."""
+seen, shared by the new function objects of one code whose closed-over
+values match, and bounded, weak and thread-safe."""
 
 import gc
 import importlib
@@ -194,18 +195,174 @@ def test_the_cache_is_bounded_and_does_not_keep_functions_alive(monkeypatch):
             return -c * k * y
         return rhs
 
-    rhss = [make(1.0), make(1.0), make(1.0)]
-    for f in rhss:
-        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, f))(K), _exact_grad(K),
-                                   rtol=1e-8)
-    assert plans.shared_info() == {"entries": 2, "functions": 2}
-    # the least recently used went first: the first function is solved anew
-    np.testing.assert_allclose(cr.grad(lambda k: _loss(k, rhss[0]))(K), _exact_grad(K),
+    # one code, three closed-over numbers: three kept derivatives, one owner
+    for c in (1.0, 2.0, 3.0):
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, make(c)))(K),
+                                   _exact_grad(K, gain=c), rtol=1e-8)
+    assert plans.shared_info() == {"entries": 2, "functions": 1}
+    # the least recently used (c = 1) went first: solved anew, right
+    np.testing.assert_allclose(cr.grad(lambda k: _loss(k, make(1.0)))(K), _exact_grad(K),
+                               rtol=1e-8)
+    assert plans.shared_info() == {"entries": 2, "functions": 1}
+    # the functions are not held, their code weakly: plans of a code made
+    # at run time go with it
+    space = {"np": np}
+    exec(compile("def rhs(y, t, k):\n    return -k * y\n", "<generated>", "exec"), space)
+    np.testing.assert_allclose(cr.grad(lambda k: _loss(k, space["rhs"]))(K), _exact_grad(K),
                                rtol=1e-8)
     assert plans.shared_info() == {"entries": 2, "functions": 2}
-    del f, rhss
+    del space
     gc.collect()
+    assert plans.shared_info() == {"entries": 1, "functions": 1}
+
+
+def test_a_new_lambda_per_loss_call_reuses_the_plans(method, monkeypatch):
+    rec = _Recordings(monkeypatch)
+
+    def loss(k):
+        return np.sum(W * ci.odeint(lambda y, t: _decay(y, t, k), Y0, T, **TIGHT))
+
+    grad = cr.grad(loss)
+    np.testing.assert_allclose(grad(K), _exact_grad(K), rtol=1e-8)
+    after_first = rec.n
+    assert after_first >= 1
+    # the closed-over parameter changes every call: read by the plan as an input
+    for k in (K * 1.5, K * 0.5, K * 3.0):
+        np.testing.assert_allclose(grad(k), _exact_grad(k), rtol=1e-8)
+    assert rec.n <= after_first + 1
+    assert plans.shared_info() == {"entries": 1, "functions": 1}
+
+
+def test_closed_over_values_of_another_kind_or_value_record_anew(monkeypatch):
+    rec = _Recordings(monkeypatch)
+
+    def make(scale):
+        def rhs(y, t, k):
+            return -k * scale * y
+        return rhs
+
+    def grad_with(scale, k=K):
+        return cr.grad(lambda k: _loss(k, make(scale)))(k)
+
+    one = np.array([1.0, 2.0])
+    np.testing.assert_allclose(grad_with(one), _exact_grad(K, scale=one), rtol=1e-8)
+    n = rec.n
+    # a new array with the same values: the same plans
+    np.testing.assert_allclose(grad_with(one.copy(), K * 2), _exact_grad(K * 2, scale=one),
+                               rtol=1e-8)
+    assert rec.n <= n + 1
+    assert plans.shared_info()["entries"] == 1
+    # other values, another shape (broadcast), a number: each recorded anew
+    other = np.array([0.5, 3.0])
+    np.testing.assert_allclose(grad_with(other), _exact_grad(K, scale=other), rtol=1e-8)
+    np.testing.assert_allclose(grad_with(np.array([2.0])), _exact_grad(K, scale=2.0),
+                               rtol=1e-8)
+    np.testing.assert_allclose(grad_with(2.5), _exact_grad(K, scale=2.5), rtol=1e-8)
+    assert plans.shared_info() == {"entries": 4, "functions": 1}
+    # the array the first plan was recorded with, changed in place, and a new
+    # one with its old values: the plan may read the first, so it records anew
+    kept = one
+    np.testing.assert_allclose(grad_with(kept), _exact_grad(K, scale=one), rtol=1e-8)
+    kept *= 4.0
+    np.testing.assert_allclose(grad_with(np.array([1.0, 2.0])),
+                               _exact_grad(K, scale=np.array([1.0, 2.0])), rtol=1e-8)
+    np.testing.assert_allclose(grad_with(kept), _exact_grad(K, scale=kept), rtol=1e-8)
+    # seen before the solve's first point is checked against eager
+    assert all(e.differed == 0 for e in plans._shared.values())
+
+
+def test_objects_closed_over_are_compared_by_identity():
+    class Gain:
+        def __init__(self, g):
+            self.g = g
+
+    def make(gain):
+        def rhs(y, t, k):
+            return -gain.g * k * y
+        return rhs
+
+    a, b = Gain(1.0), Gain(2.0)
+    for _ in range(2):
+        for obj in (a, b):
+            np.testing.assert_allclose(cr.grad(lambda k: _loss(k, make(obj)))(K),
+                                       _exact_grad(K, gain=obj.g), rtol=1e-8)
+    assert plans.shared_info() == {"entries": 2, "functions": 1}
+    # the kept plans hold the objects weakly: one that dies takes its plans'
+    # use with it (its identity may be reused)
+    assert sorted(e.held[-1]() is a for e in plans._shared.values()) == [False, True]
+    del a
+    gc.collect()
+    assert sum(e.held[-1]() is None for e in plans._shared.values()) == 1
+
+
+def test_a_closure_over_a_list_is_its_own_key(monkeypatch):
+    rec = _Recordings(monkeypatch)
+    box = [1.0]
+
+    def rhs_one(y, t, k):
+        return -box[0] * k * y
+
+    for k in (K, K * 2.0):
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, rhs_one))(k), _exact_grad(k),
+                                   rtol=1e-8)
+        n = n if k is not K else rec.n
+    assert rec.n == n  # the one function object: its plans kept
+    assert plans.shared_info() == {"entries": 1, "functions": 1}
+    del rhs_one
+    gc.collect()
+
+    def loss(k):
+        box = [k]
+
+        def rhs(y, t):
+            return -box[0] * y
+        return np.sum(W * ci.odeint(rhs, Y0, T, **TIGHT))
+
+    for k in (K, K * 2.0):
+        np.testing.assert_allclose(cr.grad(loss)(k), _exact_grad(k), rtol=1e-8)
+    gc.collect()
+    # keyed by the function itself, held weakly: gone with it
     assert plans.shared_info() == {"entries": 0, "functions": 0}
+
+
+def test_a_rebound_global_with_new_lambdas_gives_the_eager_result(monkeypatch):
+    def loss(k):
+        return np.sum(W * ci.odeint(lambda y, t: _decay(y, t, k), Y0, T, **TIGHT))
+
+    for gain in (1.0, 1.0, 2.5, 2.5, 0.5):
+        monkeypatch.setattr(__import__(__name__), "GAIN", gain)
+        np.testing.assert_allclose(cr.grad(loss)(K), _exact_grad(K, gain=gain), rtol=1e-8)
+
+
+def test_two_threads_with_new_closures_share_plans():
+    ks = [K * (1 + 0.1 * i) for i in range(6)]
+    expected = [_exact_grad(k) for k in ks]
+
+    def loss(k):
+        def rhs(y, t):
+            return -k * y
+        return np.sum(W * ci.odeint(rhs, Y0, T, **TIGHT))
+
+    grad = cr.grad(loss)
+    out = [None] * len(ks)
+    errors = []
+
+    def work(idx):
+        try:
+            for i in idx:
+                out[i] = grad(ks[i])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(range(j, len(ks), 2),)) for j in (0, 1)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for got, want in zip(out, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-8)
+    assert plans.shared_info() == {"entries": 1, "functions": 1}
 
 
 def test_a_function_that_cannot_be_referenced_weakly_is_staged_per_solve():
