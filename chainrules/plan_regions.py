@@ -205,9 +205,12 @@ def uniform_values(steps, meta, is_region):
             new_program = ee.Program(roots)
         except ee.NotExpressible:
             continue
-        new_env = {name: env[name] for name in sorted(new_program.names)}
-        if len(new_program.outs) != len(program.outs):
+        # (a result that is the seed itself, or becomes a constant, would
+        # lose its shape: the region stays as it was)
+        if len(new_program.outs) != len(program.outs) or any(
+                kind != old for kind, old in zip(new_program.kinds, program.kinds)):
             continue
+        new_env = {name: env[name] for name in sorted(new_program.names)}
         out[k] = ("call", step[1], (new_program, new_env, n), step[3], step[4])
     return out
 

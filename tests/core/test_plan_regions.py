@@ -226,6 +226,31 @@ def test_a_seed_of_ones_is_a_constant_and_its_products_go(dt, monkeypatch):
     _same(got, want)
 
 
+def test_a_seed_that_is_a_result_of_its_region_stays():
+    # a region giving the seed itself (and its product with x) keeps it a
+    # variable: as a constant that result would lose its shape
+    from chainrules.staging import _constant
+    g = ee.placeholder("g", np.dtype(float))
+    x = ee.placeholder("x", np.dtype(float))
+    program = ee.Program((g, ee.apply(np.multiply, (g, x))))
+    region = lambda program, env, n: None  # noqa: E731
+    ones = np.broadcast_to(np.ones(1), (5,))
+    steps = [("call", _constant, (ones,), {}, Ref(1)),
+             ("call", region, (program, {"g": Ref(1), "x": Ref(0)}, 1), {}, (Ref(2), Ref(3)))]
+    meta = {0: (np.dtype(float), (5,)), 1: (np.dtype(float), (5,))}
+    assert plan_regions.uniform_values(steps, meta, lambda fn: fn is region) == steps
+    # nor a product that would become a result given as it is (the input x)
+    program = ee.Program((ee.apply(np.multiply, (g, x)),))
+    steps[1] = ("call", region, (program, {"g": Ref(1), "x": Ref(0)}, 1), {}, (Ref(3),))
+    assert plan_regions.uniform_values(steps, meta, lambda fn: fn is region) == steps
+    # else the seed is written in and the product dropped
+    program = ee.Program((ee.apply(np.sin, (ee.apply(np.multiply, (g, x)),)),))
+    steps[1] = ("call", region, (program, {"g": Ref(1), "x": Ref(0)}, 1), {}, (Ref(3),))
+    new = plan_regions.uniform_values(steps, meta, lambda fn: fn is region)
+    assert {k: v.i for k, v in new[1][2][1].items()} == {"x": 0}
+    assert [fn for _, fn, *_ in new[1][2][0].steps] == [np.sin]
+
+
 def test_a_seed_of_ones_stays_where_it_gives_the_shape():
     # a region whose only array of its shape is the seed keeps it
     def f(x):
