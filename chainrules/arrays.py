@@ -58,7 +58,12 @@ def uniform_array(value, shape, like=None):
             return np.broadcast_to(value, shape)
         return lazy_uniform(value, like)
     base = value if type(value) is _ndarray else np.asarray(value)
-    a = _ndarray(shape, base.dtype, base, 0, (0,) * len(shape))
+    dtype = base.dtype
+    if not dtype.hasobject:
+        # over the value's bytes (a read-only buffer): read-only as made,
+        # cheaper than setting the flag afterwards
+        return _ndarray(shape, dtype, base.tobytes(), 0, (0,) * len(shape))
+    a = _ndarray(shape, dtype, base, 0, (0,) * len(shape))
     a.flags.writeable = False
     return a
 
