@@ -114,8 +114,10 @@ class OdeSpec:
     which the staged derivatives of ``func`` are kept across solves
     (rules/scipy_integrate_plans.py); None keeps them for this solve only.
     ``plain``: the function ``func`` converts closures for, when it captured
-    none: the forward solve on plain values calls it without the capture's
-    checks, which only a traced result needs."""
+    none, or a copy of it whose cells hold the captured values passed after
+    its arguments (``chainrules.scipy.integrate._plain_cells``): the forward
+    solve on plain values calls it without the capture's checks, which only
+    a traced result needs."""
 
     __slots__ = ("func", "tfirst", "solver", "opts", "name", "sensitivity_max", "plans",
                  "origin", "plain")

@@ -24,6 +24,8 @@ and the closed-over values; in the time points, and by nesting ``grad`` in
 ``chainrules.hvp``).
 """
 
+import types
+
 import numpy as np
 
 from chainrules import pytree
@@ -90,6 +92,51 @@ def _closure_args(func, y0, t0, args, tfirst, name):
         unseen="it did not use at the initial point, where chainrules evaluates it to "
                "find them; pass such a value in args")
     return func, tuple(args) + tuple(captured)
+
+
+def _plain_cells(func, captured):
+    """For the forward solve on plain values: a function ``(a, b, *args,
+    *values)`` that runs a copy of ``func`` whose closure cells holding the
+    ``captured`` traced values hold ``values`` instead (cheaper than the
+    closure conversion's capture at every step), or None when ``func`` is
+    not a plain function or a captured value is not in one of its cells (a
+    global, an element of a list): the conversion is then used. A result
+    still traced (a traced value it did not use at the initial point) makes
+    the solve fall back to the conversion, which names it."""
+    cells = getattr(func, "__closure__", None)
+    if type(func) is not types.FunctionType or not cells:
+        return None
+    where = []
+    for c in captured:
+        hits = []
+        for i, cell in enumerate(cells):
+            try:
+                if cell.cell_contents is c:
+                    hits.append(i)
+            except ValueError:  # a cell not yet assigned
+                pass
+        if not hits:
+            return None
+        where.append(hits)
+    n = len(captured)
+    code, glob, name, defaults, kw = (func.__code__, func.__globals__, func.__name__,
+                                      func.__defaults__, func.__kwdefaults__)
+    last = [None, None]  # the values of the last call and the copy made for them
+
+    def plain(a, b, *args):
+        values = args[len(args) - n:]
+        if last[0] is None or any(v is not w for v, w in zip(values, last[0])):
+            new = list(cells)
+            for hits, v in zip(where, values):
+                cell = types.CellType(v)
+                for i in hits:
+                    new[i] = cell
+            copy = types.FunctionType(code, glob, name, defaults, tuple(new))
+            copy.__kwdefaults__ = kw
+            last[:] = [values, copy]
+        return last[1](a, b, *args[:len(args) - n])
+
+    return plain
 
 
 class _FlatState:
@@ -178,7 +225,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
                                                   "mxstep", "mxordn", "mxords")}
     spec = OdeSpec(func, tfirst, "odeint", opts, "chainrules.scipy.integrate.odeint",
                    origin=_origin(user, args_td, nargs, args),
-                   plain=wrapped if len(args) == nargs else None)
+                   plain=wrapped if len(args) == nargs else _plain_cells(wrapped, args[nargs:]))
     ys = ode_solve(y0, t, *args, _spec=spec)
     if full_output:
         return ys, {"message": "integrated by scipy.integrate.odeint (derivative by "
@@ -239,7 +286,8 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         t_eval = plain.t
     spec = OdeSpec(fun, True, method, options, "chainrules.scipy.integrate.solve_ivp",
                    origin=_origin(user, args_td, nargs, params),
-                   plain=wrapped if len(params) == nargs else None)
+                   plain=(wrapped if len(params) == nargs
+                          else _plain_cells(wrapped, params[nargs:])))
     times = np.concatenate([np.reshape(t0, (1,)), t_eval])
     ys = ode_solve(y0, times, *params, _spec=spec)
     return OdeResult(t=t_eval, y=np.transpose(ys[1:]), success=True, status=0,

@@ -337,6 +337,44 @@ def test_closure_over_a_traced_pytree_of_parameters(solver):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+def test_a_closure_forward_solve_reads_its_values_from_copied_cells(monkeypatch):
+    # the forward solve on plain values runs a copy of the right-hand side
+    # whose cells hold the plain values, not the closure conversion's capture
+    capture = importlib.import_module("chainrules.capture")
+    runs = []
+    base = capture.Capture.run
+    monkeypatch.setattr(capture.Capture, "run", lambda self, *a: runs.append(1) or base(self, *a))
+    w = np.random.default_rng(5).normal(size=(len(T), 2))
+    t = np.linspace(0.0, 20.0, 4)
+    steps = []
+
+    def loss(k, c, via_global):
+        def rhs(y, s):
+            steps.append(1)                         # a cell that is not replaced
+            kk = GLOBAL_K[0] if via_global else k   # a traced global: the conversion
+            return -kk * y + c * np.sin(s)
+        GLOBAL_K[:] = [k]
+        return np.sum(w * ci.odeint(rhs, Y0, t, **TIGHT))
+
+    def plain(k, c):
+        return np.sum(w * si.odeint(lambda y, s: -k * y + c * np.sin(s), Y0, t, **TIGHT))
+
+    fd = _fd_grad(lambda x: plain(x[:2], x[2]), np.r_[K, 0.3], h=1e-5)
+    for via_global in (False, True):
+        runs.clear()
+        steps.clear()
+        gk, gc = cr.grad(loss, argnums=(0, 1))(K, 0.3, via_global)
+        np.testing.assert_allclose(np.r_[gk, gc], fd, rtol=1e-5, atol=1e-7)
+        assert len(steps) > 100
+        if via_global:
+            assert len(runs) > 100
+        else:
+            assert len(runs) < 10
+
+
+GLOBAL_K = [None]
+
+
 def test_checkpoint_around_an_ode_with_a_closure():
     def loss(k, on):
         def solve(y0):
