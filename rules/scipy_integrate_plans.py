@@ -13,23 +13,25 @@ differentiated parameters.
 A loss usually passes a new function object to every solve (a closure
 over the parameters, ``lambda y, t: rhs(y, t, p)``), so a plain Python
 function is keyed by its code object (held weakly: it lives as long as
-its module, or the code made at run time) and the values it closes over
+its module, or as the code made at run time) and by what it closes over
 and its defaults (``_cell_key``): a closed-over value being differentiated
-is one the twins pass to the right-hand side as an argument, so a plan
-reads it as an input; a number, a string, a NumPy scalar or an array of
-at most ``VALUE_BYTES`` by type and value (shape, dtype and bytes); a
-tuple and a function by the keys of what they hold; any other object by
-identity, held weakly (a kept plan is used only while the object it was
-recorded for lives, so that a reused identity is not taken for it; an
-object that cannot be referenced weakly, a list or a dict, makes the
-function its own key, as below). The functions themselves are not held
-(their arrays and numbers are, in the keys). A plan may
-read an array it was recorded with by reference: the arrays of the solves
-that recorded it are checked to still hold the key's bytes at each solve,
-and a change records anew. The globals are those of the same code (keyed
-by the identity of the function's globals), checked as below. Any other
-callable (a callable object, ``functools.partial``, a builtin) is its own
-key, held weakly; a bound method is its function and its object.
+by its kind alone (the twins pass it to the right-hand side as an
+argument, so a plan reads it as an input); a number, a string, a NumPy
+scalar or an array of at most ``VALUE_BYTES`` by type and value (shape,
+dtype and bytes); a tuple and a function by the keys of what they hold;
+any other object by identity, held weakly (a kept plan is used only while
+the object it was recorded for lives, so that a reused identity is not
+taken for it; an object that cannot be referenced weakly, a list or a
+dict, makes the function its own key, as below). The functions are not
+held; the keys hold the values of their numbers and arrays, and an entry
+the arrays it was recorded through: a plan may read those by reference,
+so they are checked to still hold the key's bytes at each solve, and a
+change records anew (an entry recorded through the arrays of more than
+``_MAX_READ`` solves is staged per solve from then on). The globals are
+keyed by the identity of the function's globals and checked as below.
+Any other callable (a callable object, ``functools.partial``, a builtin)
+is its own key, held weakly; a bound method is its function and its
+object.
 
 A plan does not see a global rebound between two solves (it reads the
 arrays it closed over by reference, and folded what it computed from
@@ -106,6 +108,11 @@ class _Shared:
                 with _lock:
                     seen = {id(a) for a, _ in read}
                     read.extend(ab for ab in arrays if id(ab[0]) not in seen)
+                    if len(read) > _MAX_READ:
+                        # recorded (or run eagerly) through the arrays of
+                        # many solves: not worth sharing, nor holding them
+                        self.per_solve = True
+                        read.clear()
             return make(spec, pidx)(y, s, params, x)
 
         fun.__name__ = fun.__qualname__ = name
@@ -168,6 +175,7 @@ def _by_code(func):
 
 _EMPTY = object()  # the contents of a cell not yet assigned
 _DEPTH = 3         # how deep tuples and functions in cells are keyed by structure
+_MAX_READ = 64     # arrays an entry checks at each solve before it stops being shared
 
 
 def _contents(cell):

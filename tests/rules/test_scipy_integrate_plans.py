@@ -271,6 +271,22 @@ def test_closed_over_values_of_another_kind_or_value_record_anew(monkeypatch):
     assert all(e.differed == 0 for e in plans._shared.values())
 
 
+def test_an_entry_recorded_through_too_many_arrays_is_no_longer_shared(monkeypatch):
+    monkeypatch.setattr(plans, "_MAX_READ", 0)
+
+    def make(scale):
+        def rhs(y, t, k):
+            return -k * scale * y
+        return rhs
+
+    one = np.array([1.0, 2.0])
+    for k in (K, K * 2.0, K * 0.5):
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, make(one.copy())))(k),
+                                   _exact_grad(k, scale=one), rtol=1e-8)
+    (entry,) = plans._shared.values()
+    assert entry.per_solve and entry.read == []
+
+
 def test_objects_closed_over_are_compared_by_identity():
     class Gain:
         def __init__(self, g):
