@@ -380,7 +380,10 @@ class Plan:
         once, at the first replay or the first look at the plan)."""
         ready = self._ready
         if ready is None:
-            steps, outputs, scalars, prepare = self._raw
+            raw = self._raw
+            if raw is None:  # prepared by another thread meanwhile
+                return self._ready
+            steps, outputs, scalars, prepare = raw
             if prepare is not None:
                 steps = prepare(steps, outputs)
             if scalars:
