@@ -115,7 +115,7 @@ class OdeSpec:
     (rules/scipy_integrate_plans.py); None keeps them for this solve only.
     ``plain``: the function ``func`` converts closures for, when it captured
     none, or a copy of it whose cells hold the captured values passed after
-    its arguments (``chainrules.scipy.integrate._plain_cells``): the forward
+    its arguments (``scipy_integrate_plans.plain_cells``): the forward
     solve on plain values calls it without the capture's checks, which only
     a traced result needs."""
 

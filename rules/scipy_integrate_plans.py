@@ -31,7 +31,8 @@ change records anew (an entry recorded through the arrays of more than
 keyed by the identity of the function's globals and checked as below.
 Any other callable (a callable object, ``functools.partial``, a builtin)
 is its own key, held weakly; a bound method is its function and its
-object.
+object. Code objects are used by identity only (a key, and ``plain_cells``'
+copy of a function with other cells for the forward solve), never read.
 
 A plan does not see a global rebound between two solves (it reads the
 arrays it closed over by reference, and folded what it computed from
@@ -67,7 +68,7 @@ from chainrules.jit import _close, jit
 from chainrules.pytree import flatten
 from chainrules.tracing import Traced
 
-__all__ = ["staged", "MAX_SHARED", "RETRIES", "shared_info", "clear_shared"]
+__all__ = ["staged", "plain_cells", "MAX_SHARED", "RETRIES", "shared_info", "clear_shared"]
 
 #: how many staged derivatives (a right-hand side, a derivative kind, the
 #: differentiated parameters) are kept across solves
@@ -348,6 +349,52 @@ def staged(spec, key, make):
 
     spec.plans[key] = first_call
     return first_call
+
+
+def plain_cells(func, captured):
+    """For an ODE's forward solve on plain values (the twins'
+    ``OdeSpec.plain``): a function ``(a, b, *args,
+    *values)`` that runs a copy of ``func`` whose closure cells holding the
+    ``captured`` traced values hold ``values`` instead (cheaper than the
+    closure conversion's capture at every step), or None when ``func`` is
+    not a plain function or a captured value is not in one of its cells (a
+    global, an element of a list): the conversion is then used. A result
+    still traced (a traced value it did not use at the initial point) makes
+    the solve fall back to the conversion, which names it."""
+    cells = getattr(func, "__closure__", None)
+    if type(func) is not types.FunctionType or not cells:
+        return None
+    where = []
+    for c in captured:
+        hits = []
+        for i, cell in enumerate(cells):
+            try:
+                if cell.cell_contents is c:
+                    hits.append(i)
+            except ValueError:  # a cell not yet assigned
+                pass
+        if not hits:
+            return None
+        where.append(hits)
+    n = len(captured)
+    code, glob, name, defaults, kw = (func.__code__, func.__globals__, func.__name__,
+                                      func.__defaults__, func.__kwdefaults__)
+    last = [None, None]  # the values of the last call and the copy made for them
+
+    def plain(a, b, *args):
+        values = args[len(args) - n:]
+        if last[0] is None or any(v is not w for v, w in zip(values, last[0])):
+            new = list(cells)
+            for hits, v in zip(where, values):
+                cell = types.CellType(v)
+                for i in hits:
+                    new[i] = cell
+            copy = types.FunctionType(code, glob, name, defaults, tuple(new))
+            copy.__kwdefaults__ = kw
+            last[:] = [values, copy]
+        return last[1](a, b, *args[:len(args) - n])
+
+    return plain
 
 
 def shared_info():

@@ -24,13 +24,12 @@ and the closed-over values; in the time points, and by nesting ``grad`` in
 ``chainrules.hvp``).
 """
 
-import types
-
 import numpy as np
 
 from chainrules import pytree
 from chainrules.capture import closure_convert
 from chainrules.rules.scipy_integrate import OdeSpec, ode_solve
+from chainrules.rules.scipy_integrate_plans import plain_cells as _plain_cells
 from chainrules.tracing import is_traced, untraced
 
 try:
@@ -92,51 +91,6 @@ def _closure_args(func, y0, t0, args, tfirst, name):
         unseen="it did not use at the initial point, where chainrules evaluates it to "
                "find them; pass such a value in args")
     return func, tuple(args) + tuple(captured)
-
-
-def _plain_cells(func, captured):
-    """For the forward solve on plain values: a function ``(a, b, *args,
-    *values)`` that runs a copy of ``func`` whose closure cells holding the
-    ``captured`` traced values hold ``values`` instead (cheaper than the
-    closure conversion's capture at every step), or None when ``func`` is
-    not a plain function or a captured value is not in one of its cells (a
-    global, an element of a list): the conversion is then used. A result
-    still traced (a traced value it did not use at the initial point) makes
-    the solve fall back to the conversion, which names it."""
-    cells = getattr(func, "__closure__", None)
-    if type(func) is not types.FunctionType or not cells:
-        return None
-    where = []
-    for c in captured:
-        hits = []
-        for i, cell in enumerate(cells):
-            try:
-                if cell.cell_contents is c:
-                    hits.append(i)
-            except ValueError:  # a cell not yet assigned
-                pass
-        if not hits:
-            return None
-        where.append(hits)
-    n = len(captured)
-    code, glob, name, defaults, kw = (func.__code__, func.__globals__, func.__name__,
-                                      func.__defaults__, func.__kwdefaults__)
-    last = [None, None]  # the values of the last call and the copy made for them
-
-    def plain(a, b, *args):
-        values = args[len(args) - n:]
-        if last[0] is None or any(v is not w for v, w in zip(values, last[0])):
-            new = list(cells)
-            for hits, v in zip(where, values):
-                cell = types.CellType(v)
-                for i in hits:
-                    new[i] = cell
-            copy = types.FunctionType(code, glob, name, defaults, tuple(new))
-            copy.__kwdefaults__ = kw
-            last[:] = [values, copy]
-        return last[1](a, b, *args[:len(args) - n])
-
-    return plain
 
 
 class _FlatState:

