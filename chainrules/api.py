@@ -125,7 +125,8 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
             value = out.value
             fuse(tape, (out.node,))
             seed = gradient_seed(value if type(value) is not Traced else untraced(value), dtype)
-            grads = tape.backward([out.node], [seed])
+            # (Tape.backward of one unbatched direction, without its frame)
+            grads = tape._reverse([out.node], [seed], None, None, None, False, None)[0]
         else:
             value = unwrap_level(out, tape)
             grads = NO_GRADIENTS

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import types
 from typing import Any, Sequence
 
 import numpy as np
@@ -80,6 +81,10 @@ class Select(ReverseRule):
 
     def pullback_with_tangents_batched(self, g, gd, tangents):
         return self.pullback_with_tangents(g, gd, tangents)
+
+
+#: the replays of a tape that keeps none (``Tape.keep_replay`` makes a dict)
+_NO_REPLAYS = types.MappingProxyType({})
 
 
 def _meta(value):
@@ -202,8 +207,9 @@ class Tape(ReverseSweeps, ForwardSweeps):
         self.anomaly = anomaly is not None and anomaly.anomaly_mode.get()
         self.sources = []
         # what a replay of a rule without pullback_with_tangents needs, by the
-        # rule's NodeId: (rule, maker, ids, args, kwargs) (``keep_replay``)
-        self.replays = {}
+        # rule's NodeId: (rule, maker, ids, args, kwargs) (``keep_replay``);
+        # a shared read-only empty mapping until the first one
+        self.replays = _NO_REPLAYS
         # whether a rule from outside the library was recorded: the sweeps
         # then verify what each such rule returns
         self.user_rules = False
@@ -285,13 +291,15 @@ class Tape(ReverseSweeps, ForwardSweeps):
         its output ``out`` made by ``maker(ids, *args, **kwargs)``. Its second order is found by making
         it again on forward-traced inputs (``second_order_by_replay``). The
         sweep uses an entry only while ``rule`` itself is at its node."""
+        if self.replays is _NO_REPLAYS:
+            self.replays = {}
         self.replays[len(self.rules)] = entry
 
     def free(self) -> None:
         """Drop every rule and its saved values. Sweeping the tape afterwards
         raises ``GraphFreedError``."""
         n = len(self.rules)
-        self.replays = {}
+        self.replays = _NO_REPLAYS
         self.rules = [None] * n
         self.active = False
         if self.freed is None:

@@ -10,7 +10,10 @@ settings it met last time directly. Each is checked here against the general pat
 the same argument inside a one-element tuple (a pytree: the general
 tracing path), the same NumPy call with a keyword (the general dispatch),
 tapes of large arrays and of several outputs per node, the settings
-changed between calls.
+changed between calls. ``uniform_array`` (the cotangent of a full sum) is
+made over its value's bytes, read-only as made, and compared with the view
+whose flag is set; a tape shares one read-only empty mapping of replays
+until it keeps one.
 """
 
 import threading
@@ -401,3 +404,65 @@ def test_anomaly_mode_on_the_fast_path():
                 warnings.simplefilter("ignore")
                 cr.grad(lambda x: np.sum(np.sqrt(x)))(x)
     _same(cr.grad(lambda x: np.sum(np.sqrt(x + 1)))(x), 0.5 / np.sqrt(x + 1))
+
+
+@pytest.mark.parametrize("value", [np.array(2.5), 2.5, np.float32(-1.5), 1 - 2j,
+                                   np.array(0.5 + 1j, np.complex64), np.float16(3.0)])
+def test_uniform_array_over_bytes_matches_the_flagged_view(value):
+    """``uniform_array`` of a number makes its read-only array over the
+    value's bytes; an object dtype keeps the view with its flag set. Both
+    read as ``np.broadcast_to`` does."""
+    from chainrules.arrays import uniform_array, uniform_value
+
+    base = np.asarray(value)
+    for shape in [(), (3,), (2, 0), (2, 3)]:
+        a = uniform_array(value, shape)
+        truth = np.broadcast_to(base, shape)
+        _same(a, np.array(truth))
+        assert a.dtype == base.dtype and not a.flags.writeable
+        assert not any(a.strides)
+        if a.ndim and a.size:
+            assert uniform_value(a) == base[()]
+        with pytest.raises(ValueError):
+            a[...] = 0
+    base[...] = 7  # the array does not follow a later write into the value
+    assert uniform_array(np.array(4.0), (2,)).tolist() == [4.0, 4.0]
+    obj = uniform_array(np.array(1.5, object), (2,))
+    assert obj.dtype == object and obj.tolist() == [1.5, 1.5] and not obj.flags.writeable
+
+
+def test_sum_cotangent_is_read_only_and_copied_for_the_caller():
+    """The gradient of a sum (a uniform cotangent reaching the leaf) is an
+    ordinary array the caller may write to, for every input dtype."""
+    for x in (np.ones(3), np.ones((2, 2), np.float32), np.array([1j, 2.0])):
+        g = cr.grad(lambda x: np.real(np.sum(x)))(x)
+        assert g.flags.writeable and g.dtype == x.dtype and g.shape == x.shape
+        np.testing.assert_array_equal(g, np.ones_like(x))
+        g[...] = 3  # writing into one gradient changes no other
+        np.testing.assert_array_equal(cr.grad(lambda x: np.real(np.sum(x)))(x),
+                                      np.ones_like(x))
+
+
+def test_replays_are_kept_per_tape_and_dropped_by_free():
+    """A tape keeps no replays until one is recorded (a shared read-only
+    empty mapping), then its own; ``free`` drops them."""
+    a, b = Tape(), Tape()
+    assert len(a.replays) == 0 and len(b.replays) == 0
+    with pytest.raises(TypeError):
+        a.replays[0] = ("rule",)  # the shared empty mapping is read-only
+    a.leaf(np.ones(2))
+    a.keep_replay(("rule", None, (), (), {}, None))
+    assert a.replays == {1: ("rule", None, (), (), {}, None)}
+    assert len(b.replays) == 0 and len(Tape().replays) == 0
+    a.free()
+    assert len(a.replays) == 0
+    # an HVP through a closure rule, whose second order is found by replay
+    cube = cr.primitive(lambda x: x ** 3)
+
+    @cr.rrule(cube)
+    def _(x):
+        return x ** 3, lambda g: (g * 3 * x ** 2,)
+
+    x = np.array([0.3, -0.8])
+    np.testing.assert_allclose(cr.hvp(lambda x: np.sum(cube(x)), x, np.ones(2)), 6 * x,
+                               rtol=1e-12)
