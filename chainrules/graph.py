@@ -84,7 +84,7 @@ class Select(ReverseRule):
 
 
 #: the replays of a tape that keeps none (``Tape.keep_replay`` makes a dict)
-_NO_REPLAYS = types.MappingProxyType({})
+_NO_REPLAYS: types.MappingProxyType[int, Any] = types.MappingProxyType({})
 
 
 def _meta(value):
