@@ -184,7 +184,11 @@ def _placed(g, index, shape, dtype, like=None):
                                     for s in idx):
         return None
     if like is not None and math.prod(shape) < 4096:
-        return None  # staged and small: zeros and one write are fewer steps
+        # staged and small: zeros and one write are fewer steps. A copy, as
+        # the eager buffer holds g (0.0 + g would turn a -0.0 of g into 0.0)
+        acc = np.zeros_like(like, shape=shape, dtype=dtype)
+        acc[idx] = g
+        return acc
     acc = np.empty(shape, dtype) if like is None else np.empty_like(like, shape=shape,
                                                                     dtype=dtype)
     full = slice(None)

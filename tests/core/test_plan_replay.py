@@ -218,3 +218,23 @@ def test_a_scalar_buffer_element_that_is_a_result(x):
         got = j(x)
         assert type(got[1]) is type(want[1]) and got[1].dtype == want[1].dtype
         assert got[0] == want[0] and got[1] == want[1]
+
+
+@pytest.mark.parametrize("n", [5, 1000, 5000])
+def test_a_sliced_cotangent_keeps_its_negative_zeros(n):
+    # the pullback of x[1:] places the cotangent into a new buffer: a copy,
+    # eagerly and staged, so a -0.0 stays -0.0 (0.0 + -0.0 would be 0.0)
+    def f(x, v):
+        return cr.vjp(lambda x: x[1:] * 2.0, x)[1](v)[0]
+
+    x = np.ones(n)
+    v = np.ones(n - 1)
+    v[-1] = -0.0
+    v[0] = -0.0
+    eager = f(x, v)
+    assert np.signbit(eager[-1]) and np.signbit(eager[1]) and not np.signbit(eager[0])
+    staged = cr.jit(f)
+    for _ in range(3):
+        r = staged(x, v)
+        np.testing.assert_array_equal(r, eager)
+        np.testing.assert_array_equal(np.signbit(r), np.signbit(eager))
