@@ -21,6 +21,7 @@ import operator
 
 import numpy as np
 
+from . import program_code
 from .errors import AutodiffError
 
 __all__ = ["Expr", "NotExpressible", "ExprInputError", "expressions", "build", "build_on",
@@ -398,7 +399,8 @@ class Program:
     caller that every value has the dtype its variable was built for."""
 
     __slots__ = ("consts", "variables", "steps", "outs", "names", "reads", "kinds",
-                 "dtypes", "nodes")
+                 "dtypes", "nodes", "code")
+    compute = staticmethod(_compute)
 
     def __init__(self, exprs):
         exprs = tuple(exprs)
@@ -417,15 +419,33 @@ class Program:
         self.reads = [tuple(sorted(variables(e))) for e in exprs]
         self.kinds = [e.op if e.op in ("var", "const") else "step" for e in exprs]
         self.dtypes = [e.dtype for e in exprs]
+        #: per signature of the inputs: calls seen, then the straight-line
+        #: code of the program (``program_code``)
+        self.code = {}
 
-    def __call__(self, env, check=True, out=None, into=None, scratch=None):
+    def __getstate__(self):
+        # (the code is this process's: a copy, in another process, writes its own)
+        return {k: getattr(self, k) for k in self.__slots__ if k != "code"}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self.code = {}
+
+    def __call__(self, env, check=True, out=None, into=None, scratch=None, trace=None):
         """The values; ``out`` (a program of one expression): an array that
         lends its memory to intermediates and receives the result. ``into``:
         per expression, an array of its shape and dtype that receives its
         value (computed there when it is a step's result), or None.
         ``scratch``: a list of arrays the call may use for intermediates,
         to which it adds those it made (for the next call on values of the
-        same shapes: a block of the same data)."""
+        same shapes: a block of the same data). ``trace``: a list that
+        receives, per step, the slot whose array the step writes into (or
+        None), for ``program_code``."""
+        if not check and out is into is scratch is trace is None:
+            res = program_code.run(self, env)
+            if res is not None:
+                return res
         vals = self.consts[:]
         for k, name, dt in self.variables:
             v = env.get(name) if check else env[name]
@@ -434,6 +454,7 @@ class Program:
             vals[k] = v
         # (an ``out`` given lends itself to this call only: never to scratch)
         owned, pool = set(), ([] if scratch is None or out is not None else scratch)
+        lent = {}  # (tracing) id of a pooled array -> its slot
         root = self.outs[-1] if self.outs else None
         if out is not None and not any(np.may_share_memory(out, v) for v in env.values()):
             pool.append(out)  # out holds intermediates too, until the result
@@ -447,6 +468,8 @@ class Program:
             for i in dying:
                 if i in owned:  # an intermediate of ours, dead: its memory is free
                     pool.append(vals[i])
+                    if trace is not None:
+                        lent[id(vals[i])] = i
             buf = None
             if dest and k in dest:
                 d = dest[k]
@@ -471,6 +494,8 @@ class Program:
                                 fn is not None or not (p is argv[0] or p is argv[1])):
                             buf = pool.pop(j)
                             break
+            if trace is not None:
+                trace.append(None if buf is None else lent[id(buf)])
             r = vals[k] = (fn(*argv, out=buf) if buf is not None and not special
                            else _compute(None, fn, argv, buf) if special else fn(*argv))
             if type(r) is np.ndarray and r.ndim and r is not out:
