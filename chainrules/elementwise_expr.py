@@ -212,6 +212,25 @@ def rebuild(e, args):
     return apply(getattr(np, e.op), args)
 
 
+def substitute(e, subst, memo=None):
+    """``e`` with each variable named in ``subst`` (name -> node) replaced
+    by its node; ``memo`` (id -> node) is shared by the calls on nodes of
+    one program, so that a node they share stays one node."""
+    if memo is None:
+        memo = {}
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit
+    if e.op == "var":
+        r = subst.get(e.value, e)
+    elif not e.args:
+        r = e
+    else:
+        r = rebuild(e, [substitute(a, subst, memo) for a in e.args])
+    memo[id(e)] = r
+    return r
+
+
 def variables(expr):
     """The names of the variables ``expr`` reads."""
     return frozenset(e.value for _, e in _plan(expr)[1])

@@ -44,6 +44,7 @@ from . import elementwise_threads as et
 from . import kernel_scatter, kernels
 from .plan import _FRESH, _defines, _uses, live_steps
 from .plan_grid import scatter_grids
+from .plan_merge import merge_regions
 from .staging import Ref, _astype, _constant
 
 __all__ = ["absorb", "scatter_pairs", "fuse_chains", "drop_copies"]
@@ -153,11 +154,18 @@ def absorb(steps, outputs, meta, is_region):
         steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
                               is_region)
     # (each pass only where it may apply: they run at every recording)
+    chains = False
     if any(_large_ufunc_call(s, meta) for s in steps):
         steps = fuse_chains(steps, outputs, meta, is_region)
-        regions = True
+        regions = chains = True
     if regions:
         steps = _absorb(steps, outputs, meta, is_region, shared=True)
+        steps, merged = merge_regions(
+            steps, outputs, meta, lambda s: is_region(s[1]) and _is_region_call(s),
+            _Counts.of, lambda steps: _written(steps, is_region))
+        if merged or chains:
+            steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
+                                  is_region)
     if any(s[0] == "call" and s[1] is _astype for s in steps):
         steps = drop_copies(steps, outputs, meta, is_region)
     if regions and any(s[0] == "call" and s[1] is np.add and "out" in s[3] for s in steps):
@@ -200,7 +208,7 @@ def uniform_values(steps, meta, is_region):
         if not subst:
             continue
         try:
-            roots = tuple(_ones_dropped(_substitute(program.nodes[j], subst, {}), {})
+            roots = tuple(_ones_dropped(ee.substitute(program.nodes[j], subst, {}), {})
                           for j in program.outs)
             new_program = ee.Program(roots)
         except ee.NotExpressible:
@@ -386,7 +394,7 @@ def _absorb_one(steps, k, uses, made_by, meta, dirty, by_regions=None):
         subst = {}
         for name, v in env.items():
             subst[name] = node(v.i)
-        roots = tuple(_substitute(program.nodes[s], subst, {}) for s in program.outs)
+        roots = tuple(ee.substitute(program.nodes[s], subst, {}) for s in program.outs)
         new_program = ee.Program(roots)
     except ee.NotExpressible:
         return None
@@ -407,20 +415,6 @@ def _absorb_one(steps, k, uses, made_by, meta, dirty, by_regions=None):
             if by_regions is not None:
                 by_regions.add(v.i)
     return ("call", fn, (new_program, new_env, n), kwargs, out)
-
-
-def _substitute(e, subst, memo):
-    hit = memo.get(id(e))
-    if hit is not None:
-        return hit
-    if e.op == "var":
-        r = subst.get(e.value, e)
-    elif not e.args:
-        r = e
-    else:
-        r = ee.rebuild(e, [_substitute(a, subst, memo) for a in e.args])
-    memo[id(e)] = r
-    return r
 
 
 def scatter_pairs(steps, outputs, meta, is_region):

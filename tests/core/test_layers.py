@@ -40,7 +40,7 @@ LAYERS = [
      "kernel_scatter", "kernel_grid", "kernel_source", "fusion_code", "fused_region", "fused_sweeps", "derived_nary", "primitives", "transpose"},
     {"anomaly", "api", "jacobians", "linearization", "checkpoint", "numpy", "twin_hints",
      "second_order", "writes", "writes_buffers", "writes_views",
-     "plan_regions", "plan_grid", "jit"},
+     "plan_regions", "plan_grid", "plan_merge", "jit"},
 ]
 LAYER = {m: k for k, mods in enumerate(LAYERS) for m in mods}
 

@@ -1,0 +1,115 @@
+"""The plan pass that writes a fused region into a later region reading its
+results (``chainrules.plan_merge``): one program, the replay's results bit
+for bit those of the plan without the pass, and no merge where a step in
+between reads the first region's results."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import chainrules as cr
+from chainrules import elementwise_expr as ee
+from chainrules import kernel_scatter, kernels, plan_regions
+
+N = plan_regions.MIN_CHAIN_SIZE + 7  # chains of calls become regions from here
+
+
+def _rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _replays(fun, args, calls=4):
+    j = cr.jit(fun, warn=False)
+    with cr.fusion(kernels=False):
+        out = [j(*args) for _ in range(calls)]
+    return out[-1], j.plan(*args)
+
+
+def _region_steps(plan):
+    return [line for line in plan.source.splitlines()
+            if any(f"= {name}(" in line for name, obj in plan.namespace.items()
+                   if obj is kernels.run or obj is kernel_scatter.run)]
+
+
+def _no_merge(monkeypatch):
+    monkeypatch.setattr(plan_regions, "merge_regions", lambda steps, *a: (steps, False))
+
+
+def _same(a, b):
+    """Equal bit for bit, signed zeros and NaNs included."""
+    for u, w in zip(cr.pytree.flatten(a)[0], cr.pytree.flatten(b)[0]):
+        u, w = np.asarray(u), np.asarray(w)
+        assert u.dtype == w.dtype and u.shape == w.shape
+        assert u.tobytes() == w.tobytes()
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_rosenbrock_hvp_is_one_region(dt, monkeypatch):
+    x = np.linspace(-1.2, 1.1, N).astype(dt)
+    v = np.cos(np.arange(N, dtype=float)).astype(dt)
+    x[5], v[7], v[-1] = -0.0, -0.0, -0.0
+    call = lambda x, v: cr.hvp(_rosen, x, v)  # noqa: E731
+    got, plan = _replays(call, (x, v))
+    assert len(_region_steps(plan)) == 1, plan
+    # (the seed of ones is a constant of the merged program: no array of it)
+    assert not any(type(o) is np.ndarray for o in plan.namespace.values()), plan
+    with monkeypatch.context() as m:
+        _no_merge(m)
+        want, before = _replays(call, (x, v))
+    assert len(_region_steps(before)) >= 2, before
+    _same(got, want)
+    with cr.fusion(False):
+        _same(got, call(x, v))  # and the eager sweeps' own values
+
+
+def test_no_merge_when_a_step_between_reads_the_first_result():
+    def f(x):
+        a = np.sin(x) * x + 1.0      # a chain: one region, whose result is
+        m = a[:10].copy()            # read between the two regions
+        b = np.exp(a) * a - 2.0      # a second chain reading it
+        return np.sum(b) + np.sum(m)
+
+    x = np.linspace(0.1, 0.9, N)
+    got, plan = _replays(cr.value_and_grad(f), (x,))
+    with cr.fusion(False):
+        want = cr.value_and_grad(f)(x)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-14)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-14)
+    # the forward's two chains stay two regions: the copy reads the first
+    forward = [s for s in _region_steps(plan)]
+    assert len(forward) >= 2, plan
+
+
+_UNARY = [np.sin, np.exp, np.tanh, np.square, lambda a: a * 1.5, lambda a: a - 0.25,
+          lambda a: 1.0 / (1.0 + a * a)]
+_BINARY = [np.add, np.subtract, np.multiply, lambda a, b: a * b + a]
+
+
+@settings(max_examples=20, deadline=None)
+@given(steps=st.lists(st.tuples(st.booleans(), st.integers(0, 30), st.integers(0, 30),
+                                st.integers(0, 30)), min_size=2, max_size=9),
+       dt=st.sampled_from([np.float64, np.float32]), seed=st.integers(0, 999),
+       special=st.sampled_from([None, -0.0, np.inf, np.nan]))
+def test_random_programs_merge_bit_for_bit(steps, dt, seed, special):
+    # values read several times end chains: several regions, read by others
+    def f(x):
+        vals = [x, x[::-1] * 0.5]
+        for unary, i, j, k in steps:
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            vals.append(_UNARY[k % len(_UNARY)](a) if unary else
+                        _BINARY[k % len(_BINARY)](a, b))
+        return np.sum(vals[-1] * vals[len(vals) // 2])
+
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, N).astype(dt)
+    v = rng.standard_normal(N).astype(dt)
+    if special is not None:
+        x[3] = special
+    with np.errstate(all="ignore"):
+        for call, args in [(cr.value_and_grad(f), (x,)),
+                           (lambda x, v: cr.hvp(f, x, v), (x, v))]:
+            got, _ = _replays(call, args)
+            with pytest.MonkeyPatch.context() as m:
+                _no_merge(m)
+                want, _ = _replays(call, args)
+            _same(got, want)
