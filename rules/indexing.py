@@ -36,6 +36,7 @@ import numpy as np
 from chainrules.derived import LinearRule, linear_rule, unbroadcast
 from chainrules.errors import AutodiffError
 from chainrules.registry import accepts_sequences, lookup, op_name, register
+from chainrules.staging import Staged
 from chainrules.tangents import ZERO, Structural
 from chainrules.numpy import index_add, index_update
 from chainrules.tracing import getitem, untraced
@@ -85,8 +86,11 @@ _BASIC_FORMS = (_getitem_batched, _getitem_transpose_batched)
 @register(getitem)
 def _getitem_maker(ids, x, index):
     if ids[1] is None and is_basic(index):
+        # a staged value (cr.jit's recording) indexes as an ndarray: a batch
+        # of directions is indexed in one step, not one per direction
         rule = BasicIndexRule(ids[0], getitem, _getitem_transpose, shape_of(x), (index,), {},
-                              _BASIC_FORMS if type(x) is np.ndarray else None)
+                              _BASIC_FORMS if type(x) is np.ndarray or type(x) is Staged
+                              else None)
         rule.gather_index = index
         return x[index], rule
     return _general_getitem(ids, x, index)
