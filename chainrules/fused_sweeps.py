@@ -39,7 +39,7 @@ from .fused_region import FusedRegion
 from .fusion_code import Member, RegionCode
 from .sweep_common import MULTI
 
-__all__ = ["fusion", "fuse", "FusedRegion"]
+__all__ = ["fusion", "fuse", "recording", "FusedRegion"]
 
 _ndarray = np.ndarray
 _enabled = contextvars.ContextVar("chainrules_fusion", default=True)
@@ -53,6 +53,15 @@ _enabled = contextvars.ContextVar("chainrules_fusion", default=True)
 #: (the members' tangents are never computed)
 MIN_SIZE = 65536
 MIN_SIZE_SECOND = 16384
+#: the smallest root size fused while a plan is recorded (``cr.jit``, inside
+#: ``recording()``): finding the regions is paid once, and a plan replays
+#: the fused derivatives' programs, which make fewer passes than the rules'
+#: own calls (no tangents of members, no products by ones or minus ones).
+#: Measured (Rosenbrock, 1e4 elements, kernels off): a replayed HVP 45.6 ->
+#: 36.9 us, a value_and_grad 48.7 -> 42.7; the size from which a plan's
+#: chains of calls become programs (``plan_regions.MIN_CHAIN_SIZE``)
+MIN_SIZE_STAGED = 4096
+_staging = contextvars.ContextVar("chainrules_fusion_staging", default=False)
 
 #: the fewest non-linear members a region needs: one non-linear rule among
 #: linear ones (``tanh(x @ W + b)``) is already swept in its fewest passes
@@ -398,6 +407,17 @@ def _member(k, desc, srcs, rule, dtype):
                                               args))
 
 
+@contextlib.contextmanager
+def recording() -> Iterator[None]:
+    """The context in which a staged plan records: regions from
+    ``MIN_SIZE_STAGED`` elements."""
+    token = _staging.set(True)
+    try:
+        yield
+    finally:
+        _staging.reset(token)
+
+
 def fuse(tape, outputs, keep=(), second_order=False):
     """Put a ``FusedRegion`` at the root of every region of ``tape`` that
     sweeps from ``outputs`` (and keeping the cotangents of ``keep``) may
@@ -409,6 +429,8 @@ def fuse(tape, outputs, keep=(), second_order=False):
     if not _enabled.get() or tape.anomaly or tape.freed is not None:
         return 0
     min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
+    if _staging.get():  # (a recording fuses what eager sweeps do, and more)
+        min_size = min(min_size, MIN_SIZE_STAGED)
     for shape in set(tape.shapes):  # the few distinct shapes
         if shape is MULTI or prod(shape) >= min_size:
             break

@@ -27,6 +27,7 @@ import numpy as np
 
 from .anomaly import anomaly_mode
 from .errors import StagingError, StagingWarning
+from .fused_sweeps import recording
 from . import kernels
 from .plan import GuardFailed, Plan
 from .plan_regions import absorb
@@ -119,6 +120,31 @@ def _quick(seq, key, leaves):
 _SCALAR_TYPES = frozenset((np.float64, np.float32, np.float16, np.longdouble, np.complex128,
                            np.complex64, np.clongdouble, np.int64, np.int32, np.int16, np.int8,
                            np.uint64, np.uint32, np.uint16, np.uint8, np.bool_))
+
+
+def _refill(args):
+    """``rebuild`` (``Jitted._split``) of a call ``_quick_key`` keys: the
+    arguments with their leaves, in ``_quick``'s order, replaced by the
+    values given."""
+
+    def rebuild(values):
+        it = iter(values)
+        return _refilled(args, it), {}
+
+    return rebuild
+
+
+def _refilled(seq, it):
+    out = []
+    for a in seq:
+        t = type(a)
+        if t is tuple or t is list:
+            out.append(t(_refilled(a, it)) if t is list else _refilled(a, it))
+        elif a is None:
+            out.append(None)
+        else:
+            out.append(next(it))
+    return tuple(out)
 
 
 def _hot_kinds(args):
@@ -293,10 +319,16 @@ class Jitted(Generic[P, R]):
                             kinds = _hot_kinds(args)
                             self._hot = None if kinds is None else (plan, kinds)
                             return out
+            if quick is not None:  # (a new signature, or a plan not checked yet)
+                return self._planned(quick[0], quick[1], _refill(args), args, kwargs)
         split = self._split(args, kwargs)
         if split is None:
             return self.fun(*args, **kwargs)
-        key, values, rebuild = split
+        return self._planned(*split, args, kwargs)
+
+    def _planned(self, key, values, rebuild, args, kwargs):
+        """The call of a signature whose first variant is not checked (or
+        that has none, or that runs eagerly)."""
         with self._lock:
             self._recent = self._hot = None
             entry = self._cache.get(key)
@@ -330,7 +362,8 @@ class Jitted(Generic[P, R]):
         staged = [rec.new(v, is_input=True) for v in values]
         a, kw = rebuild(staged)
         try:
-            out = self.fun(*a, **kw)
+            with recording():
+                out = self.fun(*a, **kw)
         except Exception as e:  # noqa: BLE001 - decided by the eager call below
             # an error of the eager call is the user's: it is raised as it
             # is; one that only the recording meets makes the signature eager
@@ -400,7 +433,7 @@ class Jitted(Generic[P, R]):
         entry.eager = reason
         if self.warn and reason not in self._warned:
             self._warned.add(reason)
-            warnings.warn(msg, StagingWarning, stacklevel=4)
+            warnings.warn(msg, StagingWarning, stacklevel=5)
         if args is None:
             return None
         return self.fun(*args, **kwargs)

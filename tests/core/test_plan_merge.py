@@ -9,9 +9,22 @@ from hypothesis import given, settings, strategies as st
 
 import chainrules as cr
 from chainrules import elementwise_expr as ee
+from chainrules import fused_sweeps as fusion
 from chainrules import kernel_scatter, kernels, plan_regions
 
 N = plan_regions.MIN_CHAIN_SIZE + 7  # chains of calls become regions from here
+
+
+def setup_module():
+    # regions made of the plan's chains of calls (plan_regions.fuse_chains),
+    # as where a recording's sweeps are not fused
+    global _SAVED
+    _SAVED = fusion.MIN_SIZE_STAGED
+    fusion.MIN_SIZE_STAGED = 10 ** 9
+
+
+def teardown_module():
+    fusion.MIN_SIZE_STAGED = _SAVED
 
 
 def _rosen(x):

@@ -362,3 +362,32 @@ def test_random_chains_are_fused_bit_for_bit(chain):
                 finally:
                     setattr(plan_regions, name, original)
                 _same(got, expect)
+
+
+def _program_steps(plan):
+    return sum(len(o.steps) for o in plan.namespace.values() if isinstance(o, ee.Program))
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_a_recording_fuses_its_sweeps_from_a_smaller_size(dt, monkeypatch):
+    # eager sweeps fuse from fusion.MIN_SIZE_SECOND (an HVP); a recording
+    # from fusion.MIN_SIZE_STAGED: the fused derivatives' programs make
+    # fewer calls than the rules' own (chained into programs by the plan)
+    # (this module fuses at every size: the defaults here)
+    monkeypatch.setattr(fusion, "MIN_SIZE", 65536)
+    monkeypatch.setattr(fusion, "MIN_SIZE_SECOND", 16384)
+    monkeypatch.setattr(plan_regions, "MIN_CHAIN_SIZE", 4096)
+    n = fusion.MIN_SIZE_STAGED + 100
+    assert n < fusion.MIN_SIZE_SECOND
+    x = np.linspace(-1.2, 1.1, n).astype(dt)
+    v = np.cos(np.arange(n, dtype=float)).astype(dt)
+    call = lambda x, v: cr.hvp(_rosen, x, v)  # noqa: E731
+    got, plan = _replays(call, (x, v))
+    assert not fusion._staging.get()  # (only while recording)
+    monkeypatch.setattr(fusion, "MIN_SIZE_STAGED", 10 ** 9)
+    unfused, before = _replays(call, (x, v))
+    assert 0 < _program_steps(plan) < _program_steps(before), (plan, before)
+    eps = np.finfo(dt).eps
+    want = call(x, v)  # eager: not fused at this size
+    _same(unfused, want)
+    np.testing.assert_allclose(got, want, rtol=64 * eps, atol=64 * eps * np.max(np.abs(want)))
