@@ -372,7 +372,8 @@ class Plan:
         self._fn = None  # the compiled function
         self._replays = 0
         self._stepped = None  # the _Replay, made at the first replay
-        self.run = at_user_line(self._first_runs)
+        # (a bound method of one wrapper: no wrapper made per plan)
+        self.run = self._stepped_runs
 
     @property
     def _parts(self):
@@ -416,6 +417,8 @@ class Plan:
         if n == COMPILE_AFTER:
             self._write()  # (after the replay: a replay that raises writes nothing)
         return out
+
+    _stepped_runs = at_user_line(_first_runs)
 
     def _replay(self, dynamic):
         """Run the steps as data (``_Replay``)."""
