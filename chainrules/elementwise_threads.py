@@ -306,7 +306,9 @@ def run(program, env, n=None):
         return program(env, False)
     full = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
     size = math.prod(full)
-    if n < 2 and size * 16 < MIN_BLOCKED:  # (16: the widest itemsize) nothing to cut
+    # (16: the widest itemsize) nothing to cut: too small to block, and to
+    # thread (``_split``'s own test, on the program's cost at most)
+    if size * 16 < MIN_BLOCKED and (n < 2 or size * _mean_cost(program) < MIN_WORK):
         return program(env, False)
     # the results' buffers take the dtypes the expressions were built for:
     # only values of those dtypes (what NumPy would then compute) are split,

@@ -40,7 +40,7 @@ class Scatter:
     the program's, with ``D`` in place of ``a`` and ``None`` in place of
     ``b``."""
 
-    __slots__ = ("a", "b", "a_last", "size", "dtype")
+    __slots__ = ("a", "b", "a_last", "size", "dtype", "zero")
 
     #: the dimensions of its kernel's loop (``kernels``: 1, the arrays as
     #: flat runs of elements)
@@ -51,6 +51,7 @@ class Scatter:
     def __init__(self, a, b, a_last, size, dtype):
         self.a, self.b, self.a_last = a, b, bool(a_last)
         self.size, self.dtype = int(size), np.dtype(dtype)
+        self.zero = self.dtype.type(0)
 
     @property
     def skip(self):
@@ -76,20 +77,21 @@ class Scatter:
         a, b = out[self.a], out[self.b]
         d = np.empty(self.size, self.dtype)
         m = self.size - 1
-        if np.shape(a) == np.shape(b) == (m,) and a.dtype == b.dtype == self.dtype:
+        if type(a) is type(b) is np.ndarray and a.shape == b.shape == (m,) \
+                and a.dtype == b.dtype == self.dtype:
             # the same additions, each element written once: D[j] = A[j - 1]
             # + B[j] (the first operand as in ``view += B``, where the view
-            # held A), the ends on their own
+            # held A), the ends on their own: 0 + B[0] (a NumPy scalar's sum
+            # is the array's, -0.0 and NaN included) and A[m - 1]
+            zero = self.zero
             if self.a_last:
                 np.add(a[:-1], b[1:], out=d[1:m])
-                d[0:1] = 0
-                np.add(d[0:1], b[0:1], out=d[0:1])
-                d[m:] = a[m - 1:]
+                d[0] = zero + b[0]
+                d[m] = a[m - 1]
             else:
                 np.add(a[1:], b[:-1], out=d[1:m])
-                d[0:1] = a[0:1]
-                d[m:] = 0
-                np.add(d[m:], b[m - 1:], out=d[m:])
+                d[0] = a[0]
+                d[m] = zero + b[m - 1]
             out[self.a], out[self.b] = d, None
             return out
         if self.a_last:
