@@ -15,10 +15,13 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
   or ``t[0]`` alone, and of the traced parameters) with ``n (1 + m)`` at most
   ``SENSITIVITY_MAX_STATE``, the sensitivities ``Z = dy/d(inputs)`` (n x m)
   are integrated with ``y`` in one forward solve, ``Z' = f_y Z + f_p P``,
-  and the cotangents are ``sum_i Z(t[i])^T g[i]``. ``f_y Z + f_p P`` is one
-  traced evaluation of the right-hand side and one forward sweep of its
-  ``m`` directions (``linearize``'s ``f_jvp.many``), staged with the
-  products around it as one plan (``sensitivity_rhs``); an implicit
+  and the cotangents are ``sum_i Z(t[i])^T g[i]``. The solver's state is
+  ``[y, Z^T]`` (each direction's ``n`` entries together), and its
+  right-hand side ``[f, f_y Z + f_p P]`` is one traced evaluation of the
+  user's and one batched forward sweep of its ``m`` directions (no copies
+  of the inputs: nothing else sees them), staged as one plan that takes
+  ``y``, ``Z^T``, the time, the parameters and their directions as flat
+  arguments (``sensitivity_rhs``), so a step is one replay. An implicit
   solver's Jacobian needs ``[f_y, f_p]`` itself, one reverse sweep of ``n``
   directions (``rhs_jacobian``). The sensitivities
   are kept, so further pullbacks of the same solution are sums only. This
@@ -62,13 +65,14 @@ as trailing arguments, so they are differentiated exactly as ``args`` are.
 import numpy as np
 
 from chainrules.api import vjp
-from chainrules.linearization import linearize
+from chainrules.arguments import trace_args
 from chainrules.errors import HvpNotSupported, NumericalInstabilityError
+from chainrules.graph import Tape
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
 from chainrules.tangents import is_zero
 from chainrules.primitives import primitive
-from chainrules.tracing import holds_traced, is_traced
+from chainrules.tracing import Traced, holds_traced, is_traced
 
 from ._util import on_demand_family
 from .scipy_integrate_plans import staged
@@ -266,24 +270,41 @@ def _jacobian_of(spec, pidx):
 
 
 def _sensitivity_rhs_of(spec, pidx):
-    def sensitivity_rhs(z, s, params, x):
-        seeds, dps = x
-        n = len(seeds)
-        out, f_jvp = linearize(rhs_of(spec, params, pidx, s), z[:n],
-                               *[params[k] for k in pidx])
-        dz = f_jvp.many(np.transpose(np.reshape(z[n:], (n, -1))), *dps)
-        return np.concatenate([np.ravel(out), np.ravel(np.transpose(dz))])
+    def sensitivity_rhs(y, zs, s, *rest):
+        # rest: the parameters, then each differentiated one's directions
+        cut = len(rest) - len(pidx)
+        params, dps = rest[:cut], rest[cut:]
+        tape = Tape()
+        try:
+            targs, specs = trace_args(tape, (y, *[params[k] for k in pidx]),
+                                      range(1 + len(pidx)), spec.name)
+            out = rhs_of(spec, params, pidx, s)(*targs)
+        finally:
+            tape.active = False
+        if not (type(out) is Traced and out.tape is tape):  # f independent of y and p
+            return np.concatenate((out, np.zeros(np.shape(zs))), axis=None)
+        seeds = {specs[0].ids[0]: zs}
+        for a, d in zip(specs[1:], dps):
+            seeds[a.ids[0]] = d
+        dz = tape.forward(seeds, batch=len(zs))[out.node]
+        tape.free()
+        if dz is None:
+            dz = np.zeros(np.shape(zs))
+        return np.concatenate((out.value, dz), axis=None)
 
     return sensitivity_rhs
 
 
-def sensitivity_rhs(spec, z, s, params, pidx, seeds, dps):
+def sensitivity_rhs(spec, y, zs, s, rest, pidx):
     """The right-hand side of the sensitivity system (``sensitivities``):
-    ``[f, f_y Z + f_p dp]`` at ``z = [y, Z]``, staged as one plan (the
-    Jacobian's evaluation with the products the solver needs, so a step
-    replays one plan and runs no Python of its own)."""
-    return staged(spec, ("sensitivity", tuple(pidx)), _sensitivity_rhs_of)(
-        z, s, params, (seeds, dps))
+    ``[f, f_y Z + f_p dp]`` at ``y`` and ``Z`` (``zs``: ``Z^T``, a row per
+    direction), flat, with ``rest`` the parameters followed by the
+    directions of those at ``pidx``. One traced evaluation of the
+    right-hand side and one forward sweep of its ``m`` directions, staged
+    as one plan with the products the solver needs: a step replays one
+    plan and runs no Python of its own. Its arguments are arrays and
+    numbers (no containers), which a replay compares without a key."""
+    return staged(spec, ("sensitivity", pidx), _sensitivity_rhs_of)(y, zs, s, *rest)
 
 
 def _vjp_of(spec, pidx):
@@ -302,6 +323,7 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
     (an array ``atol`` is repeated for every direction)."""
     n, m = np.shape(z0)
     seeds = np.eye(n)
+    pidx = tuple(pidx)
 
     dps, off = [], 0   # each parameter's directions, batched (m, *shape)
     for k in pidx:
@@ -309,17 +331,19 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
         size = int(np.prod(shape, dtype=int))
         dps.append(np.reshape(np.transpose(dp[off:off + size]), (m,) + shape))
         off += size
-    dps = tuple(dps)
+    rest = tuple(params) + tuple(dps)
 
+    # the state is [y, Z^T.ravel()]: each direction's n entries together, so
+    # that a step reads Z^T as a view and writes f_y Z + f_p dp as it comes
     def aug(z, s):
-        return sensitivity_rhs(spec, z, s, params, pidx, seeds, dps)
+        return sensitivity_rhs(spec, z[:n], z[n:].reshape(m, n), s, rest, pidx)
 
     def aug_of(z, fj):
         """``aug`` from the Jacobian ``fj`` at ``z`` (the implicit solvers'
         Jacobian below differences these, all from ``rhs_jacobian``)."""
         f, jm = fj
-        dz = jm[:, :n] @ np.reshape(z[n:], (n, m)) + jm[:, n:] @ dp
-        return np.concatenate([f, np.ravel(dz)])
+        dz = jm[:, :n] @ np.reshape(z[n:], (m, n)).T + jm[:, n:] @ dp
+        return np.concatenate([f, np.ravel(dz.T)])
 
     def jac(z, s):
         """The augmented system's Jacobian: the sensitivities' block is
@@ -329,7 +353,7 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
         base = aug_of(z, fj)
         out = np.empty((z.size, z.size))
         out[:, n:] = 0.0
-        out[n:, n:] = np.kron(fj[1][:, :n], np.eye(m))
+        out[n:, n:] = np.kron(np.eye(m), fj[1][:, :n])
         y = z[:n]
         scale = np.maximum(np.abs(y), 1e-6 * np.max(np.abs(y)) + 1e-12)
         for j in range(n):
@@ -341,10 +365,10 @@ def sensitivities(spec, y0, times, params, pidx, z0, dp):
 
     atol = spec.opts.get("atol")
     over = {} if atol is None or np.ndim(atol) == 0 else {
-        "atol": np.concatenate([np.ravel(atol), np.repeat(np.ravel(atol), m)])}
+        "atol": np.concatenate([np.ravel(atol), np.tile(np.ravel(atol), m)])}
     z = spec.integrate(aug, np.concatenate([np.asarray(y0, dtype=float),
-                                            np.ravel(z0)]), times, jac, **over)
-    return np.reshape(z[:, n:], (len(times), n, m))
+                                            np.ravel(np.transpose(z0))]), times, jac, **over)
+    return np.transpose(np.reshape(z[:, n:], (len(times), m, n)), (0, 2, 1))
 
 
 class OdeRule(ReverseRule):

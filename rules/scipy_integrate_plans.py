@@ -101,7 +101,7 @@ class _Shared:
     def __init__(self, make, pidx, name, held):
         read = self.read = []  # (array, its bytes) of the solves recorded through
 
-        def fun(y, s, params, x):
+        def fun(*args):
             # called to record (or eagerly): the plan may read this solve's
             # arrays by reference, so later solves check they kept their bytes
             spec, arrays = _SPEC.get()
@@ -114,7 +114,7 @@ class _Shared:
                         # many solves: not worth sharing, nor holding them
                         self.per_solve = True
                         read.clear()
-            return make(spec, pidx)(y, s, params, x)
+            return make(spec, pidx)(*args)
 
         fun.__name__ = fun.__qualname__ = name
         self.jitted = jit(fun, warn=False)
@@ -301,8 +301,8 @@ def _lookup(spec, kind, pidx, make):
 
 
 def staged(spec, key, make):
-    """``make(spec, pidx)`` (a function ``(y, s, params, x)``) staged for
-    this solve, kept in ``spec.plans[key]`` (``key``: the derivative's kind
+    """``make(spec, pidx)`` (a function of the state, the time and the
+    derivative's own arguments) staged for this solve, kept in ``spec.plans[key]`` (``key``: the derivative's kind
     and ``pidx``): a ``cr.jit`` shared with the earlier solves of the same
     right-hand side, verified at this solve's first call, or one of this
     solve's own when the right-hand side is not shared."""
