@@ -270,23 +270,21 @@ def _jacobian_of(spec, pidx):
 
 
 def _sensitivity_rhs_of(spec, pidx):
-    def sensitivity_rhs(y, zs, s, *rest):
-        # rest: the parameters, then each differentiated one's directions
-        cut = len(rest) - len(pidx)
-        params, dps = rest[:cut], rest[cut:]
+    def sensitivity_rhs(y, zs, s, *params):
         tape = Tape()
+        ps = [params[k] for k in pidx]
         try:
-            targs, specs = trace_args(tape, (y, *[params[k] for k in pidx]),
-                                      range(1 + len(pidx)), spec.name)
+            targs, specs = trace_args(tape, (y, *ps), range(1 + len(pidx)), spec.name)
             out = rhs_of(spec, params, pidx, s)(*targs)
         finally:
             tape.active = False
         if not (type(out) is Traced and out.tape is tape):  # f independent of y and p
             return np.concatenate((out, np.zeros(np.shape(zs))), axis=None)
+        m = len(zs)
         seeds = {specs[0].ids[0]: zs}
-        for a, d in zip(specs[1:], dps):
+        for a, d in zip(specs[1:], unit_directions(m, [getattr(p, "shape", ()) for p in ps])):
             seeds[a.ids[0]] = d
-        dz = tape.forward(seeds, batch=len(zs))[out.node]
+        dz = tape.forward(seeds, batch=m)[out.node]
         tape.free()
         if dz is None:
             dz = np.zeros(np.shape(zs))
@@ -295,16 +293,32 @@ def _sensitivity_rhs_of(spec, pidx):
     return sensitivity_rhs
 
 
-def sensitivity_rhs(spec, y, zs, s, rest, pidx):
+def unit_directions(m, shapes):
+    """The differentiated parameters' directions in the sensitivity system,
+    one batch (``(m,) + shape``) per parameter: the unit directions after
+    the ``m - (their entries)`` leading ones (of ``y0``, or ``t[0]``),
+    entry by entry. They depend on shapes alone, so a staged plan holds
+    them as constants."""
+    eye = np.eye(m)
+    off = m - sum(int(np.prod(shape, dtype=int)) for shape in shapes)
+    out = []
+    for shape in shapes:
+        size = int(np.prod(shape, dtype=int))
+        out.append(np.reshape(eye[:, off:off + size], (m,) + tuple(shape)))
+        off += size
+    return out
+
+
+def sensitivity_rhs(spec, y, zs, s, params, pidx):
     """The right-hand side of the sensitivity system (``sensitivities``):
-    ``[f, f_y Z + f_p dp]`` at ``y`` and ``Z`` (``zs``: ``Z^T``, a row per
-    direction), flat, with ``rest`` the parameters followed by the
-    directions of those at ``pidx``. One traced evaluation of the
-    right-hand side and one forward sweep of its ``m`` directions, staged
-    as one plan with the products the solver needs: a step replays one
-    plan and runs no Python of its own. Its arguments are arrays and
-    numbers (no containers), which a replay compares without a key."""
-    return staged(spec, ("sensitivity", pidx), _sensitivity_rhs_of)(y, zs, s, *rest)
+    ``[f, f_y Z + f_p P]`` at ``y`` and ``Z`` (``zs``: ``Z^T``, a row per
+    direction), flat, where ``P`` holds the parameters' unit directions
+    (``unit_directions``). One traced evaluation of the right-hand side and
+    one forward sweep of its ``m`` directions, staged as one plan with the
+    products the solver needs: a step replays one plan and runs no Python
+    of its own. Its arguments are arrays and numbers (no containers), which
+    a replay compares without a key."""
+    return staged(spec, ("sensitivity", pidx), _sensitivity_rhs_of)(y, zs, s, *params)
 
 
 def _vjp_of(spec, pidx):
@@ -315,28 +329,26 @@ def _vjp_of(spec, pidx):
     return rhs_vjp
 
 
-def sensitivities(spec, y0, times, params, pidx, z0, dp):
-    """``Z(times)`` (len(times) x n x m), the derivatives of ``y(times)`` along
-    ``m`` directions: ``Z' = f_y Z + f_p dp``, ``Z(times[0]) = z0`` (n x m),
-    with ``dp`` (entries of ``params[pidx]`` x m) the parameters' directions,
-    integrated with ``y`` in one solve of the user's solver and tolerances
-    (an array ``atol`` is repeated for every direction)."""
-    n, m = np.shape(z0)
-    seeds = np.eye(n)
+def sensitivities(spec, y0, times, params, pidx, lead):
+    """``Z(times)`` (len(times) x n x m), the derivatives of ``y(times)``
+    along ``m`` directions: ``Z' = f_y Z + f_p P``, integrated with ``y`` in
+    one solve of the user's solver and tolerances (an array ``atol`` is
+    repeated for every direction). The first directions start at ``lead``
+    (n x those directions: ``y0``'s identity, or ``t[0]``'s ``-f``) with
+    ``P = 0``; each entry of the parameters at ``pidx`` is one more, from
+    ``Z = 0`` with ``P`` its unit direction."""
+    n, nl = np.shape(lead)
     pidx = tuple(pidx)
-
-    dps, off = [], 0   # each parameter's directions, batched (m, *shape)
-    for k in pidx:
-        shape = np.shape(params[k])
-        size = int(np.prod(shape, dtype=int))
-        dps.append(np.reshape(np.transpose(dp[off:off + size]), (m,) + shape))
-        off += size
-    rest = tuple(params) + tuple(dps)
+    npar = sum(int(np.prod(np.shape(params[k]), dtype=int)) for k in pidx)
+    m = nl + npar
+    z0 = np.concatenate([lead, np.zeros((n, npar))], axis=1)
+    dp = np.concatenate([np.zeros((npar, nl)), np.eye(npar)], axis=1)
+    seeds = np.eye(n)
 
     # the state is [y, Z^T.ravel()]: each direction's n entries together, so
     # that a step reads Z^T as a view and writes f_y Z + f_p dp as it comes
     def aug(z, s):
-        return sensitivity_rhs(spec, z[:n], z[n:].reshape(m, n), s, rest, pidx)
+        return sensitivity_rhs(spec, z[:n], z[n:].reshape(m, n), s, params, pidx)
 
     def aug_of(z, fj):
         """``aug`` from the Jacobian ``fj`` at ``z`` (the implicit solvers'
@@ -414,12 +426,12 @@ class OdeRule(ReverseRule):
         limit = self.spec.sensitivity_max
         limit = SENSITIVITY_MAX_STATE if limit is None else limit
         if n * (1 + m) <= limit:
-            a, gt0, gp = self._pull_sensitivities(g, pidx, npar)
+            a, gt0, gp = self._pull_sensitivities(g, pidx)
         else:
             a, gt0, gp = self._pull_adjoint(g, pidx, npar)
         return self._cotangents(g, a, gt0, gp, pidx)
 
-    def _pull_sensitivities(self, g, pidx, npar):
+    def _pull_sensitivities(self, g, pidx):
         """(a, dL/dt[0], dL/dparams) from the forward sensitivities, where
         ``a = sum_{i >= 1} (dy(t[i])/dy0)^T g[i]`` (None if y0 is constant)."""
         n = self.ys.shape[1]
@@ -431,12 +443,8 @@ class OdeRule(ReverseRule):
         else:
             lead = np.zeros((n, 0))
         if self.sens is None:
-            nl = lead.shape[1]
-            z0 = np.concatenate([lead, np.zeros((n, npar))], axis=1)
-            dp = np.concatenate([np.zeros((npar, nl)), np.eye(npar)], axis=1)
             tm, pos, _ = self.grid
-            self.sens = sensitivities(self.spec, self.ys[0], tm, self.params, pidx, z0,
-                                      dp)[pos]
+            self.sens = sensitivities(self.spec, self.ys[0], tm, self.params, pidx, lead)[pos]
         cols = np.einsum("inm,in->m", self.sens[1:], g[1:])
         if self.ids[0] is not None:
             return cols[:n], -cols[:n] @ f0, cols[n:]
