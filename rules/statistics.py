@@ -30,7 +30,7 @@ naming the way out: ``where=`` (use ``np.where`` first), ``out=``,
 
 import numpy as np
 
-from chainrules.arrays import real_dtype
+from chainrules.arrays import computes_eagerly, real_dtype
 from chainrules.derived import unbroadcast
 from chainrules.errors import MissingRuleError
 from chainrules.registry import op_name, register
@@ -205,7 +205,10 @@ def _others_last(xf):
     if xv.shape[-1] == 1:  # a single entry: the empty product
         return np.ones_like(xv)
     zero = xv == 0
-    host = type(xv) is np.ndarray  # branch on the data only where it is at hand
+    # branch on the data only where it is at hand: an array, or a staged
+    # value (cr.jit), whose plan then guards the branch taken (the n x n
+    # form costs n times the memory)
+    host = computes_eagerly(xv)
     if host and not zero.any():
         return np.prod(xf, axis=-1, keepdims=True) / xf
     counts = np.sum(zero, axis=-1, keepdims=True)
@@ -264,7 +267,7 @@ def _cumprod_parts(xf):
     """For the last axis: ('fast', None) without zeros, else the matrix
     M[..., k, i] = prod_{j <= i, j != k} x_j and the mask i >= k."""
     xv = array_value(xf)
-    if type(xv) is np.ndarray and not (xv == 0).any():
+    if computes_eagerly(xv) and not (xv == 0).any():  # (staged: guarded)
         return None, None
     n = xv.shape[-1]
     eye = np.eye(n, dtype=xv.dtype)
