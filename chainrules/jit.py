@@ -324,7 +324,8 @@ class Jitted(Generic[P, R]):
         split = self._split(args, kwargs)
         if split is None:
             return self.fun(*args, **kwargs)
-        return self._planned(*split, args, kwargs)
+        key, values, rebuild = split
+        return self._planned(key, values, rebuild, args, kwargs)
 
     def _planned(self, key, values, rebuild, args, kwargs):
         """The call of a signature whose first variant is not checked (or
