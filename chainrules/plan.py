@@ -2,13 +2,17 @@
 
 ``Plan(rec, inputs, outputs)`` removes the steps nothing reads (a step
 made for its effect, a write into a staged array, and every guard stay),
-and writes one function: each call step a line ``v7 = k3(v2, k4)`` whose
+and writes its code: each call step a line ``v7 = k3(v2, k4)`` whose
 ``k`` names are the recorded callables and constants (held by reference),
 each guard a comparison that raises ``GuardFailed`` when the value differs
-from the one recorded. Running it runs NumPy on the arguments and nothing
-of the function that was recorded.
+from the one recorded, in functions of a few lines each that end calling
+the next with the values it reads (compiled one per replay: no call pays
+the whole compile). Running it runs NumPy on the arguments and nothing of
+the function that was recorded.
 """
 
+import bisect
+import builtins
 import operator
 import os
 
@@ -78,6 +82,9 @@ class _Writer:
         self.lines = []
         self.notes = []
         self.ids = {}
+        self.at = 0  # the step being written
+        self.read = {}  # per value, the last step that reads it
+        self.made = {}  # per value, the step that binds it
 
     def const(self, obj, hint="k"):
         key = id(obj)
@@ -92,6 +99,7 @@ class _Writer:
         """Python source for an argument template."""
         t = type(tpl)
         if t is Ref:
+            self.read[tpl.i] = self.at
             return f"v{tpl.i}"
         if tpl is None or t is bool:
             return repr(tpl)
@@ -114,6 +122,7 @@ class _Writer:
     def bind(self, out, src, depth=0):
         """Lines binding the staged values of an output template."""
         if type(out) is Ref:
+            self.made[out.i] = self.at
             self.lines.append(f"    v{out.i} = {src}")
             return
         tmp = f"_t{depth}"
@@ -316,8 +325,9 @@ def _check_guard(guard, v):
 
 #: a plan's first replays run its steps through ``_Replay`` (no code to
 #: write and compile); the last of ``COMPILE_AFTER`` of them also writes
-#: the code's source, the next one compiles it (no one call pays both),
-#: and later replays run that. Compiling a plan
+#: the code's source, the next ones compile it, a segment each (no one
+#: call pays both, nor the whole compile), and later replays run that.
+#: Compiling a plan
 #: (writing its source, ``compile``) costs about as much as 30 to 70
 #: replays' extra time in ``_Replay`` (0.2 to 0.3 us per step, 6 to 15 us
 #: per line to compile): a function called fewer times never pays it
@@ -353,8 +363,9 @@ class Plan:
     ``steps``: one line per step, for reading; ``guards``: how many.
 
     Its first ``COMPILE_AFTER`` replays run the steps as data (``_Replay``:
-    the same calls on the same values, in the same order); the next one
-    writes and compiles the code, and from then on the code runs."""
+    the same calls on the same values, in the same order), the last of
+    them writes the code; the next ones compile it, a segment each
+    (``segments``), and from then on the code runs."""
 
     def __init__(self, steps, inputs, outputs, out_tree, name="plan", scalars=None,
                  prepare=None):
@@ -368,8 +379,9 @@ class Plan:
         self._ready = None  # (steps, inputs, outputs, name) after the passes
         self.out_tree = out_tree
         self.checked = False
-        self._written = None  # (source, namespace) once written
+        self._written = None  # (source, namespace, segments) once written
         self._fn = None  # the compiled function
+        self._compiled = 0  # how many of the code's segments are compiled
         self._replays = 0
         self._stepped = None  # the _Replay, made at the first replay
         # (a bound method of one wrapper: no wrapper made per plan)
@@ -411,8 +423,11 @@ class Plan:
     def _first_runs(self, *dynamic):
         n = self._replays = self._replays + 1
         if n > COMPILE_AFTER:
-            self.compile()
-            return self._fn(*dynamic)
+            # one segment of the code compiled per call (no call pays the
+            # whole compile); the code runs once the last one is
+            if self._compile_next():
+                return self._fn(*dynamic)
+            return self._replay(dynamic)
         out = self._replay(dynamic)
         if n == COMPILE_AFTER:
             self._write()  # (after the replay: a replay that raises writes nothing)
@@ -430,13 +445,26 @@ class Plan:
 
     def compile(self):
         """Write and compile the plan's code now (replays run it from now on)."""
-        if self._fn is None:
-            source, ns = self._write()
-            name = self._parts[3]
-            exec(_compiled(source, name), ns)
-            self._fn = ns[name]
-            self.run = at_user_line(self._fn)
-            self._stepped = None  # (a replay still stepping makes it again)
+        while self._fn is None:
+            self._compile_next()
+
+    def _compile_next(self):
+        """Compile the next segment of the plan's code (``_write_source``);
+        once the last one is, replays run the code. Whether they do."""
+        if self._fn is not None:
+            return True
+        _, ns, segments = self._write()
+        k = self._compiled
+        if k < len(segments):
+            exec(_compiled(segments[k][1], self._parts[3]), ns)
+            self._compiled = k = k + 1
+        if k < len(segments):
+            return False
+        fn = ns[segments[0][0]]
+        self.run = at_user_line(fn)
+        self._fn = fn
+        self._stepped = None  # (a replay still stepping makes it again)
+        return True
 
     @property
     def source(self):
@@ -445,6 +473,12 @@ class Plan:
     @property
     def namespace(self):
         return self._write()[1]
+
+    @property
+    def segments(self):
+        """How many functions the plan's code is written as (one compiled
+        per call, ``SEGMENT_LINES`` lines each)."""
+        return len(self._write()[2])
 
     def _write(self):
         if self._written is None:
@@ -455,7 +489,7 @@ class Plan:
         return self.run(*dynamic)
 
     def __str__(self):
-        source, namespace = self._write()
+        source, namespace, _ = self._write()
         consts = []
         for name, obj in namespace.items():
             if name[0] in "kg" and name[1:].isdigit():
@@ -483,15 +517,20 @@ def _index_source(w, index):
 
 
 def _write_source(steps, inputs, outputs, name, out_tree):
-    """``(source, namespace)`` of a plan's function."""
+    """``(source, namespace, segments)`` of a plan's function: its steps
+    in ``segments``, ``(function name, source)`` each, of at most
+    ``SEGMENT_LINES`` lines (a step's lines are never split), each a
+    function that ends calling the next with the values still read (the
+    last returns the result); ``source`` is theirs, one after another."""
     w = _Writer()
-    args = ", ".join(f"v{i}" for i in inputs)
-    w.lines.append(f"def {name}({args}):")
+    starts = []  # per step, its first line
     g = 0
-    for step in steps:
+    for k, step in enumerate(steps):
+        starts.append(len(w.lines))
+        w.at = k
         if step[0] == "guard":
             _, kind, ref, expected, line = step
-            v = f"v{ref.i}"
+            v = w.expr(ref)
             fail = f"raise GuardFailed({g}, {line!r})"
             g += 1
             if kind == "bool":
@@ -539,13 +578,75 @@ def _write_source(steps, inputs, outputs, name, out_tree):
         else:
             w.bind(out, call)
     rets = []
+    w.at = len(steps)
     for o in outputs:
         if type(o) is Ref:
-            rets.append(f"v{o.i}")
+            rets.append(w.expr(o))
         elif type(o) is np.ndarray:
             # a constant result is copied: the caller may write into it
             rets.append(f"_copy_out({w.const(o)})")
         else:
             rets.append(w.expr(o))
-    w.lines.append(f"    return {_tree_source(out_tree, iter(rets), w)}")
-    return "\n".join(w.lines), w.ns
+    ret = f"    return {_tree_source(out_tree, iter(rets), w)}"
+    return _segmented(w, starts, inputs, name, ret)
+
+
+#: the most lines of one segment of a plan's code: compiling a line costs
+#: 5 to 12 us, about a replayed step's NumPy calls (``compile`` of a
+#: plan's segment costs about an eager call); a segment's call to the
+#: next, with its live values, 0.1 to 0.2 us
+SEGMENT_LINES = 8
+
+
+def _segmented(w, starts, inputs, name, ret):
+    """``_write_source``'s result: the lines of ``w`` (step ``k``'s from
+    ``starts[k]``) cut into segments."""
+    lines = w.lines
+    # (as many segments as SEGMENT_LINES needs, of even lengths)
+    size = -(-len(lines) // max(1, -(-len(lines) // SEGMENT_LINES)))
+    cuts = [0]  # the first step of each segment
+    first = 0
+    for k, start in enumerate(starts):
+        if start - first >= size and k > cuts[-1]:
+            cuts.append(k)
+            first = start
+    # the values each segment gives the next: made before the cut, read at
+    # or after it
+    made = dict.fromkeys(inputs, -1)
+    made.update(w.made)
+    read = w.read
+    live: list = [[] for _ in cuts]
+    for i, k in made.items():
+        last = read.get(i, -1)
+        if last > k:
+            c = bisect.bisect_right(cuts, k)
+            while c < len(cuts) and cuts[c] <= last:
+                live[c].append(i)
+                c += 1
+    names = [_free_name(name, w.ns)]
+    for c in range(1, len(cuts)):
+        names.append(_free_name(f"{names[0]}_{c}", w.ns))
+    segments = []
+    for c, cut in enumerate(cuts):
+        params = inputs if c == 0 else sorted(live[c])
+        head = f"def {names[c]}({', '.join(f'v{i}' for i in params)}):"
+        end = starts[cuts[c + 1]] if c + 1 < len(cuts) else len(lines)
+        body = lines[starts[cut]:end] if starts else []
+        if c + 1 < len(cuts):
+            tail = f"    return {names[c + 1]}({', '.join(f'v{i}' for i in sorted(live[c + 1]))})"
+        else:
+            tail = ret
+        segments.append((names[c], "\n".join([head] + body + [tail])))
+    return "\n".join(src for _, src in segments), w.ns, segments
+
+
+_BUILTINS = frozenset(vars(builtins))
+
+
+def _free_name(name, ns):
+    """``name``, or it with underscores appended, not a name of ``ns`` nor
+    a builtin the code may call (a function named as a constant of the
+    plan, ``f1``, or ``float``)."""
+    while name in ns or name in _BUILTINS:
+        name += "_"
+    return name

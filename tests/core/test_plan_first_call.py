@@ -53,9 +53,65 @@ def test_source_written_a_call_before_it_compiles(monkeypatch):
     f = cr.jit(cr.value_and_grad(_loss))
     f(x)  # recorded
     plan = f.plan(x)
-    for k in range(1, 7):
-        got = f(x)  # replay k
+    for k in range(1, 5):
+        got = f(x)  # replay k, stepped
         assert (plan._written is not None) == (k >= 4), k
-        assert (plan._fn is not None) == (k >= 5), k
+        assert plan._fn is None and plan._compiled == 0
         np.testing.assert_array_equal(got[1], want[1])
         assert got[0] == want[0]
+    # then one segment of the code compiled per call, the code run once
+    # the last is
+    n = plan.segments
+    assert n == len(plan.source.split("\ndef ")) > 1
+    for k in range(1, n + 2):
+        got = f(x)
+        assert plan._compiled == min(k, n)
+        assert (plan._fn is not None) == (k >= n), k
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[0] == want[0]
+
+
+def test_segments_of_the_code_pass_the_values_later_ones_read(monkeypatch):
+    # cut after every line: each value crosses from the segment that makes
+    # it to each that reads it; guards and writes in place stay right
+    monkeypatch.setattr(plan_mod, "SEGMENT_LINES", 1)
+
+    def f(x, n):
+        g = np.zeros_like(x)
+        g[1:] = np.sin(x[:-1]) * x[1:]
+        h = g * 2.0
+        if np.sum(x) > 0:
+            h = h + x
+        return np.sum(h * g) + n, h
+
+    x = np.linspace(-1.0, 2.0, 6)
+    j = cr.jit(f)
+    plan = j.plan(x, 3.0)
+    plan.compile()
+    assert plan.segments == plan.source.count("def ") > 5
+    for k in range(3):
+        xk = x + 0.5 * k
+        got, want = j(xk, 3.0), f(xk, 3.0)
+        assert got[0] == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
+    # the guard raises from its segment: a variant is recorded
+    got, want = j(-x, 3.0), f(-x, 3.0)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert j.cache_info()["plans"] == 2
+
+
+def test_a_function_named_as_a_constant_of_its_plan():
+    # its code's function gets another name: the constant keeps its own
+    def f1(x):
+        return np.sum(np.sin(x) * x)
+
+    x = np.linspace(0.0, 1.0, 5)
+    j = cr.jit(cr.value_and_grad(f1))
+    want = cr.value_and_grad(f1)(x)
+    plan = j.plan(x)
+    plan.compile()
+    assert "f1" in plan.namespace and not plan.source.startswith("def f1(")
+    for _ in range(3):
+        got = j(x)
+        assert got[0] == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
