@@ -430,3 +430,42 @@ def test_sensitivities_with_an_unused_parameter_and_y0():
         np.testing.assert_allclose(gy0, np.sum(W * np.exp(-(T - T[0])[:, None] * K), axis=0),
                                    rtol=1e-8)
         np.testing.assert_array_equal(gu, np.zeros(2))
+
+
+def test_the_sensitivity_plan_does_not_grow_with_the_directions(monkeypatch):
+    # the staged sensitivity system takes flat arrays and numbers, and its
+    # batched forward sweep indexes and stacks all directions at once: y0
+    # traced (4 directions) gives a plan as long as y0 constant (2)
+    def osc(y, t, k):
+        return np.stack([y[1], -k[0] * y[0] - k[1] * y[1]])
+
+    def loss(k, y0):
+        return np.sum(W * ci.odeint(osc, y0, T, args=(k,), **TIGHT))
+
+    seen = {}
+    staged_rhs = ode_rules.sensitivity_rhs
+
+    def capture(spec, y, zs, s, params, pidx):
+        seen[zs.shape[0]] = (spec, (y, zs, s, *params), pidx)
+        return staged_rhs(spec, y, zs, s, params, pidx)
+
+    monkeypatch.setattr(ode_rules, "sensitivity_rhs", capture)
+    k = np.array([2.0, 0.3])
+    for argnums in (0, (0, 1)):
+        got = cr.grad(loss, argnums=argnums)(k, Y0)
+        with monkeypatch.context() as m:
+            m.setattr(ode_rules, "SENSITIVITY_MAX_STATE", 0)  # the adjoint method
+            want = cr.grad(loss, argnums=argnums)(k, Y0)
+        for g, w in zip(got if argnums else [got], want if argnums else [want]):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+    assert sorted(seen) == [2, 4]
+    steps = []
+    for spec, args, pidx in seen.values():
+        assert all(type(a) in (np.ndarray, np.float64, float) for a in args)
+        (entry,) = [e for key, e in plans._shared.items() if key[-2] == "sensitivity"]
+        plan = entry.jitted.plan(*args)
+        steps.append(plan.num_steps)
+        # the replay is the eager evaluation
+        np.testing.assert_array_equal(plan(*args),
+                                      ode_rules._sensitivity_rhs_of(spec, pidx)(*args))
+    assert steps[0] == steps[1]
