@@ -168,6 +168,9 @@ def _close(a, b):
     """Whether an eager and a staged result agree: the same structure, and
     values equal up to the rounding of another order of operations."""
     ta, tb = type(a), type(b)
+    if ta is tb and (ta is _ndarray and a.shape == b.shape and a.dtype == b.dtype
+                     or ta in _SCALAR_TYPES) and (a == b).all():
+        return True  # the usual answer, at once: equal, with no NaN
     if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:

@@ -257,9 +257,13 @@ class _Replay:
             if len(step) > 5:  # a Python operator on NumPy scalars
                 fn = _OPERATOR_FNS[step[5]]
             ops.append(_lower_call(fn, a, k, out))
-            made = set()
-            _defines(out, made)
-            size = max(size, max(made, default=-1))
+            if type(out) is Ref:
+                if out.i > size:
+                    size = out.i
+            elif out is not None:
+                made = set()
+                _defines(out, made)
+                size = max(size, max(made, default=-1))
         self.ops = ops
         self.inputs = inputs
         self.size = size + 1

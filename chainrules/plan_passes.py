@@ -130,15 +130,18 @@ def forward_scalar_buffers(steps, scalars):
     last write of each element is kept, where it was: nothing reads the
     buffer in between."""
     buffers = {}
-    for step in steps:
+    first = None  # (no step before the first buffer reads one)
+    for k, step in enumerate(steps):
         if step[0] == "call" and step[1] is np.zeros and len(step) == 5 and not step[3] \
                 and type(step[4]) is Ref and len(step[2]) == 3:
             shape, dtype, _ = step[2]
             if type(shape) is tuple and all(type(n) is int for n in shape) and \
                     isinstance(dtype, np.dtype) and dtype.kind in "fciu":
                 buffers[step[4].i] = (shape, dtype)
+                if first is None:
+                    first = k
     # buffers used otherwise than by single elements are left as they are
-    for step in steps:
+    for step in steps[first:]:
         if not buffers:
             return steps
         if step[0] == "guard":

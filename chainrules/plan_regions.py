@@ -147,15 +147,20 @@ def absorb(steps, outputs, meta, is_region):
     ``(dtype, shape)`` at recording; ``is_region(fn)``: whether a call's
     function runs a region's program (its arguments ``(program, env,
     threads)``)."""
-    regions = [k for k, s in enumerate(steps)
-               if s[0] == "call" and is_region(s[1]) and _is_region_call(s)]
+    regions = copies = False
+    for s in steps:  # (one look at each step: most plans need no pass here)
+        if s[0] == "call":
+            if s[1] is _astype:
+                copies = True
+            elif not regions and is_region(s[1]) and _is_region_call(s):
+                regions = True
     if regions:
         steps = _absorb(steps, outputs, meta, is_region)
         steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
                               is_region)
     # (each pass only where it may apply: they run at every recording)
     chains = False
-    if any(_large_ufunc_call(s, meta) for s in steps):
+    if _any_large(meta) and any(_large_ufunc_call(s, meta) for s in steps):
         steps = fuse_chains(steps, outputs, meta, is_region)
         regions = chains = True
     if regions:
@@ -166,7 +171,7 @@ def absorb(steps, outputs, meta, is_region):
         if merged or chains:
             steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
                                   is_region)
-    if any(s[0] == "call" and s[1] is _astype for s in steps):
+    if copies and (not regions or any(s[0] == "call" and s[1] is _astype for s in steps)):
         steps = drop_copies(steps, outputs, meta, is_region)
     if regions and any(s[0] == "call" and s[1] is np.add and "out" in s[3] for s in steps):
         steps = scatter_grids(steps, outputs, meta, is_region, _Counts.of(steps, outputs),
@@ -246,6 +251,13 @@ def _ones_dropped(e, memo):
             r = ee.rebuild(e, args)
     memo[id(e)] = r
     return r
+
+
+def _any_large(meta):
+    """Whether a value of the plan has ``MIN_CHAIN_SIZE`` elements or more
+    (its few distinct shapes looked at)."""
+    return any(shape and math.prod(shape) >= MIN_CHAIN_SIZE
+               for shape in {m[1] for m in meta.values()})
 
 
 def _large_ufunc_call(step, meta):
