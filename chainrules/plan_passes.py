@@ -312,7 +312,16 @@ def common_subexpressions(steps, outputs, reads=None):
             step = step[:2] + (_rename(step[2], alias), _rename(step[3], alias)) + step[4:]
             ins = {alias.get(i, i) for i in ins}
         out = step[4]
-        if type(out) is Ref and find(out.i) not in dirty:
+        if type(out) is not Ref:
+            result.append(step)
+            new_reads.append(ins)
+            continue
+        r = out.i  # (find, inlined: a call per step)
+        up = parent.get(r)
+        while up is not None:
+            r = up
+            up = parent.get(r)
+        if r not in dirty:
             key = (id(step[1]), _key(step[2]), _key(step[3]) if step[3] else (), step[5:])
             prev = seen.get(key)
             if prev is not None:
