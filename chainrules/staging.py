@@ -208,8 +208,13 @@ DYNAMIC_SHAPE = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.compress
                  np.bincount, np.unique_values, np.unique_counts, np.unique_inverse,
                  np.unique_all}
 
-#: ufuncs that the plan writes as Python operators on NumPy scalars
+#: ufuncs that the plan writes as Python operators on real NumPy scalars:
+#: NumPy's scalar arithmetic computes them as the ufunc's loop does (complex
+#: products and absolute values it computes otherwise, to an ulp: there the
+#: plan keeps the call that was made, the ufunc or the operator)
 _OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
+_OPERATOR_FUNCTIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+                       "/": operator.truediv}
 
 #: unary ufuncs written as Python expressions on NumPy scalars ({} is the
 #: operand): the same arithmetic
@@ -294,10 +299,13 @@ def _ufunc_call(rec, ufunc, inputs):
         step = ("call", ufunc, tuple(tpl), {}, out.ref)
         if t is not _ndarray:
             rec.scalars[i] = out.dtype
-            # arithmetic on NumPy scalars: the plan writes Python's
+            # arithmetic on real NumPy scalars: the plan writes Python's
             # operator, which NumPy's scalars compute as the ufunc does,
             # ten times faster
-            if len(con) == 2:
+            if out.dtype.kind == "c" or any(type(c) is complex or isinstance(c, _generic)
+                                            and c.dtype.kind == "c" for c in con):
+                pass
+            elif len(con) == 2:
                 op = _OPERATORS.get(ufunc)
                 if op is not None and (isinstance(con[0], _generic) or isinstance(
                         con[1], _generic)) and not (isinstance(con[0], _ndarray) or
@@ -311,6 +319,32 @@ def _ufunc_call(rec, ufunc, inputs):
         rec.steps.append(step)
         return out
     return _wrap_ufunc(rec, ufunc, tpl, value)
+
+
+def _operator(rec, ufunc, op, x, y):
+    """``x op y`` with a Python operator (``Staged``'s ``+ - * /``): on
+    NumPy scalars computed as the operator computes it (NumPy's scalar
+    arithmetic, which eager code meets: a complex product differs from the
+    ufunc's by an ulp at times), the plan writing the operator; on arrays
+    the ufunc, as an array's operator calls it."""
+    cx = x.value if type(x) is Staged and x.rec is rec else x
+    cy = y.value if type(y) is Staged and y.rec is rec else y
+    tx, ty = type(cx), type(cy)
+    if not (isinstance(cx, _generic) and (isinstance(cy, _generic) or ty in _NUMBERS)
+            or isinstance(cy, _generic) and tx in _NUMBERS) \
+            or type(x) is Staged and x.rec is not rec or type(y) is Staged and y.rec is not rec:
+        return ufunc(x, y)  # (NumPy's dispatch: another type may take it)
+    value = _OPERATOR_FUNCTIONS[op](cx, cy)
+    if not isinstance(value, _generic):  # (a Python value: as NumPy's call records it)
+        return ufunc(x, y)
+    i = rec.n
+    rec.n = i + 1
+    out = Staged(value, i, rec)
+    rec.meta[i] = (out.dtype, out.shape)
+    rec.scalars[i] = out.dtype
+    tpl = tuple(v.ref if type(v) is Staged else v for v in (x, y))
+    rec.steps.append(("call", ufunc, tpl, {}, out.ref, op))
+    return out
 
 
 def _wrap_ufunc(rec, ufunc, tpl, value):
@@ -384,6 +418,46 @@ class Staged(ArithmeticOperators, ArrayMethods):
 
     shape = property(operator.attrgetter("_shape"))
     dtype = property(operator.attrgetter("_dtype"))
+
+    # -- Python's arithmetic: as on NumPy scalars (``_operator``) -------------------
+    def __add__(self, other):
+        return _operator(self.rec, np.add, "+", self, other)
+
+    def __radd__(self, other):
+        return _operator(self.rec, np.add, "+", other, self)
+
+    def __sub__(self, other):
+        return _operator(self.rec, np.subtract, "-", self, other)
+
+    def __rsub__(self, other):
+        return _operator(self.rec, np.subtract, "-", other, self)
+
+    def __mul__(self, other):
+        return _operator(self.rec, np.multiply, "*", self, other)
+
+    def __rmul__(self, other):
+        return _operator(self.rec, np.multiply, "*", other, self)
+
+    def __truediv__(self, other):
+        return _operator(self.rec, np.true_divide, "/", self, other)
+
+    def __rtruediv__(self, other):
+        return _operator(self.rec, np.true_divide, "/", other, self)
+
+    def __abs__(self):
+        v = self.value
+        if not (isinstance(v, _generic) and v.dtype.kind == "c"):
+            return np.absolute(self)
+        # (a complex NumPy scalar's abs() is not the ufunc's to an ulp)
+        rec = self.rec
+        value = abs(v)
+        i = rec.n
+        rec.n = i + 1
+        out = Staged(value, i, rec)
+        rec.meta[i] = (out.dtype, out.shape)
+        rec.scalars[i] = out.dtype
+        rec.steps.append(("call", np.absolute, (self.ref,), {}, out.ref, "abs({0})"))
+        return out
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
