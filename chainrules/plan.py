@@ -556,6 +556,8 @@ def _write_source(steps, inputs, outputs, name, out_tree):
         if len(step) > 5:  # a Python operator on NumPy scalars
             if len(a) == 1:
                 w.bind(out, step[5].format(w.expr(a[0])))
+            elif step[5] == "**":  # (binds tighter than a literal's minus sign)
+                w.bind(out, f"({w.expr(a[0])}) ** ({w.expr(a[1])})")
             else:
                 w.bind(out, f"{w.expr(a[0])} {step[5]} {w.expr(a[1])}")
             continue

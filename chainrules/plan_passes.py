@@ -374,5 +374,5 @@ def _square(a):
 #: the Python operators a plan writes on NumPy scalars (``staging``), as
 #: functions: the same arithmetic
 _OPERATOR_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul,
-                 "/": operator.truediv, "{0} * {0}": _square, "-{0}": operator.neg,
-                 "abs({0})": abs, "+{0}": operator.pos}
+                 "/": operator.truediv, "**": operator.pow, "{0} * {0}": _square,
+                 "-{0}": operator.neg, "abs({0})": abs, "+{0}": operator.pos}

@@ -280,3 +280,22 @@ def test_a_complex_scalar_gradient_records_as_eager_computes():
         want = _bits_of(vg(x))
         for _ in range(3):
             assert _bits_of(staged(x)) == want, x
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex128])
+def test_powers_of_scalars_are_eagers_bit_for_bit(dt):
+    # a NumPy scalar's ** is not np.power's loop (an ulp apart at times):
+    # a staged scalar's ** computes as eager code's, np.power stays np.power,
+    # and a negative literal base keeps its sign in the plan's code
+    rng = np.random.default_rng(2)
+
+    def f(a, b):
+        return a ** 3 + a ** 1.5 + np.power(a, 2.5) + (-2) ** b + 2.0 ** a, b ** -1
+
+    staged = cr.jit(f)
+    for k in range(plan_mod.COMPILE_AFTER + 8):  # stepped replays, then the code
+        a = dt(rng.uniform(0.2, 3.0))
+        b = dt(rng.integers(1, 4))
+        got, want = _bits_of(staged(a, b)), _bits_of(f(a, b))
+        assert got == want, (k, a, b)
+    assert "** (" in staged.plan(a, b).source
