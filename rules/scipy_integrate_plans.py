@@ -302,8 +302,9 @@ def _lookup(spec, kind, pidx, make):
 
 def staged(spec, key, make):
     """``make(spec, pidx)`` (a function of the state, the time and the
-    derivative's own arguments) staged for this solve, kept in ``spec.plans[key]`` (``key``: the derivative's kind
-    and ``pidx``): a ``cr.jit`` shared with the earlier solves of the same
+    derivative's own arguments) staged for this solve, kept in
+    ``spec.plans[key]`` (``key``: the derivative's kind and ``pidx``): a
+    ``cr.jit`` shared with the earlier solves of the same
     right-hand side, verified at this solve's first call, or one of this
     solve's own when the right-hand side is not shared."""
     fn = spec.plans.get(key)
