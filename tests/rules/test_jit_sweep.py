@@ -7,9 +7,10 @@ call records, the second replays and checks against an eager run, the
 third replays alone, the fourth replays at other values (perturbed inputs
 of the same signature: a guard that sees another value records another
 variant). Every result is compared with the eager transformation at the
-same values: equal up to the rounding of another order of operations
-(the staged path computes through the rules' paths for arrays other than
-ndarray, which may order a sum differently).
+same values: equal bit for bit (signed zeros included; NaN where eager
+has NaN), but for the specs in ``_NOT_BIT_FOR_BIT``, whose rules take
+another path for a staged value than for an ndarray: there equal up to
+the rounding of another order of operations.
 """
 
 import pathlib
@@ -29,6 +30,15 @@ limit_blas_threads(1)
 _GAPS = {line.strip() for line in
          (pathlib.Path(__file__).with_name("jit_eager_gaps.txt")).read_text().splitlines()
          if line.strip() and not line.startswith("#")}
+
+
+#: specs whose staged derivatives may differ from eager ones by rounding:
+#: the rule takes another path for a staged value (the spec's label: why)
+_NOT_BIT_FOR_BIT = {
+    label: "solve_triangular's closed-form second-order pullback (LAPACK on "
+           "ndarrays); a staged value differentiates the traced pullback"
+    for label in ("scipy.stats.multivariate_normal.entropy-full",
+                  "scipy.stats.multivariate_normal.entropy-diag")}
 
 
 def _may_run_eagerly(spec):
@@ -64,7 +74,7 @@ def _loss(spec, args, kwargs, pos):
     return loss
 
 
-def _assert_close(a, b, dtype, what):
+def _assert_close(a, b, dtype, what, exact=True):
     la, lb = flatten(a)[0], flatten(b)[0]
     assert len(la) == len(lb), what
     rtol = 1e-9 if np.dtype(dtype) in (np.float64, np.complex128) else 2e-4
@@ -75,6 +85,12 @@ def _assert_close(a, b, dtype, what):
         scale = np.max(np.abs(y[np.isfinite(y)]), initial=1.0) if y.size else 1.0
         np.testing.assert_allclose(x, y, rtol=rtol, atol=rtol * scale, equal_nan=True,
                                    err_msg=what)
+        if exact and x.dtype.kind in "fc":
+            xr = np.stack([np.real(x), np.imag(x)]) if x.dtype.kind == "c" else x
+            yr = np.stack([np.real(y), np.imag(y)]) if y.dtype.kind == "c" else y
+            differ = ((xr != yr) | (np.signbit(xr) != np.signbit(yr))) \
+                & ~(np.isnan(xr) & np.isnan(yr))
+            assert not differ.any(), (what, "not bit for bit", xr[differ][:4], yr[differ][:4])
 
 
 def _perturbed(v, rng):
@@ -92,6 +108,7 @@ def _run(case, data):
     if not pos:
         pytest.skip("no differentiable argument")
     loss = _loss(spec, args, kwargs, pos)
+    exact = spec.label not in _NOT_BIT_FOR_BIT
     x0 = tuple(args[p] for p in pos)
     vg = cr.value_and_grad(loss, argnums=tuple(range(len(pos))))
     rng = np.random.default_rng(0)
@@ -106,7 +123,8 @@ def _run(case, data):
                 with pytest.raises(type(e)):
                     staged(*xs)
                 continue
-            _assert_close(staged(*xs), want, dtype, f"{spec.label} value_and_grad, call {k}")
+            _assert_close(staged(*xs), want, dtype, f"{spec.label} value_and_grad, call {k}",
+                          exact)
         info = staged.cache_info()
         assert _may_run_eagerly(spec) or info["eager"] == 0 and info["plans"] >= 1, (
             f"{spec.label}: value_and_grad not staged: {staged.eager_reasons()}")
@@ -123,7 +141,8 @@ def _run(case, data):
                     want = hvp(x, v)
                 except cr.AutodiffError:
                     continue
-                _assert_close(staged_hvp(x, v), want, dtype, f"{spec.label} hvp, call {k}")
+                _assert_close(staged_hvp(x, v), want, dtype, f"{spec.label} hvp, call {k}",
+                              exact)
             info = staged_hvp.cache_info()
             assert _may_run_eagerly(spec) or info["eager"] == 0, (
                 f"{spec.label}: hvp not staged: {staged_hvp.eager_reasons()}")
