@@ -5,8 +5,11 @@ The first call of a signature records a plan (runs ``f`` on staged values
 and builds the plan's steps); the second runs the plan's passes, replays
 it and checks it against an eager call; the next ``plan.COMPILE_AFTER -
 2`` replays run the plan's steps as data ("3rd..", their mean), the one
-after also writes the plan's source ("writing"), the next compiles it
-("compiling"), and later calls run that code ("steady"). Each round times these calls,
+after also writes the plan's source ("writing"), the next compiles its
+first segment ("compiling"; each later one compiles one more,
+``plan.SEGMENT_LINES`` lines each), and later calls run that code
+("steady": the median of calls after, a few of which may compile a
+segment of a long plan). Each round times these calls,
 in turn, of a *new* jitted function, after one eager call; the table gives
 the medians over the rounds (steady: the median of ``--replays`` calls per
 round) and their ratios to the eager call. "record + check" is the first
