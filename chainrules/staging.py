@@ -286,6 +286,9 @@ def _ufunc_call(rec, ufunc, inputs):
             a, b = rec.template(x)
             tpl.append(a)
             con.append(b)
+        elif tx not in _PLAIN and hasattr(tx, "__array_ufunc__") and not issubclass(
+                tx, (_ndarray, _generic)):
+            return NotImplemented  # (another array type's protocol decides)
         else:
             tpl.append(x)
             con.append(x)
@@ -295,10 +298,10 @@ def _ufunc_call(rec, ufunc, inputs):
         i = rec.n
         rec.n = i + 1
         out = Staged(value, i, rec)
-        rec.meta[i] = (out.dtype, out.shape)
+        rec.meta[i] = (out._dtype, out._shape)
         step = ("call", ufunc, tuple(tpl), {}, out.ref)
         if t is not _ndarray:
-            rec.scalars[i] = out.dtype
+            rec.scalars[i] = out._dtype
             # arithmetic on real NumPy scalars: the plan writes Python's
             # operator, which NumPy's scalars compute as the ufunc does,
             # ten times faster
@@ -469,14 +472,14 @@ class Staged(ArithmeticOperators, ArrayMethods):
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        rec = self.rec
+        if method == "__call__" and not kwargs:
+            return _ufunc_call(rec, ufunc, inputs)  # (it looks for other array types)
         for x in inputs:
             tx = type(x)
             if tx is not Staged and tx not in _PLAIN and hasattr(tx, "__array_ufunc__") \
                     and not issubclass(tx, (_ndarray, _generic)):
                 return NotImplemented
-        rec = self.rec
-        if method == "__call__" and not kwargs:
-            return _ufunc_call(rec, ufunc, inputs)
         fn = ufunc if method == "__call__" else getattr(ufunc, method)
         out = kwargs.get("out")
         if out is not None:
