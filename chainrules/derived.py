@@ -30,6 +30,7 @@ from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-
 from .errors import HvpNotSupported
 from .registry import op_name, register
 from .rule import ReverseRule
+from .staging import plain_array
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
@@ -127,7 +128,8 @@ class UnaryScalarRule(ReverseRule):
         if c is None:
             c = ZERO if skip else times(g, self._d())
         xd = tangents[0]
-        if (spec.ratio is not None and type(g) is np.ndarray and type(xd) is np.ndarray
+        # (an ndarray's path, and a staged value's: its bits are eager's)
+        if (spec.ratio is not None and plain_array(g) and plain_array(xd)
                 and g.shape == xd.shape):
             cd = first_times_sum(self._d(), gd, g, call_partial(spec.ratio, self.x, self.y),
                                  xd)

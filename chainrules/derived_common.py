@@ -11,6 +11,7 @@ from .arrays import shape_of, uniform_array, uniform_value
 from .broadcast import CastCotangents
 from .errors import RuleError
 from .registry import user_maker
+from .staging import plain_array
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
 
@@ -202,15 +203,23 @@ def first_times_sum(d, gd, g, r, xd):
     its second partial is ``d * r`` (``second_ratio``), in one array of this
     function's making, like ``plus_second`` (ndarrays of one shape and dtype;
     ``r`` an array or a scalar, ``gd`` possibly structural zero), or None
-    where that does not apply. Arrays passed in are never written to."""
+    where that does not apply. Arrays passed in are never written to. A
+    staged value (``cr.jit``'s recording) takes the same products and sum,
+    as new values (the plan then has no write to follow)."""
     # (d and r may be ndarray subclasses: a checkpointed segment's values)
-    dt = d.dtype if isinstance(d, _ndarray) else None
+    dt = d.dtype if isinstance(d, _ndarray) or plain_array(d) else None
     if (dt is None or d.shape != g.shape or g.dtype != dt or xd.dtype != dt
             or (isinstance(r, _ndarray) and r.dtype != dt)
-            or not (isinstance(gd, Structural) or (type(gd) is _ndarray
+            or not (isinstance(gd, Structural) or (plain_array(gd)
                                                     and gd.dtype == dt))):
         return None
     p = g * xd
+    if type(p) is not _ndarray:  # staged: the same arithmetic, no writes
+        if not (type(r) is int and r == 1):
+            p = p * r
+        if not isinstance(gd, Structural):
+            p = p + gd
+        return p * d
     if not (type(r) is int and r == 1):
         np.multiply(p, r, out=p)
     if not isinstance(gd, Structural):

@@ -32,7 +32,7 @@ import numpy as np
 from .array_methods import ArithmeticOperators, ArrayMethods
 from .user_code import is_internal
 
-__all__ = ["Staged", "Recorder", "Ref", "is_staged"]
+__all__ = ["Staged", "Recorder", "Ref", "is_staged", "plain_array"]
 
 _ndarray = np.ndarray
 _generic = np.generic
@@ -700,6 +700,14 @@ def _view(x, *args, **kwargs):
 
 def _flatten(x, order="C"):
     return x.flatten(order=order)
+
+
+def plain_array(x):
+    """Whether ``x`` is an ndarray, or a staged value of one (not of a NumPy
+    scalar): where eager code takes an ndarray's path, a recording takes
+    the same one, so that the plan computes what eager code does."""
+    t = type(x)
+    return t is _ndarray or t is Staged and type(x.value) is _ndarray
 
 
 def is_staged(x):
