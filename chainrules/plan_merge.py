@@ -101,8 +101,12 @@ def _merged(steps, k1, k2, first, second, uses, dirty, meta, made_at):
         return None
     made = {o.i for o in outs1}
     read2 = {v.i for v in env2.values()}
-    if all(made_at.get(i, -1) < k1 or i in made for i in read2):
-        at, drop = k1, k2  # the second's values are there at the first: it moves up
+    if all(made_at.get(i, -1) < k1 or i in made for i in read2) \
+            and not _added_into(steps, {o.i for o in outs2}):
+        # the second's values are there at the first: it moves up (unless
+        # its results are added into an array, which the scatter passes
+        # write as one step with the region right before them)
+        at, drop = k1, k2
     elif read2 & made:
         # the first moves down to the second, if nothing between reads its results
         between: set = set()
@@ -142,3 +146,14 @@ def _merged(steps, k1, k2, first, second, uses, dirty, meta, made_at):
         return None
     env = {name: Ref(int(name[1:])) for name in sorted(program.names)}
     return drop, at, ("call", fn, (program, env, n), {}, tuple(kept) + outs2)
+
+
+def _added_into(steps, values):
+    """Whether a write (``out=``) reads one of ``values``."""
+    for step in steps:
+        if step[0] == "call" and step[4] is None and "out" in step[3]:
+            read: set = set()
+            _uses(step[2], read)
+            if not read.isdisjoint(values):
+                return True
+    return False

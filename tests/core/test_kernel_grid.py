@@ -243,3 +243,17 @@ def test_kernel_source_states_each_term():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_tv_keeps_its_grid_step_beside_the_value_region(monkeypatch):
+    # at 80 x 80 the value's chain and the gradient's region are both
+    # regions: merging them would move the gradient's region away from the
+    # additions it is one step with (plan_merge leaves it)
+    rng = np.random.default_rng(3)
+    x, f = (rng.standard_normal((80, 80)) for _ in range(2))
+    call = cr.value_and_grad(_tv)
+    got, plan = _plan(call, (x, f), "off")
+    assert _grid_steps(plan) == 1, plan.source
+    monkeypatch.setattr(plan_regions, "merge_regions", lambda steps, *a: (steps, False))
+    want, _ = _plan(call, (x, f), "off")
+    _bitwise(got, want)
