@@ -30,6 +30,9 @@ import sys
 import numpy as np
 
 from .array_methods import ArithmeticOperators, ArrayMethods
+from .staging_tables import (_FILLED, _LIKE, _OPERATOR_FUNCTIONS, _OPERATORS,  # noqa: F401
+                             _UNARY, DYNAMIC_SHAPE, IN_PLACE, SHAPE_FUNCTIONS, _astype,
+                             _constant, _flatten, _view)
 from .user_code import is_internal
 
 __all__ = ["Staged", "Recorder", "Ref", "is_staged", "plain_array"]
@@ -192,43 +195,6 @@ class Recorder:
             if type(v) is _ndarray and np.may_share_memory(v, value):
                 return True
         return False
-
-
-#: NumPy functions whose result depends on shapes and dtypes only: a Python
-#: value they return is not a guard
-SHAPE_FUNCTIONS = {np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj,
-                   np.isrealobj, np.can_cast, np.may_share_memory,
-                   np.shares_memory}
-
-#: NumPy functions whose output shape can depend on the input values: a
-#: guard on the output's shape follows them
-DYNAMIC_SHAPE = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.compress,
-                 np.extract, np.trim_zeros, np.setdiff1d, np.union1d, np.intersect1d,
-                 np.setxor1d, np.delete, np.insert, np.repeat, np.resize, np.histogram,
-                 np.bincount, np.unique_values, np.unique_counts, np.unique_inverse,
-                 np.unique_all}
-
-#: ufuncs that the plan writes as Python operators on real NumPy scalars:
-#: NumPy's scalar arithmetic computes them as the ufunc's loop does (complex
-#: products and absolute values it computes otherwise, to an ulp: there the
-#: plan keeps the call that was made, the ufunc or the operator)
-_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
-_OPERATOR_FUNCTIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul,
-                       "/": operator.truediv, "**": operator.pow}
-
-#: unary ufuncs written as Python expressions on NumPy scalars ({} is the
-#: operand): the same arithmetic
-_UNARY = {np.square: "{0} * {0}", np.negative: "-{0}", np.absolute: "abs({0})",
-          np.positive: "+{0}"}
-
-#: functions whose value depends on their first argument's shape and dtype
-#: only (``full_like`` with a fill value that is not staged)
-_LIKE = {np.zeros_like, np.ones_like, np.full_like}
-_FILLED = {np.zeros_like: np.zeros, np.ones_like: np.ones, np.full_like: np.full}
-
-#: NumPy functions that write into an argument (its position)
-IN_PLACE = {np.copyto: 0, np.put: 0, np.putmask: 0, np.place: 0, np.fill_diagonal: 0,
-            np.put_along_axis: 0}
 
 
 def _shape_guards(rec, out):
@@ -422,38 +388,7 @@ class Staged(ArithmeticOperators, ArrayMethods):
     shape = property(operator.attrgetter("_shape"))
     dtype = property(operator.attrgetter("_dtype"))
 
-    # -- Python's arithmetic: as on NumPy scalars (``_operator``) -------------------
-    def __add__(self, other):
-        return _operator(self.rec, np.add, "+", self, other)
-
-    def __radd__(self, other):
-        return _operator(self.rec, np.add, "+", other, self)
-
-    def __sub__(self, other):
-        return _operator(self.rec, np.subtract, "-", self, other)
-
-    def __rsub__(self, other):
-        return _operator(self.rec, np.subtract, "-", other, self)
-
-    def __mul__(self, other):
-        return _operator(self.rec, np.multiply, "*", self, other)
-
-    def __rmul__(self, other):
-        return _operator(self.rec, np.multiply, "*", other, self)
-
-    def __truediv__(self, other):
-        return _operator(self.rec, np.true_divide, "/", self, other)
-
-    def __rtruediv__(self, other):
-        return _operator(self.rec, np.true_divide, "/", other, self)
-
-    def __pow__(self, other):
-        # (a NumPy scalar's ** is not np.power's loop: an ulp apart in about
-        # one case in twenty for float64 exponents 3 and 1.5)
-        return _operator(self.rec, np.power, "**", self, other)
-
-    def __rpow__(self, other):
-        return _operator(self.rec, np.power, "**", other, self)
+    # (Python's + - * / **: as on NumPy scalars, ``_operator``; set below)
 
     def __abs__(self):
         v = self.value
@@ -690,18 +625,6 @@ class Staged(ArithmeticOperators, ArrayMethods):
         return self._inplace(np.matmul, other)
 
 
-def _astype(x, dtype, casting="unsafe", copy=True):
-    return x.astype(dtype, casting=casting, copy=copy)
-
-
-def _view(x, *args, **kwargs):
-    return x.view(*args, **kwargs)
-
-
-def _flatten(x, order="C"):
-    return x.flatten(order=order)
-
-
 def plain_array(x):
     """Whether ``x`` is an ndarray, or a staged value of one (not of a NumPy
     scalar): where eager code takes an ndarray's path, a recording takes
@@ -712,10 +635,6 @@ def plain_array(x):
 
 def is_staged(x):
     return type(x) is Staged
-
-
-def _constant(value):
-    return value
 
 
 def staged_constant(like, value):
@@ -734,3 +653,24 @@ def constant_value(x):
     if type(x) is Staged:
         return x.rec.constants.get(x.i)
     return None
+
+
+def _operators(ufunc, op):
+    def method(self, other):
+        return _operator(self.rec, ufunc, op, self, other)
+
+    def reflected(self, other):
+        return _operator(self.rec, ufunc, op, other, self)
+
+    return method, reflected
+
+
+# (a NumPy scalar's ** is not np.power's loop: an ulp apart in about one
+# case in twenty for float64 exponents 3 and 1.5)
+for _name, _ufunc, _op in [("add", np.add, "+"), ("sub", np.subtract, "-"),
+                           ("mul", np.multiply, "*"), ("truediv", np.true_divide, "/"),
+                           ("pow", np.power, "**")]:
+    _m, _r = _operators(_ufunc, _op)
+    setattr(Staged, f"__{_name}__", _m)
+    setattr(Staged, f"__r{_name}__", _r)
+del _name, _ufunc, _op, _m, _r

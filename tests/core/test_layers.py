@@ -26,7 +26,7 @@ PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
     {"errors", "arrays", "pytree", "array_methods", "guards", "user_code", "fp_warnings",
-     "transformed", "staging", "opaque", "plan", "plan_passes"},
+     "transformed", "staging", "staging_tables", "opaque", "plan", "plan_passes"},
     {"tangents"},
     {"rule"},
     {"registry"},
