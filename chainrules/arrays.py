@@ -6,7 +6,7 @@ read the attribute when there is one, so they never record anything.
 
 import numpy as np
 
-from .staging import constant_value, staged_constant
+from .staging import Staged, constant_value, staged_constant
 
 __all__ = ["computes_eagerly", "shape_of", "ndim_of", "real_dtype", "uniform_array", "uniform_value", "lazy_uniform",
            "is_array", "zeros_like_value", "ones_like_value"]
@@ -97,9 +97,12 @@ def uniform_value(a):
     rules scale such a cotangent as a scalar instead of a pass over memory.
     For other array types: the value ``lazy_uniform`` recorded, while the
     array is unchanged."""
-    if type(a) is _ndarray:
+    ta = type(a)
+    if ta is _ndarray:
         if a.ndim and not any(a.strides) and a.size:
             return a.flat[0]
+        return None
+    if ta is Staged:  # (a staged value's uniform value is a constant of the plan)
         return None
     t = getattr(a, _UNIFORM, None)
     if t is not None and t[0] == getattr(a, "name", None):
@@ -114,7 +117,7 @@ def computes_eagerly(v):
     forms NumPy has (``np.add.at``) on them, as on ndarrays, where a lazy
     type (dask) has none."""
     tv = type(v)
-    return tv is _ndarray or getattr(tv, "_computes_eagerly", False)
+    return tv is _ndarray or tv is Staged or getattr(tv, "_computes_eagerly", False)
 
 
 #: types that implement NumPy's protocols without being arrays of data: the
@@ -127,7 +130,7 @@ def is_array(v):
     protocols (dask.array, CuPy-like arrays): anything with a shape, a dtype
     and ``__array_function__`` that is not a NumPy scalar."""
     tv = type(v)
-    if tv is _ndarray:
+    if tv is _ndarray or tv is Staged:
         return True
     if tv in NOT_ARRAYS or isinstance(v, np.generic):
         return False

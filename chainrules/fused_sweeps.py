@@ -407,15 +407,19 @@ def _member(k, desc, srcs, rule, dtype):
                                               args))
 
 
-@contextlib.contextmanager
-def recording() -> Iterator[None]:
+class recording:
     """The context in which a staged plan records: regions from
-    ``MIN_SIZE_STAGED`` elements."""
-    token = _staging.set(True)
-    try:
-        yield
-    finally:
-        _staging.reset(token)
+    ``MIN_SIZE_STAGED`` elements. (A class, not a generator: entered once
+    per recording, where a generator's context manager costs a
+    microsecond.)"""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _staging.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _staging.reset(self._token)
 
 
 def fuse(tape, outputs, keep=(), second_order=False):

@@ -26,6 +26,7 @@ closed-over array is seen at replay.
 
 import operator
 import sys
+import threading
 
 import numpy as np
 
@@ -55,6 +56,20 @@ class Ref:
 
     def __repr__(self):
         return f"v{self.i}"
+
+
+#: ``Ref(i)`` for the variables made so far (a ``Ref`` is immutable: every
+#: recording shares them), extended under a lock
+_REFS = []
+_REFS_LOCK = threading.Lock()
+
+
+def _more_refs(i):
+    with _REFS_LOCK:
+        n = len(_REFS)
+        if i >= n:
+            _REFS.extend(Ref(k) for k in range(n, max(i + 1, 2 * n, 256)))
+    return _REFS[i]
 
 
 def _user_line():
@@ -265,29 +280,41 @@ def _ufunc_call(rec, ufunc, inputs):
         rec.n = i + 1
         out = Staged(value, i, rec)
         rec.meta[i] = (out._dtype, out._shape)
-        step = ("call", ufunc, tuple(tpl), {}, out.ref)
-        if t is not _ndarray:
-            rec.scalars[i] = out._dtype
-            # arithmetic on real NumPy scalars: the plan writes Python's
-            # operator, which NumPy's scalars compute as the ufunc does,
-            # ten times faster
-            if out.dtype.kind == "c" or any(type(c) is complex or isinstance(c, _generic)
-                                            and c.dtype.kind == "c" for c in con):
-                pass
-            elif len(con) == 2:
-                op = _OPERATORS.get(ufunc)
-                if op is not None and (isinstance(con[0], _generic) or isinstance(
-                        con[1], _generic)) and not (isinstance(con[0], _ndarray) or
-                                                    isinstance(con[1], _ndarray)):
-                    step += (op,)
-            elif len(con) == 1:
-                op = _UNARY.get(ufunc)
-                if op is not None and type(con[0]) is not _ndarray and isinstance(
-                        con[0], _generic):
-                    step += (op,)
-        rec.steps.append(step)
+        if t is _ndarray:
+            rec.steps.append(("call", ufunc, tuple(tpl), {}, out.ref))
+            return out
+        rec.scalars[i] = out._dtype
+        # arithmetic on real NumPy scalars: the plan writes Python's
+        # operator, which NumPy's scalars compute as the ufunc does, ten
+        # times faster (not for complex values: see ``_operator``)
+        n = len(con)
+        op = _OPERATORS.get(ufunc) if n == 2 else _UNARY.get(ufunc) if n == 1 else None
+        if op is None:
+            pass
+        elif out._dtype.kind == "c" or _complex_in(con):
+            op = None
+        elif n == 2:
+            c0, c1 = con
+            if not (isinstance(c0, _generic) or isinstance(c1, _generic)) or \
+                    isinstance(c0, _ndarray) or isinstance(c1, _ndarray):
+                op = None
+        elif type(con[0]) is _ndarray or not isinstance(con[0], _generic):
+            op = None
+        if op is None:
+            rec.steps.append(("call", ufunc, tuple(tpl), {}, out.ref))
+        else:
+            rec.steps.append(("call", ufunc, tuple(tpl), {}, out.ref, op))
         return out
     return _wrap_ufunc(rec, ufunc, tpl, value)
+
+
+def _complex_in(values):
+    """Whether a Python complex or a complex NumPy scalar is among
+    ``values``."""
+    for c in values:
+        if type(c) is complex or isinstance(c, _generic) and c.dtype.kind == "c":
+            return True
+    return False
 
 
 def _operator(rec, ufunc, op, x, y):
@@ -309,10 +336,10 @@ def _operator(rec, ufunc, op, x, y):
     i = rec.n
     rec.n = i + 1
     out = Staged(value, i, rec)
-    rec.meta[i] = (out.dtype, out.shape)
-    rec.scalars[i] = out.dtype
-    tpl = tuple(v.ref if type(v) is Staged else v for v in (x, y))
-    rec.steps.append(("call", ufunc, tpl, {}, out.ref, op))
+    rec.meta[i] = (out._dtype, out._shape)
+    rec.scalars[i] = out._dtype
+    rec.steps.append(("call", ufunc, (x.ref if type(x) is Staged else x,
+                                      y.ref if type(y) is Staged else y), {}, out.ref, op))
     return out
 
 
@@ -377,7 +404,10 @@ class Staged(ArithmeticOperators, ArrayMethods):
         self.value = value
         self.i = i
         self.rec = rec
-        self.ref = Ref(i)
+        try:
+            self.ref = _REFS[i]
+        except IndexError:
+            self.ref = _more_refs(i)
         try:
             self._shape = value.shape
             self._dtype = value.dtype
