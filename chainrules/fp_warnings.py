@@ -25,7 +25,7 @@ import numpy as np
 
 from .user_code import user_stacklevel
 
-__all__ = ["at_user_line"]
+__all__ = ["at_user_line", "eager_on_warning", "WarningMet"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -71,57 +71,108 @@ try:
 except ImportError:  # pragma: no cover - a NumPy without it
     _SETTINGS = None
 
-_last = (None, None)  # (the settings seen, their redirected form or None)
+class _Switch:
+    """Switches NumPy's settings to a redirected form (``modes()``: the
+    ``np.errstate`` keywords for the current settings, or ``None`` to leave
+    them), remembering the form for the last settings seen: the usual call
+    costs a context-variable set."""
+
+    __slots__ = ("modes", "last")
+
+    def __init__(self, modes):
+        self.modes = modes
+        self.last = (None, None)  # (the settings seen, their redirected form or None)
+
+    def token(self):
+        """Switch to the redirected settings; the token to reset them with,
+        or ``None`` when nothing is switched."""
+        current = _SETTINGS.get()
+        seen, redirected = self.last
+        if current is redirected and current is not None:  # a transformation inside another
+            return None
+        if current is not seen:
+            modes = self.modes()
+            redirected = None
+            if modes is not None:
+                with np.errstate(**modes):
+                    redirected = _SETTINGS.get()
+            self.last = (current, redirected)  # one assignment: safe across threads
+        if redirected is None:
+            return None
+        return _SETTINGS.set(redirected)
+
+    def wrap(self, fn):
+        """``fn`` run under the redirected settings."""
+        if _SETTINGS is None:  # pragma: no cover - a NumPy without the variable
+            modes_of = self.modes
+
+            @functools.wraps(fn)
+            def errstate_wrapper(*args, **kwargs):
+                modes = modes_of()
+                if modes is None:
+                    return fn(*args, **kwargs)
+                with np.errstate(**modes):
+                    return fn(*args, **kwargs)
+            return errstate_wrapper
+
+        get, set_, reset = _SETTINGS.get, _SETTINGS.set, _SETTINGS.reset
+        switch = self
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            seen, redirected = switch.last
+            if get() is seen and redirected is not None:
+                token = set_(redirected)  # the usual call: the settings met last time
+            else:
+                token = switch.token()
+                if token is None:
+                    return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                reset(token)
+
+        return wrapper
 
 
-def _redirect():
-    """Switch to the redirected settings; the token to reset them with, or
-    ``None`` when nothing is switched."""
-    global _last
-    current = _SETTINGS.get()
-    seen, redirected = _last
-    if current is redirected and current is not None:  # a transformation inside another
-        return None
-    if current is not seen:
-        modes = redirected_modes()
-        redirected = None
-        if modes is not None:
-            with np.errstate(**modes):
-                redirected = _SETTINGS.get()
-        _last = (current, redirected)  # one assignment: safe across threads
-    if redirected is None:
-        return None
-    return _SETTINGS.set(redirected)
+_AT_USER_LINE = _Switch(redirected_modes)
 
 
 def at_user_line(fn: Callable[P, R]) -> Callable[P, R]:
     """Run ``fn`` with NumPy's floating-point warnings re-issued at the
     user's line (see the module docstring)."""
+    return _AT_USER_LINE.wrap(fn)
 
-    if _SETTINGS is None:  # pragma: no cover - a NumPy without the variable
-        @functools.wraps(fn)
-        def errstate_wrapper(*args, **kwargs):
-            modes = redirected_modes()
-            if modes is None:
-                return fn(*args, **kwargs)
-            with np.errstate(**modes):
-                return fn(*args, **kwargs)
-        return errstate_wrapper
 
-    get, set_, reset = _SETTINGS.get, _SETTINGS.set, _SETTINGS.reset
+class WarningMet(Exception):
+    """A staged replay met a floating-point warning that the user's
+    settings show (``eager_on_warning``)."""
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        seen, redirected = _last
-        if get() is seen and redirected is not None:
-            token = set_(redirected)  # the usual call: the settings met last time
-        else:
-            token = _redirect()
-            if token is None:
-                return fn(*args, **kwargs)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            reset(token)
 
-    return wrapper
+def _abandon(kind, flag):
+    raise WarningMet(kind)
+
+
+def _abandoning_modes():
+    call = np.geterrcall()
+    if call is not None:  # redirected already (an enclosing transformation), or the user's
+        return None
+    modes = {k: "call" for k, v in np.geterr().items() if v == "warn"}
+    if not modes:
+        return None
+    modes["call"] = _abandon
+    return modes
+
+
+_ABANDON = _Switch(_abandoning_modes)
+
+
+def eager_on_warning(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run ``fn`` (a staged replay) so that the first floating-point warning
+    the user's settings would show raises ``WarningMet`` instead: the caller
+    then runs the function eagerly, which warns as an eager call does, at
+    the line of the operation, with the same results (a replay computes
+    eager's values). Categories set to anything but ``"warn"``, and
+    settings with an error callback (the user's, or an enclosing
+    transformation's redirection) are left alone."""
+    return _ABANDON.wrap(fn)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .anomaly import anomaly_mode
 from .errors import StagingError, StagingWarning
+from .fp_warnings import WarningMet
 from .fused_sweeps import recording
 from . import kernels
 from .plan import GuardFailed, Plan
@@ -297,6 +298,8 @@ class Jitted(Generic[P, R]):
                     return hot[0].run(*args)
                 except GuardFailed:
                     pass
+                except WarningMet:
+                    return self.fun(*args, **kwargs)
         if not kwargs and not self.static_argnums:
             quick = _quick_key(args)
             if quick is not None:
@@ -312,6 +315,8 @@ class Jitted(Generic[P, R]):
                             out = plan.run(*leaves)
                         except GuardFailed:
                             pass
+                        except WarningMet:
+                            return self.fun(*args, **kwargs)
                         else:
                             if entry is not self._recent:  # (the LRU order)
                                 self._recent = entry
@@ -351,6 +356,8 @@ class Jitted(Generic[P, R]):
             except GuardFailed as e:
                 failed = e
                 continue
+            except WarningMet:
+                return self.fun(*args, **kwargs)
             if not plan.checked:
                 return self._check(entry, plan, out, args, kwargs)
             return out

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from .fp_warnings import at_user_line
+from .fp_warnings import eager_on_warning
 
 from .plan_passes import (_FRESH, _OPERATOR_FNS, _defines, _is_scalar, _key,  # noqa: F401
                           _reads, _rename, _uses, common_subexpressions, fold_constants,
@@ -354,7 +354,8 @@ def _compiled(source, name):
     if code is None:
         # a file name inside the package: the plan's frames are the
         # library's (user_code.is_internal), so that NumPy's floating-point
-        # warnings raised in a replay are re-issued at the caller's line
+        # warnings of a replay under an enclosing transformation are
+        # re-issued at the caller's line
         code = compile(source, os.path.join(_HERE, f"<plan {name}>"), "exec")
         if len(_CODE) >= _CODE_SIZE:
             _CODE.pop(next(iter(_CODE)))
@@ -437,7 +438,7 @@ class Plan:
             self._write()  # (after the replay: a replay that raises writes nothing)
         return out
 
-    _stepped_runs = at_user_line(_first_runs)
+    _stepped_runs = eager_on_warning(_first_runs)
 
     def _replay(self, dynamic):
         """Run the steps as data (``_Replay``)."""
@@ -465,7 +466,7 @@ class Plan:
         if k < len(segments):
             return False
         fn = ns[segments[0][0]]
-        self.run = at_user_line(fn)
+        self.run = eager_on_warning(fn)
         self._fn = fn
         self._stepped = None  # (a replay still stepping makes it again)
         return True
