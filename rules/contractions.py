@@ -29,6 +29,7 @@ from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import MissingRuleError, UntraceableError
 from chainrules.registry import op_name, register
 from chainrules.rule import ReverseRule
+from chainrules.staging import plain_array
 from chainrules.tangents import ZERO, Structural
 
 from ._util import conj, ndim_of, shape_of
@@ -102,8 +103,10 @@ def _mm_lift(v, batched, own, rank):
 def _bmm(a, b, a_batched, b_batched):
     """``np.matmul(a, b)`` where one side is a batch of matrices (``(k, r,
     c)``) and the other one matrix: one GEMM over the batch folded into the
-    rows, instead of k small products. Anything else: ``np.matmul``."""
-    if type(a) is np.ndarray and type(b) is np.ndarray:
+    rows, instead of k small products. Anything else: ``np.matmul``. A
+    staged value of an ndarray (cr.jit) takes the ndarray's path: the plan
+    makes the same GEMM, with eager code's bits."""
+    if plain_array(a) and plain_array(b):
         if a_batched and not b_batched and a.ndim == 3 and b.ndim == 2:
             k, r, c = a.shape
             return np.matmul(a.reshape(k * r, c), b).reshape(k, r, b.shape[1])
