@@ -42,6 +42,7 @@ from chainrules.arrays import real_dtype
 from chainrules.broadcast import unbroadcast_batched
 from chainrules.errors import DomainError, MissingRuleError
 from chainrules.rule import MultiOutput
+from chainrules.staging import plain_array
 from chainrules.registry import accepts_sequences, register
 from chainrules.tangents import is_zero
 
@@ -236,12 +237,13 @@ def _tri_of(a, lower, unit):
 
 
 def _tri_of_own(m, lower, unit):
-    """``_tri_of`` in place, for an array this module has just made (an
-    outer product, or a view of one): returns ``m``."""
-    n = m.shape[-1]
-    m *= tri_mask(n, m.dtype, lower, 0)
+    """``_tri_of`` in place, for a matrix this module has just made (an
+    outer product, or a view of one): returns ``m``. (np.fill_diagonal
+    writes an ndarray's diagonal as ``m.flat[::n + 1] = 0`` does, and a
+    staged value's as a step of the plan.)"""
+    m *= tri_mask(m.shape[-1], m.dtype, lower, 0)
     if unit:
-        m.flat[::n + 1] = 0
+        np.fill_diagonal(m, 0)
     return m
 
 
@@ -280,9 +282,10 @@ def _solve_triangular_pb(r, g):
     # carries it to A
     if r.ids[0] is None:
         ga = None
-    elif vec and a.ndim == 2 and type(gb) is np.ndarray and type(x) is np.ndarray:
+    elif vec and a.ndim == 2 and plain_array(gb) and plain_array(x):
         # an outer product: one pass by the ufunc, masked in place (no BLAS
-        # call, no negated or masked copies)
+        # call, no negated or masked copies); a staged value of an ndarray
+        # (cr.jit) takes it too, so that the plan computes eager code's bits
         ga = _tri_of_own(trans_op(t, np.multiply.outer(gb[:, 0], -x)), lower, unit)
     else:
         ga = _tri_of(trans_op(t, -(gb @ mT(x2))), lower, unit)
@@ -334,9 +337,16 @@ def _solve_triangular_pbb(r, G, k):
         [None] * (len(r.xs) - 2)
 
 
+def _real_arrays(*vs):
+    """Whether every one of ``vs`` is a real floating ndarray, or a staged
+    value of one (cr.jit: it takes the ndarray's computation)."""
+    return all(plain_array(v) and v.dtype.kind == "f" for v in vs)
+
+
 def _solve_triangular_pbt(r, g, gd, xds, yd=None):
-    """The pullback with tangents of ``op(A) x = b`` for plain real arrays
-    (None elsewhere: the jvp of the pullback then). With ``gb = op(A)^-T g``
+    """The pullback with tangents of ``op(A) x = b`` for real ndarrays and
+    staged values of them (cr.jit: the plan makes the same LAPACK calls);
+    None elsewhere: the jvp of the pullback then. With ``gb = op(A)^-T g``
     and ``gA = -tri(gb x^T)`` (on op(A)), their tangents are
     ``gbd = op(A)^-T (gd - op(Ad)^T gb)`` and ``-tri(gbd x^T + gb xd^T)``,
     ``xd = op(A)^-1 (bd - op(Ad) x)`` the output's tangent (from the
@@ -344,15 +354,13 @@ def _solve_triangular_pbt(r, g, gd, xds, yd=None):
     outer products, instead of differentiating the traced pullback."""
     a, b = r.xs[0], r.xs[1]
     x = r.y
-    if is_zero(g) or not all(type(v) is np.ndarray and v.dtype.kind == "f"
-                              for v in (a, b, x, g)) or a.ndim != 2 or b.ndim > 2:
-        return None
-    gd = np.zeros_like(x) if is_zero(gd) else gd
     ad = None if is_zero(xds[0]) else xds[0]
     bd = None if is_zero(xds[1]) else xds[1]
-    if not all(v is None or (type(v) is np.ndarray and v.dtype.kind == "f")
-               for v in (gd, ad, bd, yd)):
+    tangents = (None if is_zero(gd) else gd, ad, bd, None if is_zero(yd) else yd)
+    if is_zero(g) or not _real_arrays(a, b, x, g) or a.ndim != 2 or b.ndim > 2 \
+            or not _real_arrays(*(v for v in tangents if v is not None)):
         return None
+    gd = np.zeros_like(x) if is_zero(gd) else gd
     t, lower, unit = _tri_opts(r)
     t = min(t, 1)                  # real: the conjugate transpose is the transpose
     vec = b.ndim == 1

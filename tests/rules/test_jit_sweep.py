@@ -33,12 +33,9 @@ _GAPS = {line.strip() for line in
 
 
 #: specs whose staged derivatives may differ from eager ones by rounding:
-#: the rule takes another path for a staged value (the spec's label: why)
-_NOT_BIT_FOR_BIT = {
-    label: "solve_triangular's closed-form second-order pullback (LAPACK on "
-           "ndarrays); a staged value differentiates the traced pullback"
-    for label in ("scipy.stats.multivariate_normal.entropy-full",
-                  "scipy.stats.multivariate_normal.entropy-diag")}
+#: the rule takes another path for a staged value (the spec's label: why).
+#: None now: a staged value of an ndarray takes the ndarray's computation
+_NOT_BIT_FOR_BIT: dict = {}
 
 
 def _may_run_eagerly(spec):
