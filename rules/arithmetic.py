@@ -54,7 +54,7 @@ import math
 
 import numpy as np
 
-from chainrules.arrays import is_array, real_dtype as _real_dtype
+from chainrules.arrays import computes_eagerly, is_array, real_dtype as _real_dtype
 
 from chainrules.broadcast import expand_batched, unbroadcast_batched
 from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule,  # noqa: F401
@@ -64,6 +64,7 @@ from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
+from chainrules.staging import is_staged, plain_array
 from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import Traced, untraced
 
@@ -236,8 +237,10 @@ def _mask(cond, z):
 def _tie_split(win, tie, z):
     """The weight of an argument of maximum/minimum: 1 where it wins (``win``),
     0.5 on a ``tie``, else 0. Without ties (the usual case) the boolean
-    mask itself is the weight: ``g * mask`` keeps ``g``'s dtype."""
-    if type(tie) is np.ndarray and not tie.any():
+    mask itself is the weight: ``g * mask`` keeps ``g``'s dtype. (Decided
+    on the data for an ndarray and a staged value of one, whose plan guards
+    the decision; ties of a lazy array or of scalars take the weights.)"""
+    if plain_array(tie) and not tie.any():
         return win
     # (the casts are explicit: np.add(bool, bool, dtype=float) is a logical
     # OR on some array libraries, not a sum)
@@ -271,12 +274,19 @@ def _multiply_ty(g, x, yshape):
 
 
 def _same_plain(g, y):
-    """g and y are NumPy arrays of one shape and dtype, float64 or complex128,
-    and g is not a broadcast scalar (a sum's cotangent: raveling it would
-    materialise it; ``g * y`` reads it as it is)."""
-    return (type(g) is np.ndarray and type(y) is np.ndarray and g.shape == y.shape
+    """g and y are NumPy arrays (or staged values of them: cr.jit's plan
+    then sums as eager code does) of one shape and dtype, float64 or
+    complex128, and g is not a broadcast scalar (a sum's cotangent: raveling
+    it would materialise it; ``g * y`` reads it as it is)."""
+    return (plain_array(g) and plain_array(y) and g.shape == y.shape
             and g.dtype == y.dtype and (g.dtype == np.float64 or g.dtype == np.complex128)
-            and (g.ndim == 0 or 0 not in g.strides))
+            and (g.ndim == 0 or 0 not in _strides(g)))
+
+
+def _strides(v):
+    """An ndarray's strides, or those of a staged value's array (a
+    cotangent's zero strides come from a broadcast: shapes decide them)."""
+    return v.value.strides if is_staged(v) else v.strides
 
 
 def _sum_of_products(g, y):
@@ -355,10 +365,18 @@ def _masked_power(pw, c, x, e):
     The base is replaced by 1 where ``c == 0`` so that no branch of the
     where is infinite (safe for nested differentiation too)."""
     m = c == 0
-    # decided on the host only for NumPy values; a lazy mask takes the where
-    if isinstance(m, (bool, np.bool_)) or (type(m) is np.ndarray and not m.any()):
+    if _nowhere(m):
         return c * pw(x, e)
     return np.where(m, 0, c * pw(np.where(m, 1, x), e))
+
+
+def _nowhere(m):
+    """Whether the mask ``m`` is false everywhere, decided on the data where
+    it is at hand (a bool, a NumPy value, a staged value: the plan guards
+    the decision); a lazy mask (dask) is taken to be true somewhere."""
+    if isinstance(m, (bool, np.bool_)):
+        return not m
+    return computes_eagerly(m) and not m.any()
 
 
 def _power_partials(pw):
@@ -414,7 +432,9 @@ _power_specs = {}
 
 def _check_base(op, x):
     xv = untraced(x)
-    if not is_array(xv) or type(xv) is np.ndarray:
+    if not is_array(xv) or computes_eagerly(xv):
+        # (a staged value too: the plan guards the answer, and the call
+        # with a negative base raises as eager code does)
         negative = not _is_complex(xv) and np.any(np.less(xv, 0))
     else:
         # a lazy base: checking it would compute it; the derivative in the
