@@ -25,6 +25,7 @@ import numpy as np
 from chainrules.derived import LinearRule
 from chainrules.errors import MissingRuleError
 from chainrules.registry import op_name, register
+from chainrules.staging import plain_array
 
 _DUAL = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -80,7 +81,9 @@ def transform_rule(op, transpose):
                                    "argument only; n/s/axes/norm must not be traced")
         y = op(x, *args, **kwargs)
         tr = transpose if x.dtype.kind == "c" else real_transpose
-        forms = _batched_forms(op, tr, x, args, kwargs) if type(x) is np.ndarray else None
+        # (a staged value of an ndarray too: the plan sweeps a batch of
+        # directions as eager code does, not one direction at a time)
+        forms = _batched_forms(op, tr, x, args, kwargs) if plain_array(x) else None
         return y, LinearRule(ids[0], op, tr, x.shape, args, kwargs, forms)
 
     register(op)(fft_maker)

@@ -70,10 +70,11 @@ def _getitem_batched(t, index):
 
 
 def _getitem_transpose_batched(g, shape, index):
-    if type(g) is not np.ndarray:  # traced (nested differentiation): per direction
-        return np.stack([_getitem_transpose(g[j], shape, index) for j in range(g.shape[0])])
-    # a basic index names each element at most once: placing is adding
-    z = np.zeros(g.shape[:1] + tuple(shape), g.dtype)
+    # a basic index names each element at most once: placing is adding. The
+    # zeros are of g's type: an ndarray's are np.zeros, a staged value's
+    # (cr.jit) a step of the plan, a traced value's (nested differentiation)
+    # a traced buffer, the write into it recorded
+    z = np.zeros_like(g, shape=g.shape[:1] + tuple(shape), order="C")
     z[_batched_index(index)] = g
     return z
 

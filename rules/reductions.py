@@ -31,12 +31,13 @@ import functools
 
 import numpy as np
 
-from chainrules.arrays import is_array, real_dtype, uniform_array
+from chainrules.arrays import computes_eagerly, is_array, real_dtype, uniform_array
 from chainrules.tangents import ZERO, is_zero
 
 from chainrules.derived import LinearRule
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
+from chainrules.staging import is_staged, plain_array
 
 from ._reduce import (NO_VALUE, check_static, cum_params, dtype_of, expand_cotangent,
                       flip_axis, is_given, keepdims_flag, keepdims_shape, reduced_size,
@@ -123,13 +124,20 @@ def _reduction_maker(op, params, transpose):
             kw["dtype"] = p["dtype"]
         y = op(*args, **kwargs)  # the primal exactly as called (initial= included)
         tr = transpose
-        if type(x) is not np.ndarray and is_array(x):  # lazy: keep x's chunks
+        if is_array(x) and not computes_eagerly(x) or is_staged(x) and np.ndim(y) == 0:
+            # lazy: keep x's chunks. Staged (cr.jit) and reduced to a scalar:
+            # the cotangent is a zero-stride array as an ndarray's, made by
+            # uniform_array as a constant of the plan where the cotangent is
+            # one (a gradient's seed); an axis reduction's is broadcast, as
+            # an ndarray's
             tr = functools.partial(transpose, like=x)
-        if p["dtype"] is not None and np.dtype(p["dtype"]) != x.dtype:
+        cast = p["dtype"] is not None and np.dtype(p["dtype"]) != x.dtype
+        if cast:
             # sum(x, dtype=...) computes in another dtype: cast the cotangent back
             tr = functools.partial(_cast_transpose, transpose, x.dtype)
-        # batches: plain arrays summed in their own dtype
-        batched = forms if tr is transpose and type(x) is np.ndarray else None
+        # batches: plain arrays (and staged values of them: the plan sweeps
+        # a batch as eager code does) summed in their own dtype
+        batched = forms if not cast and plain_array(x) else None
         return y, LinearRule(ids[0], op, tr, shape_of(x), (), kw, batched)
 
     return reduction_maker
