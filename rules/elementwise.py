@@ -18,6 +18,7 @@ from chainrules.derived import scalar_rule
 from chainrules.errors import MissingRuleError
 from chainrules.registry import register
 from chainrules.rule import ReverseRule
+from chainrules.staging import plain_array
 from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import is_traced, untraced
 
@@ -161,7 +162,9 @@ def nan_to_num_maker(ids, x, *args, **kwargs):
         return out, None
     if getattr(xv, "dtype", np.dtype(float)).kind == "c":
         a, b = np.isfinite(np.real(xv)), np.isfinite(np.imag(xv))
-        if type(a) is not np.ndarray or not np.array_equal(a, b):
+        # (parts replaced at the same places, the usual case, take one mask;
+        # a staged value's plan guards that decision)
+        if not plain_array(a) or not np.array_equal(a, b):
             return out, PartsMaskRule(ids[0], a, b)
         w = a
     else:

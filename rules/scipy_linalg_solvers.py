@@ -24,6 +24,7 @@ import numpy as np
 
 from chainrules.arrays import real_dtype
 from chainrules.errors import DomainError
+from chainrules.staging import is_staged, plain_array
 
 from ._linalg_util import (check_residual, conj, defrule, fro_norm, mH, mT, plain,
                            unbroadcast_to)
@@ -156,8 +157,10 @@ if sl is not None:
 
     def solve_continuous_lyapunov(a, q):
         """``scipy.linalg.solve_continuous_lyapunov``: ``A X + X A^H = Q``,
-        as ``solve_sylvester(a, a^H, q)`` (differentiable in a and q)."""
-        if type(a) is np.ndarray and type(q) is np.ndarray:
+        as ``solve_sylvester(a, a^H, q)`` (differentiable in a and q). Arrays
+        not traced (ndarrays, staged values of them: one step of cr.jit's
+        plan) take SciPy's own solver."""
+        if plain_array(a) and plain_array(q):
             return sl.solve_continuous_lyapunov(a, q)
         return solve_sylvester(a, mH(a), q)
 
@@ -270,11 +273,17 @@ if sl is not None:
     def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
                      check_finite=True):
         """``scipy.linalg.solve_banded`` (differentiable in ab and b)."""
-        if type(ab) is np.ndarray and type(b) is np.ndarray:
-            return sl.solve_banded(l_and_u, ab, b, overwrite_ab=overwrite_ab,
-                                   overwrite_b=overwrite_b, check_finite=check_finite)
+        if plain_array(ab) and plain_array(b):
+            return sl.solve_banded(l_and_u, ab, b, overwrite_ab=_may_write(overwrite_ab, ab),
+                                   overwrite_b=_may_write(overwrite_b, b),
+                                   check_finite=check_finite)
         l, u = (int(v) for v in l_and_u)
         return _solve_banded_op(ab, b, _lu=(l, u))
+
+    def _may_write(overwrite, v):
+        """SciPy's permission to overwrite ``v``, given for an ndarray only: a
+        staged value's plan step must not write into its arguments unseen."""
+        return overwrite and not is_staged(v)
 
     def _solve_banded_impl(ab, b, _lu):
         return sl.solve_banded(_lu, ab, b)
@@ -286,9 +295,10 @@ if sl is not None:
                       check_finite=True):
         """``scipy.linalg.solveh_banded``: the Hermitian positive definite band
         solve, differentiated as the general band solve of the matrix it reads."""
-        if type(ab) is np.ndarray and type(b) is np.ndarray:
-            return sl.solveh_banded(ab, b, overwrite_ab=overwrite_ab, overwrite_b=overwrite_b,
-                                    lower=lower, check_finite=check_finite)
+        if plain_array(ab) and plain_array(b):
+            return sl.solveh_banded(ab, b, overwrite_ab=_may_write(overwrite_ab, ab),
+                                    overwrite_b=_may_write(overwrite_b, b), lower=lower,
+                                    check_finite=check_finite)
         p = ab.shape[-2] - 1
         return solve_banded((p, p), _hermitian_to_general(ab, lower), b)
 
