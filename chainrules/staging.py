@@ -257,6 +257,34 @@ def _call(rec, fn, args, kwargs, dynamic_shape=False):
 def _ufunc_call(rec, ufunc, inputs):
     """Record ``ufunc(*inputs)`` (no keywords): ``_call``'s work in one
     loop, for the most frequent step."""
+    if len(inputs) == 2:
+        # the most frequent call of all: two operands, each a staged value
+        # of this recording or a plain value, giving an ndarray
+        a, b = inputs
+        ta, tb = type(a), type(b)
+        fast = True
+        if ta is Staged and a.rec is rec:
+            ca, ra = a.value, a.ref
+        elif ta in _PLAIN:
+            ca = ra = a
+        else:
+            fast = False
+        if tb is Staged and b.rec is rec:
+            cb, rb = b.value, b.ref
+        elif tb in _PLAIN:
+            cb = rb = b
+        else:
+            fast = False
+        if fast:
+            value = ufunc(ca, cb)
+            if type(value) is _ndarray:
+                i = rec.n
+                rec.n = i + 1
+                out = Staged(value, i, rec)
+                rec.meta[i] = (out._dtype, out._shape)
+                rec.steps.append(("call", ufunc, (ra, rb), {}, out.ref))
+                return out
+            return _ufunc_result(rec, ufunc, [ra, rb], [ca, cb], value)
     tpl, con = [], []
     for x in inputs:
         tx = type(x)
@@ -273,7 +301,11 @@ def _ufunc_call(rec, ufunc, inputs):
         else:
             tpl.append(x)
             con.append(x)
-    value = ufunc(*con)
+    return _ufunc_result(rec, ufunc, tpl, con, ufunc(*con))
+
+
+def _ufunc_result(rec, ufunc, tpl, con, value):
+    """The rest of ``_ufunc_call``, once the ufunc gave ``value``."""
     t = type(value)
     if t is _ndarray or isinstance(value, _generic):
         i = rec.n
