@@ -31,6 +31,7 @@ from .fp_warnings import WarningMet
 from .fused_sweeps import recording
 from . import kernels
 from .plan import GuardFailed, Plan
+from .plan_join import join_products
 from .plan_regions import absorb
 from .pytree import flatten, unflatten
 from .staging import Recorder, Ref, Staged
@@ -407,8 +408,9 @@ class Jitted(Generic[P, R]):
         meta = rec.meta
 
         def regions(steps, outputs):
-            # fused regions take in the elementwise calls that feed them alone
-            return absorb(steps, outputs, meta, _is_region)
+            # sums of matrix products become one product (plan_join); fused
+            # regions take in the elementwise calls that feed them alone
+            return absorb(join_products(steps, outputs, meta), outputs, meta, _is_region)
 
         # (the plan's passes run at its first replay: not for a signature
         # called once)

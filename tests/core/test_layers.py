@@ -26,7 +26,8 @@ PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
     {"errors", "arrays", "pytree", "array_methods", "guards", "user_code", "fp_warnings",
-     "transformed", "staging", "staging_tables", "opaque", "plan", "plan_passes"},
+     "transformed", "staging", "staging_tables", "opaque", "plan", "plan_passes",
+     "plan_join"},
     {"tangents"},
     {"rule"},
     {"registry"},
