@@ -83,7 +83,7 @@ def _rename(tpl, alias):
 _FRESH = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.zeros, np.ones,
           np.full, np.empty, np.copy, np.sum,
           np.mean, np.prod, np.max, np.min, np.matmul, np.dot, np.tensordot, np.outer,
-          np.where, np.concatenate, np.stack, np.cumsum, np.cumprod}
+          np.where, np.concatenate, np.stack, np.cumsum, np.cumprod, operator.pow}
 
 
 _NUMBER_TYPES = frozenset((float, int, complex, bool))

@@ -118,6 +118,13 @@ def _is_region_call(step):
             and type(step[2][1]) is dict and not step[3])
 
 
+def _apply(name, nodes):
+    """The expression of ``_producer``'s call ``name`` on ``nodes``."""
+    if name == "**":
+        return nodes[0] ** nodes[1]
+    return ee.apply(getattr(np, name), nodes)
+
+
 def _producer(step, meta):
     """``(ufunc name, argument templates)`` when ``step`` is a call the
     expressions can take: a known ufunc, positional arrays of the plan
@@ -125,6 +132,11 @@ def _producer(step, meta):
     if step[0] != "call" or len(step) > 5:
         return None
     fn, args, kwargs, out = step[1:5]
+    if fn is operator.pow and not kwargs and type(out) is Ref and len(args) == 2 \
+            and type(args[0]) is Ref and args[0].i in meta and out.i in meta \
+            and (type(args[1]) in (bool, int, float) or isinstance(args[1], np.generic)):
+        # an array's ** of a scalar (the expressions' "**": NumPy's fast paths)
+        return "**", args
     if not isinstance(fn, np.ufunc) or kwargs or type(out) is not Ref:
         return None
     name = fn.__name__
@@ -393,7 +405,7 @@ def _absorb_one(steps, k, uses, made_by, meta, dirty, by_regions=None):
             return built[i]
         if i in exprs:
             uname, args = exprs[i]
-            e = ee.apply(getattr(np, uname), tuple(
+            e = _apply(uname, tuple(
                 node(a.i) if type(a) is Ref else ee.constant(a) for a in args))
             if e.dtype != meta[i][0]:
                 raise ee.NotExpressible("an absorbed call's dtype differs")
@@ -549,7 +561,7 @@ def fuse_chains(steps, outputs, meta, is_region):
                    for a in args):
             continue
         try:
-            root = ee.apply(getattr(np, uname), tuple(
+            root = _apply(uname, tuple(
                 ee.placeholder(f"p{a.i}", meta[a.i][0]) if type(a) is Ref
                 else ee.constant(a) for a in args))
         except ee.NotExpressible:

@@ -358,6 +358,23 @@ def _operator(rec, ufunc, op, x, y):
     cx = x.value if type(x) is Staged and x.rec is rec else x
     cy = y.value if type(y) is Staged and y.rec is rec else y
     tx, ty = type(cx), type(cy)
+    if op == "**" and tx is _ndarray and type(x) is Staged and x.rec is rec and (
+            ty in _NUMBERS or isinstance(cy, _generic)):
+        # an array's ** of a scalar is not np.power's loop: NumPy takes fast
+        # paths for the exponents -1, 0, 0.5, 1 and 2 (reciprocal, ones,
+        # sqrt, copy, square), which differ from it for complex values. The
+        # plan calls the operator, as eager code does
+        value = operator.pow(cx, cy)
+        if type(value) is _ndarray or isinstance(value, _generic):  # (0-d: a scalar)
+            i = rec.n
+            rec.n = i + 1
+            out = Staged(value, i, rec)
+            rec.meta[i] = (out._dtype, out._shape)
+            if type(value) is not _ndarray:
+                rec.scalars[i] = out._dtype
+            rec.steps.append(("call", operator.pow, (x.ref, y.ref if type(y) is Staged else y),
+                              {}, out.ref))
+            return out
     if not (isinstance(cx, _generic) and (isinstance(cy, _generic) or ty in _NUMBERS)
             or isinstance(cy, _generic) and tx in _NUMBERS) \
             or type(x) is Staged and x.rec is not rec or type(y) is Staged and y.rec is not rec:
@@ -660,6 +677,10 @@ class Staged(ArithmeticOperators, ArrayMethods):
     def _inplace(self, ufunc, other):
         if type(self.value) is _ndarray:
             return ufunc(self, other, out=self)
+        # (a NumPy scalar: x op= y is x = x op y, Python's operator)
+        op = _OPERATORS.get(ufunc, "**" if ufunc is np.power else None)
+        if op is not None:
+            return _operator(self.rec, ufunc, op, self, other)
         return ufunc(self, other)
 
     def __iadd__(self, other):
@@ -675,6 +696,15 @@ class Staged(ArithmeticOperators, ArrayMethods):
         return self._inplace(np.true_divide, other)
 
     def __ipow__(self, other):
+        rec, v = self.rec, self.value
+        c = other.value if type(other) is Staged and other.rec is rec else other
+        if type(v) is _ndarray and (type(c) in _NUMBERS or isinstance(c, _generic)):
+            # NumPy's in-place ** of a scalar (its fast paths, as for **)
+            if _written(rec, self, "**="):
+                rec.steps.append(("call", operator.ipow, (
+                    self.ref, other.ref if type(other) is Staged else other), {}, None))
+            operator.ipow(v, c)
+            return self
         return self._inplace(np.power, other)
 
     def __ifloordiv__(self, other):
