@@ -31,6 +31,7 @@ import threading
 import numpy as np
 
 from .array_methods import ArithmeticOperators, ArrayMethods
+from . import staging_operators
 from .staging_tables import (_FILLED, _LIKE, _OPERATOR_FUNCTIONS, _OPERATORS,  # noqa: F401
                              _UNARY, DYNAMIC_SHAPE, IN_PLACE, SHAPE_FUNCTIONS, _astype,
                              _constant, _flatten, _view)
@@ -318,7 +319,7 @@ def _ufunc_result(rec, ufunc, tpl, con, value):
         rec.scalars[i] = out._dtype
         # arithmetic on real NumPy scalars: the plan writes Python's
         # operator, which NumPy's scalars compute as the ufunc does, ten
-        # times faster (not for complex values: see ``_operator``)
+        # times faster (not for complex values: see ``staging_operators``)
         n = len(con)
         op = _OPERATORS.get(ufunc) if n == 2 else _UNARY.get(ufunc) if n == 1 else None
         if op is None:
@@ -347,49 +348,6 @@ def _complex_in(values):
         if type(c) is complex or isinstance(c, _generic) and c.dtype.kind == "c":
             return True
     return False
-
-
-def _operator(rec, ufunc, op, x, y):
-    """``x op y`` with a Python operator (``Staged``'s ``+ - * / **``): on
-    NumPy scalars computed as the operator computes it (NumPy's scalar
-    arithmetic, which eager code meets: a complex product differs from the
-    ufunc's by an ulp at times), the plan writing the operator; on arrays
-    the ufunc, as an array's operator calls it."""
-    cx = x.value if type(x) is Staged and x.rec is rec else x
-    cy = y.value if type(y) is Staged and y.rec is rec else y
-    tx, ty = type(cx), type(cy)
-    if op == "**" and tx is _ndarray and type(x) is Staged and x.rec is rec and (
-            ty in _NUMBERS or isinstance(cy, _generic)):
-        # an array's ** of a scalar is not np.power's loop: NumPy takes fast
-        # paths for the exponents -1, 0, 0.5, 1 and 2 (reciprocal, ones,
-        # sqrt, copy, square), which differ from it for complex values. The
-        # plan calls the operator, as eager code does
-        value = operator.pow(cx, cy)
-        if type(value) is _ndarray or isinstance(value, _generic):  # (0-d: a scalar)
-            i = rec.n
-            rec.n = i + 1
-            out = Staged(value, i, rec)
-            rec.meta[i] = (out._dtype, out._shape)
-            if type(value) is not _ndarray:
-                rec.scalars[i] = out._dtype
-            rec.steps.append(("call", operator.pow, (x.ref, y.ref if type(y) is Staged else y),
-                              {}, out.ref))
-            return out
-    if not (isinstance(cx, _generic) and (isinstance(cy, _generic) or ty in _NUMBERS)
-            or isinstance(cy, _generic) and tx in _NUMBERS) \
-            or type(x) is Staged and x.rec is not rec or type(y) is Staged and y.rec is not rec:
-        return ufunc(x, y)  # (NumPy's dispatch: another type may take it)
-    value = _OPERATOR_FUNCTIONS[op](cx, cy)
-    if not isinstance(value, _generic):  # (a Python value: as NumPy's call records it)
-        return ufunc(x, y)
-    i = rec.n
-    rec.n = i + 1
-    out = Staged(value, i, rec)
-    rec.meta[i] = (out._dtype, out._shape)
-    rec.scalars[i] = out._dtype
-    rec.steps.append(("call", ufunc, (x.ref if type(x) is Staged else x,
-                                      y.ref if type(y) is Staged else y), {}, out.ref, op))
-    return out
 
 
 def _wrap_ufunc(rec, ufunc, tpl, value):
@@ -467,22 +425,8 @@ class Staged(ArithmeticOperators, ArrayMethods):
     shape = property(operator.attrgetter("_shape"))
     dtype = property(operator.attrgetter("_dtype"))
 
-    # (Python's + - * / **: as on NumPy scalars, ``_operator``; set below)
-
-    def __abs__(self):
-        v = self.value
-        if not (isinstance(v, _generic) and v.dtype.kind == "c"):
-            return np.absolute(self)
-        # (a complex NumPy scalar's abs() is not the ufunc's to an ulp)
-        rec = self.rec
-        value = abs(v)
-        i = rec.n
-        rec.n = i + 1
-        out = Staged(value, i, rec)
-        rec.meta[i] = (out.dtype, out.shape)
-        rec.scalars[i] = out.dtype
-        rec.steps.append(("call", np.absolute, (self.ref,), {}, out.ref, "abs({0})"))
-        return out
+    # (Python's operators, abs() and the in-place operators:
+    # ``staging_operators``, which installs them)
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -672,51 +616,6 @@ class Staged(ArithmeticOperators, ArrayMethods):
             return round(self._convert("float", float))
         return np.round(self, ndigits)
 
-    # in-place operators: NumPy's, written into the staged array (a NumPy
-    # scalar is immutable: Python rebinds the name to a new value)
-    def _inplace(self, ufunc, other):
-        if type(self.value) is _ndarray:
-            return ufunc(self, other, out=self)
-        # (a NumPy scalar: x op= y is x = x op y, Python's operator)
-        op = _OPERATORS.get(ufunc, "**" if ufunc is np.power else None)
-        if op is not None:
-            return _operator(self.rec, ufunc, op, self, other)
-        return ufunc(self, other)
-
-    def __iadd__(self, other):
-        return self._inplace(np.add, other)
-
-    def __isub__(self, other):
-        return self._inplace(np.subtract, other)
-
-    def __imul__(self, other):
-        return self._inplace(np.multiply, other)
-
-    def __itruediv__(self, other):
-        return self._inplace(np.true_divide, other)
-
-    def __ipow__(self, other):
-        rec, v = self.rec, self.value
-        c = other.value if type(other) is Staged and other.rec is rec else other
-        if type(v) is _ndarray and (type(c) in _NUMBERS or isinstance(c, _generic)):
-            # NumPy's in-place ** of a scalar (its fast paths, as for **)
-            if _written(rec, self, "**="):
-                rec.steps.append(("call", operator.ipow, (
-                    self.ref, other.ref if type(other) is Staged else other), {}, None))
-            operator.ipow(v, c)
-            return self
-        return self._inplace(np.power, other)
-
-    def __ifloordiv__(self, other):
-        return self._inplace(np.floor_divide, other)
-
-    def __imod__(self, other):
-        return self._inplace(np.remainder, other)
-
-    def __imatmul__(self, other):
-        return self._inplace(np.matmul, other)
-
-
 def plain_array(x):
     """Whether ``x`` is an ndarray, or a staged value of one (not of a NumPy
     scalar): where eager code takes an ndarray's path, a recording takes
@@ -747,22 +646,4 @@ def constant_value(x):
     return None
 
 
-def _operators(ufunc, op):
-    def method(self, other):
-        return _operator(self.rec, ufunc, op, self, other)
-
-    def reflected(self, other):
-        return _operator(self.rec, ufunc, op, other, self)
-
-    return method, reflected
-
-
-# (a NumPy scalar's ** is not np.power's loop: an ulp apart in about one
-# case in twenty for float64 exponents 3 and 1.5)
-for _name, _ufunc, _op in [("add", np.add, "+"), ("sub", np.subtract, "-"),
-                           ("mul", np.multiply, "*"), ("truediv", np.true_divide, "/"),
-                           ("pow", np.power, "**")]:
-    _m, _r = _operators(_ufunc, _op)
-    setattr(Staged, f"__{_name}__", _m)
-    setattr(Staged, f"__r{_name}__", _r)
-del _name, _ufunc, _op, _m, _r
+staging_operators.install(Staged, _written)
