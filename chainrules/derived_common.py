@@ -205,7 +205,10 @@ def first_times_sum(d, gd, g, r, xd):
     ``r`` an array or a scalar, ``gd`` possibly structural zero), or None
     where that does not apply. Arrays passed in are never written to. A
     staged value (``cr.jit``'s recording) takes the same products and sum,
-    as new values (the plan then has no write to follow)."""
+    as new values (the plan then has no write to follow), but for complex
+    values: NumPy's complex product written in place takes another loop
+    than into a new array (an ulp apart at times), so those are written in
+    place as for an ndarray."""
     # (d and r may be ndarray subclasses: a checkpointed segment's values)
     dt = d.dtype if isinstance(d, _ndarray) or plain_array(d) else None
     if (dt is None or d.shape != g.shape or g.dtype != dt or xd.dtype != dt
@@ -214,7 +217,7 @@ def first_times_sum(d, gd, g, r, xd):
                                                     and gd.dtype == dt))):
         return None
     p = g * xd
-    if type(p) is not _ndarray:  # staged: the same arithmetic, no writes
+    if type(p) is not _ndarray and dt.kind != "c":  # staged: the same arithmetic, no writes
         if not (type(r) is int and r == 1):
             p = p * r
         if not isinstance(gd, Structural):
