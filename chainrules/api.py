@@ -7,6 +7,7 @@ then runs one sweep of the engine. Arguments and outputs may be pytrees
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from typing import Any, Callable, Literal, ParamSpec, Protocol, Sequence, TypeVar, overload
 
@@ -14,8 +15,10 @@ import numpy as np
 
 from . import pytree
 from .transformed import Transformed
-from .arguments import (NO_GRADIENTS, check_tangent, collect_cotangent_batches,
-                        collect_cotangents, function_name, gradient_seed, like_output,
+from . import fp_warnings
+from .arguments import (_INEXACT_SCALARS, _SEEDS, NO_GRADIENTS, _may_share_memory,
+                        check_tangent, collect_cotangent_batches, collect_cotangents,
+                        function_name, gradient_seed, leaf_cotangent, like_output,
                         normalize_argnums, scalar_output_dtype, trace_arg, trace_args,
                         unaliased, unwrap_level, user_arrays, zero_like_value)
 from .arrays import ones_like_value, zeros_like_value
@@ -23,6 +26,7 @@ from .errors import NonDifferentiableInputError, TangentShapeError
 from .fp_warnings import at_user_line
 from .fused_sweeps import fuse
 from .graph import Tape
+from .rule import node_ids
 from .tangents import ZERO, Structural
 from .copies import stop_gradient
 from .tracing import Traced, untraced
@@ -77,7 +81,8 @@ def value_and_grad(f: Callable[P, R], argnums: int | Sequence[int] = 0, has_aux:
     """
     return Transformed(_value_and_grad_call(f, argnums, has_aux, holomorphic),
                        value_and_grad, f, (),
-                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
+                       dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic),
+                       redirects=_REDIRECTS)
 
 
 def _check_holomorphic(args, nums, fname):
@@ -90,17 +95,44 @@ def _check_holomorphic(args, nums, fname):
                     f"{np.result_type(untraced(leaf))}; cast with x.astype(complex)")
 
 
+def _split_aux(out, fname):
+    """``(value, aux)`` of the output of a function declared ``has_aux``."""
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{fname} was declared has_aux=True and must "
+                        "return a pair (value, aux)")
+    return out[0], out[1]
+
+
+#: NumPy's settings of floating-point errors (a context variable), which a
+#: gradient call redirects itself, in its own frame, as ``at_user_line`` does
+#: (``fp_warnings``). A NumPy without that variable (before 2.0): the call is
+#: wrapped by ``at_user_line`` instead, and an unset variable stands for it
+_REDIRECTS = fp_warnings._SETTINGS is not None
+_FP = fp_warnings._SETTINGS if _REDIRECTS else contextvars.ContextVar("chainrules_unused",
+                                                                      default=None)
+#: at_user_line's switch: the settings met last time and their redirected form
+_SWITCH = fp_warnings._AT_USER_LINE
+#: NumPy scalar types of a real floating dtype: a scalar output of one of them
+#: has its own dtype as the seed's (``scalar_output_dtype``'s common output)
+_REAL_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble))
+_new = object.__new__
+_NODE0 = node_ids(0)
+
+
 def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
     """The function ``value_and_grad`` returns, before ``Transformed`` wraps
     it; ``with_value=False``: the one ``grad`` returns (the gradient, with
-    ``aux`` after it with ``has_aux``)."""
+    ``aux`` after it with ``has_aux``). It redirects NumPy's floating-point
+    warnings itself (what ``at_user_line`` does; ``Transformed`` is told
+    so)."""
     nums, single = normalize_argnums(argnums)
     fname = function_name(f)
     # the common call: one argument, differentiated (f(x))
     first_only = single and nums[0] in (0, -1) and not holomorphic
 
-    @functools.wraps(f)
-    def value_and_grad_f(*args, **kwargs):
+    def general(args, kwargs):
+        """A call that the one-leaf path of ``value_and_grad_f`` does not
+        take: its arguments traced as pytrees (``trace_arg``, ``trace_args``)."""
         tape = Tape()
         try:
             if first_only and len(args) == 1:
@@ -114,10 +146,7 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
                 out = f(*targs, **kwargs)
             aux = None
             if has_aux:
-                if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                    raise TypeError(f"{fname} was declared has_aux=True and must "
-                                    "return a pair (value, aux)")
-                out, aux = out
+                out, aux = _split_aux(out, fname)
             dtype = scalar_output_dtype(out, tape, fname, holomorphic)
         finally:
             tape.close()
@@ -141,6 +170,87 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
             value = (value, unwrap_level(aux, tape))
         return value, g
 
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        # at_user_line's redirect of NumPy's settings, in this frame: the
+        # settings met last time have their redirected form ready
+        seen, redirected = _SWITCH.last
+        if _FP.get() is seen and redirected is not None:
+            token = _FP.set(redirected)
+        else:
+            token = _SWITCH.token() if _REDIRECTS else None
+        try:
+            # one inexact array or scalar argument, the common call: traced
+            # as trace_arg's fast path traces it, and then general's work
+            # without the pytree walk, the argument's spec and the frames of
+            # scalar_output_dtype, gradient_seed and collect_cotangents
+            v = None
+            if first_only and len(args) == 1:
+                arg = args[0]
+                ta = type(arg)
+                if ta is np.ndarray:
+                    if arg.dtype.kind in "fc":
+                        v, scalar = arg, False
+                elif ta is float:
+                    v, scalar = np.float64(arg), True
+                elif ta in _INEXACT_SCALARS:
+                    v, scalar = arg, True
+                elif ta is complex:
+                    v, scalar = np.complex128(arg), True
+            if v is None:
+                return general(args, kwargs)
+            tape = Tape(v)  # v its leaf, node 0
+            nid = _NODE0
+            tx = _new(Traced)
+            tx.value = v
+            tx.node = nid
+            tx.tape = tape
+            try:
+                out = f(tx, **kwargs)
+                aux = None
+                if has_aux:
+                    out, aux = _split_aux(out, fname)
+                if type(out) is Traced and out.tape is tape and type(
+                        out.value) in _REAL_SCALARS:
+                    dtype = out.value.dtype  # the common output
+                else:
+                    dtype = scalar_output_dtype(out, tape, fname)
+            finally:
+                if tape.refused is None:
+                    tape.active = False  # (close, without its call)
+                else:
+                    tape.close()
+            if type(out) is Traced and out.tape is tape:
+                value = out.value
+                fuse(tape, (out.node,))
+                tv = type(value)
+                seed = _SEEDS.get(dtype) if tv in _REAL_SCALARS else None
+                if seed is None:
+                    seed = gradient_seed(value if tv is not Traced else untraced(value), dtype)
+                c = tape._reverse([out.node], [seed], None, None, None, False,
+                                  None)[0]._store.get(nid, ZERO)
+            else:
+                value = unwrap_level(out, tape)
+                c = ZERO
+            tape.free()
+            if type(c) is np.ndarray and not scalar:
+                # leaf_cotangent of an array input's array, without the call: a
+                # read-only one (the broadcast cotangent of a sum) copied
+                g = c if c.flags.writeable else c.copy()
+            else:
+                g = leaf_cotangent(c, arg, scalar)
+            if not with_value:  # grad
+                return (g, unwrap_level(aux, tape)) if has_aux else g
+            if type(value) is np.ndarray and ta is np.ndarray and _may_share_memory(value,
+                                                                                    arg):
+                value = value.copy()  # f returned (a view of) its input
+            if has_aux:
+                value = (value, unwrap_level(aux, tape))
+            return value, g
+        finally:
+            if token is not None:
+                _FP.reset(token)
+
     return value_and_grad_f
 
 
@@ -163,7 +273,8 @@ def grad(f: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = 
     0.0
     """
     return Transformed(_value_and_grad_call(f, argnums, has_aux, holomorphic, False), grad, f,
-                       (), dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic))
+                       (), dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic),
+                       redirects=_REDIRECTS)
 
 
 @overload

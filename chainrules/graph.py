@@ -83,6 +83,8 @@ class Select(ReverseRule):
         return self.pullback_with_tangents(g, gd, tangents)
 
 
+#: ``Tape()`` without a first leaf
+_NO_LEAF = object()
 #: the replays of a tape that keeps none (``Tape.keep_replay`` makes a dict)
 _NO_REPLAYS: types.MappingProxyType[int, Any] = types.MappingProxyType({})
 
@@ -192,10 +194,18 @@ class Tape(ReverseSweeps, ForwardSweeps):
     __slots__ = ("rules", "shapes", "dtypes", "level", "active", "anomaly", "sources",
                  "freed", "replays", "user_rules", "refused", "__weakref__")
 
-    def __init__(self):
-        self.rules = []
-        self.shapes = []
-        self.dtypes = []
+    def __init__(self, first=_NO_LEAF):
+        # first: the value (an array or a NumPy scalar) of a first leaf, node
+        # 0, recorded as leaf() would (a gradient call of one argument),
+        # without the call
+        if first is _NO_LEAF:
+            self.rules = []
+            self.shapes = []
+            self.dtypes = []
+        else:
+            self.rules = [None]
+            self.shapes = [first.shape]
+            self.dtypes = [first.dtype]
         self.level = next(_levels)
         self.active = True
         # why the rules were dropped (a message), or None while they are there
@@ -216,6 +226,8 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # a refused conversion of one of its values that compiled code may
         # have dropped (``close`` raises it)
         self.refused = None
+        if self.anomaly and first is not _NO_LEAF:
+            anomaly.on_leaf(self, first)
 
     def close(self) -> None:
         """End the recording of the function's own operations (a

@@ -27,8 +27,10 @@ class Transformed(functools.partial):
     warnings at the user's line, ``fp_warnings``) without arguments of its
     own: calling it is a call of ``call`` with no Python frame between."""
 
-    def __new__(cls, call, transform, f, args=(), kwargs=None):
-        self = super().__new__(cls, at_user_line(call))
+    def __new__(cls, call, transform, f, args=(), kwargs=None, redirects=False):
+        # redirects: ``call`` redirects NumPy's floating-point warnings
+        # itself (as ``at_user_line`` does), in its own frame
+        self = super().__new__(cls, call if redirects else at_user_line(call))
         self._recipe = (transform, f, tuple(args), dict(kwargs or {}))
         functools.update_wrapper(self, f, updated=())
         return self
