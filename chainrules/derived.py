@@ -34,6 +34,7 @@ from .staging import plain_array
 from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
+_new = object.__new__
 #: NumPy's scalar types of inexact dtypes
 _INEXACT_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble, np.complex64,
                               np.complex128, np.clongdouble))
@@ -407,8 +408,14 @@ def _unary_scalar_rule(op, name, d, second, second_ratio, saves, types):
         y = op(x, **kwargs) if kwargs else op(x)
         xdt, ydt = x.dtype, y.dtype
         if xdt is ydt or xdt == ydt:
-            return y, UnaryScalarRule(ids[0], x if save_x else no_x, y if save_y else no_y,
-                                      spec)
+            # UnaryScalarRule(...), without the calls of its constructor
+            rule = _new(UnaryScalarRule)
+            rule.x_id = ids[0]
+            rule.x = x if save_x else no_x
+            rule.y = y if save_y else no_y
+            rule.spec = spec
+            rule.dval = None
+            return y, rule
         # real to complex (scipy.special.wofz), float32 to float64: the
         # partials read x in the output's precision, and the input's
         # cotangent takes its own dtype

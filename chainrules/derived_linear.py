@@ -16,6 +16,8 @@ from .registry import op_name, register
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
 
+_new = object.__new__
+
 _Op = TypeVar("_Op", bound=Callable[..., Any])
 
 
@@ -249,6 +251,13 @@ class BilinearRule(ReverseRule):
     def pullback(self, g):
         # (_gx and _gy, without their calls)
         args, kwargs = self.args, self.kwargs
+        if not args and not kwargs:  # no static arguments (x * y): no star-calls
+            if self.y_id is None:
+                return [(self.x_id, self.tx(g, self.y, self.xshape))]
+            if self.x_id is None:
+                return [(self.y_id, self.ty(g, self.x, self.yshape))]
+            return [(self.x_id, self.tx(g, self.y, self.xshape)),
+                    (self.y_id, self.ty(g, self.x, self.yshape))]
         if self.y_id is None:
             return [(self.x_id, self.tx(g, self.y, self.xshape, *args, **kwargs))]
         if self.x_id is None:
@@ -402,12 +411,27 @@ def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callabl
         elif elementwise and xi is not None and xi == yi and x is y and not args and not kwargs:
             rule = SelfProductRule(xi, x, name)
         else:
-            # x is needed only for the cotangent of y, and y only for that of x
-            rule = BilinearRule(xi, yi, None if yi is None else x,
-                                None if xi is None else y, op, transpose_x, transpose_y,
-                                None if xi is None else x.shape,
-                                None if yi is None else y.shape, args, kwargs,
-                                None if args or kwargs else batched)
+            # BilinearRule(...), without the calls of its constructor; x is
+            # needed only for the cotangent of y, and y only for that of x
+            rule = _new(BilinearRule)
+            rule.forms = None if args or kwargs else batched
+            rule.x_id = xi
+            rule.y_id = yi
+            if yi is None:
+                rule.x = rule.yshape = None
+            else:
+                rule.x = x
+                rule.yshape = y.shape
+            if xi is None:
+                rule.y = rule.xshape = None
+            else:
+                rule.y = y
+                rule.xshape = x.shape
+            rule.op = op
+            rule.tx = transpose_x
+            rule.ty = transpose_y
+            rule.args = args
+            rule.kwargs = kwargs
         zdt = z.dtype
         if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
             return z, rule  # one dtype throughout, the common case: no call

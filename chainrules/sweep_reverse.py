@@ -234,6 +234,65 @@ class ReverseSweeps:
                 start = -1 if outputs[0] is None else outputs[0]
             else:
                 start = max((o for o in outputs if o is not None), default=-1)
+        if carry is None and batch is None and wrt is None and check is None:
+            # the common sweep (a gradient): the loop below without its other
+            # cases, the results added without calls
+            store = {}
+            verify = self.user_rules  # rules from outside the library were recorded
+            for i in range(start, -1, -1):
+                g = cots[i]
+                if g is None:
+                    continue
+                cots[i] = None
+                rule = rules[i]
+                if rule is None:
+                    store[i] = g
+                    continue
+                if shapes[i] is MULTI:
+                    g = tuple(ZERO if t is None else t for t in g)
+                try:  # an attribute of ReverseRule; duck-typed rules may lack it
+                    index = rule.gather_index
+                except AttributeError:
+                    index = None
+                if index is not None:
+                    left = self._gather(rule.inputs()[0], index, g, None, cots, None, owned,
+                                        None)
+                    if left is None:  # all of it added in place
+                        if not retain_graph:
+                            rules[i] = None
+                        continue
+                    g = left[0]  # what add_at could not take goes through the pullback
+                try:
+                    results = rule.pullback(g)
+                except Exception as e:
+                    note_failure(e, rule, i, "pullback")
+                    raise
+                if verify and not library_rule(type(rule)):
+                    verify_results(rule, results, "pullback")
+                if not retain_graph:
+                    rules[i] = None
+                for nid, c in results:
+                    tc = type(c)
+                    if tc is _ndarray:
+                        if c.shape != shapes[nid] or (c.dtype is not dtypes[nid]
+                                                      and c.dtype != dtypes[nid]):
+                            c = self._project(c, nid, rule)
+                    elif tc in STRUCT:
+                        continue
+                    elif shapes[nid] is MULTI:
+                        accumulate_slot(cots, nid, dtypes[nid], c)
+                        continue
+                    elif tc in _INEXACT_SCALARS and c.dtype is dtypes[nid] and shapes[nid] == ():
+                        c = _asarray(c)  # what _project makes of it, without the call
+                    else:
+                        c = self._project(c, nid, rule)
+                    if cots[nid] is None:  # the common case, without a call
+                        cots[nid] = c
+                    else:
+                        accumulate(cots, owned, 1, nid, c)
+            grads = _new(Gradients)
+            grads._store = store
+            return grads, None
         dbatch = None if carry is None else carry.batch  # batch of the tangents
         keep = None if wrt is None else set(wrt)
         need = None if carry is None else carry.need
@@ -302,28 +361,7 @@ class ReverseSweeps:
                                "pullback_with_tangents")
             if not retain_graph:
                 rules[i] = None
-            if plain:
-                for nid, c in results:
-                    tc = type(c)
-                    if tc is _ndarray:
-                        if c.shape != shapes[nid] or (c.dtype is not dtypes[nid]
-                                                      and c.dtype != dtypes[nid]):
-                            c = self._project(c, nid, rule)
-                    elif tc in STRUCT:
-                        continue
-                    elif shapes[nid] is MULTI:
-                        accumulate_slot(cots, nid, dtypes[nid], c)
-                        continue
-                    elif tc in _INEXACT_SCALARS and c.dtype is dtypes[nid] and shapes[nid] == ():
-                        c = _asarray(c)  # what _project makes of it, without the call
-                    else:
-                        c = self._project(c, nid, rule)
-                    if cots[nid] is None:  # the common case, without a call
-                        cots[nid] = c
-                    else:
-                        accumulate(cots, owned, 1, nid, c)
-            else:
-                self._scatter(results, rule, cots, dots, owned, need, batch, dbatch)
+            self._scatter(results, rule, cots, dots, owned, need, batch, dbatch)
         grads = _new(Gradients)  # (_gradients, without the call)
         grads._store = store
         return grads, (None if dstore is None else _gradients(dstore))

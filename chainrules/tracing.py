@@ -474,6 +474,17 @@ class Traced(ConversionGuards, ArrayMethods):
         if special is not None:
             return special(func, args, kwargs)
         if not kwargs and DECOMPOSITIONS.get(func) is None:  # array_function, without a call
+            if len(args) == 1 and type(args[0]) is Traced:
+                # one traced argument (np.sum(x)): dispatch's fast path, without its call
+                a = args[0]
+                tape = a.tape
+                if tape.active and tape.level >= _capture_bound:
+                    v = a.value
+                    tv = type(v)
+                    maker = GENERIC_MAKERS.get(func) or lookup(
+                        func, (tv if tv is not Traced else _primal_type(v),))
+                    out, rule = maker([a.node], v)
+                    return _record(tape, rule, out, Traced)
             return dispatch(func, args, kwargs)
         return array_function(func, args, kwargs)
 
