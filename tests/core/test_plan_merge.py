@@ -131,3 +131,45 @@ def test_random_programs_merge_bit_for_bit(steps, dt, seed, special):
                 _no_merge(m)
                 want, _ = _replays(call, args)
             _same(got, want)
+
+
+@pytest.mark.parametrize("budget", [None, 1000], ids=["default", "small budget"])
+def test_a_long_loop_tries_each_pair_once_and_merges_within_a_budget(monkeypatch, budget):
+    # a loop whose every step is a region reading the one before (a
+    # recurrent cell): the pass tries the pairs that read each other, each
+    # once, and merges them within its budget of scanned steps (each merge
+    # rescans the plan); the results are the unmerged plan's, bit for bit
+    from chainrules import plan_merge
+
+    def f(x):
+        h = x
+        for k in range(40):
+            h = np.tanh(h * 0.9 + 0.1 * k)
+            h = h * h + 0.5 * h
+        return np.sum(h)
+
+    x = np.linspace(-1.0, 1.0, N)
+    tried = []
+    real = plan_merge._merged
+
+    def counting(*args):
+        tried.append(args[1:3])
+        return real(*args)
+
+    monkeypatch.setattr(plan_merge, "_merged", counting)
+    if budget is not None:
+        monkeypatch.setattr(plan_merge, "MAX_SCANNED", budget)
+    got, plan = _replays(lambda x: cr.grad(f)(x), (x,))
+    regions = len(_region_steps(plan))
+    with monkeypatch.context() as m:
+        _no_merge(m)
+        want, plain = _replays(lambda x: cr.grad(f)(x), (x,))
+    merged = len(_region_steps(plain)) - regions
+    if budget is None:  # every pair merges, into programs of MAX_NODES at most
+        assert merged > 40, (merged, regions)
+    else:  # a scan of this plan's 70-odd steps per merge: about 13 merges
+        assert 1 <= merged < 20, (merged, regions)
+    # pairs built: the reading pairs, a pair that failed never again (not
+    # every pair at every rescan)
+    assert len(tried) <= 4 * len(_region_steps(plain)), len(tried)
+    _same(got, want)
