@@ -6,6 +6,8 @@
     python benchmarks/instructions.py --case twoop    # value_and_grad of np.sum(np.sin(x) * x)
     python benchmarks/instructions.py --case grad     # the same through grad
     python benchmarks/instructions.py --case hvp      # hvp of the same function
+    python benchmarks/instructions.py --case first    # first call of cr.jit of that value_and_grad
+    python benchmarks/instructions.py --case rosen-eager / rosen-first   # the same, Rosenbrock n=10
 
 Wall-clock timings of the per-op overhead move by tens of percent between
 runs on a shared 2-core machine. Instruction counts do not: valgrind's
@@ -55,6 +57,22 @@ elif case in ("twoop", "grad", "hvp"):  # the fixed cost per call, on a 3-elemen
     two = lambda x: np.sum(np.sin(x) * x)
     vg = cr.value_and_grad(two) if case == "twoop" else cr.grad(two)
     call = (lambda: cr.hvp(two, x, x)) if case == "hvp" else (lambda: vg(x))
+elif case in ("first", "rosen-eager", "rosen-first"):
+    # the first call of a new cr.jit(cr.value_and_grad(f)) (its recording),
+    # against the eager call ("twoop", "rosen-eager") of the same function
+    if case == "first":
+        x = x[:3]
+        f = lambda x: np.sum(np.sin(x) * x)
+    else:
+        from common import rosen
+        x = 1.0 + 0.3 * x[:10]
+        f = lambda x: rosen(np, x)
+    vg = cr.value_and_grad(f)
+    if case == "rosen-eager":
+        call = lambda: vg(x)
+    else:
+        jitted = iter([cr.jit(vg) for _ in range(n + 3)])
+        call = lambda: next(jitted)(x)
 else:
     raise SystemExit("unknown case " + case)
 for _ in range(3):
@@ -83,7 +101,8 @@ def count(n, case):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", default="chain", choices=("chain", "numpy", "sum", "twoop", "grad",
-                                                      "hvp"))
+                                                      "hvp", "first", "rosen-eager",
+                                                      "rosen-first"))
     ap.add_argument("--calls", default="10,30", help="N1,N2 (default 10,30)")
     a = ap.parse_args()
     if shutil.which("valgrind") is None:
