@@ -264,7 +264,7 @@ def _svd_pb(r, g):
         m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
         gu, gvh = g[0], g[2]
         if (m > k and not is_zero(gu)) or (n > k and not is_zero(gvh)):
-            sv = plain(s)
+            sv = array_value(s)
             scale = np.max(sv, axis=-1, keepdims=True) if k else sv
             if k and np.any(sv <= 100 * k * np.finfo(sv.dtype).eps * scale):
                 raise DomainError(
@@ -283,9 +283,9 @@ def _check_degenerate_svd(g, u, s, vh, k):
     (``c`` below symmetric on the pair) and, where it uses those vectors,
     treat the repeated values alike (real inputs)."""
     gu, gs, gvh = g
-    if (is_zero(gu) and is_zero(gvh)) or k < 2 or plain(u).dtype.kind == "c":
+    if (is_zero(gu) and is_zero(gvh)) or k < 2 or u.dtype.kind == "c":
         return
-    sv = plain(s)
+    sv = array_value(s)
     eps = np.finfo(real_dtype(sv.dtype)).eps
     scale = np.maximum(np.max(sv, axis=-1, keepdims=True)[..., None], 1.0)
     deg = np.abs(sv[..., None, :] - sv[..., :, None]) <= 100 * k * eps * scale
@@ -297,18 +297,18 @@ def _check_degenerate_svd(g, u, s, vh, k):
     # its symmetric part with the 1/(s_j - s_i) terms the pullback drops
     c, size = 0, np.finfo(float).tiny
     if not is_zero(gu):
-        c = c + plain(mT(u[..., :, :k]) @ gu[..., :, :k])
-        size += np.max(np.abs(plain(gu)))
+        c = c + array_value(mT(u[..., :, :k]) @ gu[..., :, :k])
+        size += np.max(np.abs(array_value(gu)))
     if not is_zero(gvh):
-        c = c + plain(vh[..., :k, :] @ mT(gvh[..., :k, :]))
-        size += np.max(np.abs(plain(gvh)))
+        c = c + array_value(vh[..., :k, :] @ mT(gvh[..., :k, :]))
+        size += np.max(np.abs(array_value(gvh)))
     tol = np.sqrt(eps) * max(u.shape[-2], vh.shape[-1]) * size
     why = None
     if np.any(deg & (np.abs(c - np.swapaxes(c, -1, -2)) > tol)):
         why = ("it depends on the basis LAPACK chose for the singular vectors of a "
                "repeated singular value")
     elif not is_zero(gs):
-        gsv = plain(gs)
+        gsv = array_value(gs)
         gtol = np.sqrt(eps) * (np.max(np.abs(gsv)) + np.finfo(float).tiny)
         split = np.abs(gsv[..., None, :] - gsv[..., :, None]) > gtol
         if np.any(deg & split & (np.abs(c) > tol)):

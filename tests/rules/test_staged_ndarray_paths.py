@@ -195,3 +195,31 @@ def test_staged_scipy_solvers_of_plain_arrays_call_scipy():
     _staged_equals_eager(lambda ab, b: solve_banded((1, 1), ab * 1.0, b, overwrite_ab=True),
                          (ab, b))
     _staged_equals_eager(lambda ab, b: solveh_banded(ab, b * 1.0, overwrite_b=True), (hb, b))
+
+
+# -- svd ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_staged_svd_checks_stay_staged(full, dtype):
+    # the svd pullback's checks (a non-square input of full rank, singular
+    # values that do not repeat) read the values as staged arrays: they were
+    # converted with np.asarray, and the whole signature ran eagerly
+    rng = np.random.default_rng(6)
+    a = rng.normal(size=(4, 2)).astype(dtype)
+    if dtype == np.complex128:
+        a = a + 1j * rng.normal(size=(4, 2))
+
+    def loss(a):
+        u, s, vh = np.linalg.svd(a, full_matrices=full)
+        k = s.shape[-1]
+        return np.sum(np.abs(u[:, :k] * s) ** 2) + np.sum(s ** 3) + np.sum(np.real(vh) ** 2)
+
+    staged = _staged_equals_eager(cr.value_and_grad(loss), (a,), (a.T.copy(),), (a * 1.5,))
+    # the rank check is guarded: a rank-deficient input of the same signature
+    # is refused as eagerly
+    low = np.concatenate([a[:, :1], a[:, :1]], axis=1)
+    with pytest.raises(cr.DomainError):
+        cr.value_and_grad(loss)(low)
+    with pytest.raises(cr.DomainError):
+        staged(low)
+
