@@ -457,6 +457,11 @@ def _register_power(op, fast_path):
 
     def power_maker(ids, x, y, **kwargs):
         if ids[1] is None:
+            if is_staged(y) and type(y.value) in _SCALAR_EXPONENTS:
+                # a constant exponent computed from the inputs (a NumPy
+                # scalar eagerly): its value, guarded, so that the recording
+                # takes eager code's scalar-exponent path, not the general one
+                y = type(y.value)(y.item())
             if fast_path and not kwargs and type(y) in _SCALAR_EXPONENTS:
                 if y == 2 and type(y) in (int, float) and x.dtype.kind == "f":
                     z = np.square(x)  # as NumPy's own x ** 2, and 2x faster than pow

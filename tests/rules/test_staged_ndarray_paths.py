@@ -197,6 +197,24 @@ def test_staged_scipy_solvers_of_plain_arrays_call_scipy():
     _staged_equals_eager(lambda ab, b: solveh_banded(ab, b * 1.0, overwrite_b=True), (hb, b))
 
 
+# -- power -----------------------------------------------------------------------------
+def test_staged_power_of_a_computed_scalar_exponent_takes_the_scalar_path():
+    # an exponent computed from the inputs but not differentiated (a count
+    # chosen by a mask, as scipy.stats.geom.pmf's k - 1) is a NumPy scalar
+    # eagerly, whose power takes the scalar-exponent rule; staged it took the
+    # general rule (its HVP an ulp apart). Its value is guarded.
+    def loss(z):
+        k = np.where(z < 1, 7.0, 1.0) - 1
+        r = np.power(1 - z, k)
+        return np.sum(r) + 0.5 * np.sum(r * r)
+
+    def hvp(z, v):
+        return cr.hvp(loss, z, v)
+
+    p, one = np.float64(0.8286980519104733), np.float64(1.0)
+    _staged_equals_eager(hvp, (p, one), (np.float64(0.5), one), (np.float64(1.5), one))
+
+
 # -- svd ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
@@ -223,3 +241,26 @@ def test_staged_svd_checks_stay_staged(full, dtype):
     with pytest.raises(cr.DomainError):
         staged(low)
 
+
+# -- scipy.stats --------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason=(
+    "chainrules/scipy/stats/_base.py: _all_true/_all_false answer False for a staged "
+    "mask (they test type(mask) is np.ndarray, or a bool/np.bool_), so a recording "
+    "takes np.where and both branches where eager code takes one; they should decide "
+    "on the staged value's own type (mask.value), with a guarded answer"))
+@pytest.mark.parametrize("method", ["pdf", "logpdf", "logcdf"])
+def test_staged_stats_masks_take_eager_branches(method):
+    # every point inside the support and every parameter valid: eager code
+    # skips the safe where and the other branch; the cotangents of x, loc and
+    # scale then sum fewer terms, in another order (an ulp apart staged)
+    from chainrules.scipy import stats
+
+    rng = np.random.default_rng(0)
+    x, df = rng.normal(size=1), rng.uniform(1, 8, size=2)
+    loc, scale = rng.uniform(-0.5, 0.5, size=1), rng.uniform(0.8, 2.0, size=1)
+
+    def loss(x, loc, scale):
+        r = getattr(stats.t, method)(x, df, loc=loc, scale=scale)
+        return np.sum(r) + 0.5 * np.sum(r * r)
+
+    _staged_equals_eager(cr.value_and_grad(loss, argnums=(0, 1, 2)), (x, loc, scale))
