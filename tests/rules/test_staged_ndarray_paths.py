@@ -243,11 +243,6 @@ def test_staged_svd_checks_stay_staged(full, dtype):
 
 
 # -- scipy.stats --------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "chainrules/scipy/stats/_base.py: _all_true/_all_false answer False for a staged "
-    "mask (they test type(mask) is np.ndarray, or a bool/np.bool_), so a recording "
-    "takes np.where and both branches where eager code takes one; they should decide "
-    "on the staged value's own type (mask.value), with a guarded answer"))
 @pytest.mark.parametrize("method", ["pdf", "logpdf", "logcdf"])
 def test_staged_stats_masks_take_eager_branches(method):
     # every point inside the support and every parameter valid: eager code

@@ -27,6 +27,7 @@ import numpy as np
 
 from chainrules.errors import UntraceableError
 from chainrules.rules._util import array_value
+from chainrules.staging import is_staged
 from chainrules.tracing import is_traced
 
 __all__ = ["Frozen", "apply_where", "arg", "assemble", "broadcast_shape", "safe", "finish",
@@ -48,15 +49,20 @@ def plain(v):
 
 
 def _all_true(mask):
-    if isinstance(mask, (bool, np.bool_)):
+    # decided on the data for NumPy values and staged values of them (cr.jit:
+    # the plan guards the answer, and computes the branch eager code takes);
+    # a lazy mask takes both branches
+    v = mask.value if is_staged(mask) else mask
+    if isinstance(v, (bool, np.bool_)):
         return bool(mask)
-    return type(mask) is np.ndarray and bool(mask.all())
+    return type(v) is np.ndarray and bool(mask.all())
 
 
 def _all_false(mask):
-    if isinstance(mask, (bool, np.bool_)):
+    v = mask.value if is_staged(mask) else mask
+    if isinstance(v, (bool, np.bool_)):
         return not mask
-    return type(mask) is np.ndarray and not mask.any()
+    return type(v) is np.ndarray and not mask.any()
 
 
 def safe(v, ok, fill):
