@@ -21,6 +21,7 @@ import pytest
 from hypothesis import Phase, given, settings, strategies as st
 
 import chainrules as cr
+from chainrules import plan_join
 from chainrules.pytree import flatten
 from chainrules.testing.specs import FAMILIES, family_specs
 from chainrules.testing.plugin import limit_blas_threads
@@ -145,6 +146,25 @@ def _run(case, data):
                 f"{spec.label}: hvp not staged: {staged_hvp.eager_reasons()}")
 
 
+#: examples per case: one in the fast tier, four in the full tier (staged
+#: results an ulp from eager's showed at some draws only)
+_EXAMPLES = max(1, settings.default.max_examples // 3)
+
+
+def setup_module():
+    # the plan pass that computes a sum of matrix products as one product
+    # (plan_join: matrix_power's gradient) sums in another order by design,
+    # within a stated bound that tests/core/test_plan_join.py checks; off
+    # here, where every rule's staged results must be eager's bit for bit
+    global _MIN_TERMS
+    _MIN_TERMS = plan_join.MIN_TERMS
+    plan_join.MIN_TERMS = 10 ** 9
+
+
+def teardown_module():
+    plan_join.MIN_TERMS = _MIN_TERMS
+
+
 def _family_test(specs):
     cases = [(spec, np.dtype(d)) for spec in specs for d in spec.dtypes
              if not spec.skip and ("rrule" in spec.modes or "hvp" in spec.modes)]
@@ -152,8 +172,8 @@ def _family_test(specs):
     # one test function per family, as in the registry sweep (Hypothesis
     # lengthens a test function's settings chain with each call)
     @pytest.mark.parametrize("case", cases, ids=[f"{s.label}-{d.name}" for s, d in cases])
-    @settings(phases=[Phase.explicit, Phase.reuse, Phase.generate], max_examples=1,
-              deadline=None)
+    @settings(phases=[Phase.explicit, Phase.reuse, Phase.generate],
+              max_examples=_EXAMPLES, deadline=None)
     @given(data=st.data())
     def test_staged_equals_eager(case, data):
         _run(case, data)
