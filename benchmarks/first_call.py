@@ -42,7 +42,8 @@ sys.path.insert(0, HERE)
 
 import chainrules as cr  # noqa: E402
 from chainrules import plan as _plan  # noqa: E402
-from common import MLP_BATCH, MLP_SIZES, mlp_loss, rosen  # noqa: E402
+from common import (MLP_BATCH, MLP_SIZES, lstm_loss, lstm_params, make_data,  # noqa: E402
+                    mlp_loss, rosen)
 
 
 def _workloads(scipy_src, go_names):
@@ -72,6 +73,17 @@ def _workloads(scipy_src, go_names):
         return mlp_loss(np, p, X, Y)
 
     out.append(("MLP 784-256-256-10", mlp, (params, X, Y)))
+
+    # a loop of 64 steps: a plan of thousands of steps, whose passes at the
+    # check call are what a long loop pays (the seeded data of run.py)
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        d = make_data(os.path.join(tmp, "data.npz"))
+
+    def lstm(p, X, T):
+        return lstm_loss(np, p, X, T)
+
+    out.append(("LSTM (64 steps)", lstm, (lstm_params(d), d["lstm_X"], d["lstm_T"])))
     if scipy_src:
         from scipy_go import _functions
         for name, cls in _functions(scipy_src):
