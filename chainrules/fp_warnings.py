@@ -46,18 +46,25 @@ class _AtUserLine:
 _WRITER = _AtUserLine()
 
 
-def redirected_modes():
-    """The ``np.errstate`` keywords for the current settings, or ``None``
-    when nothing is to be redirected (already redirected, no category set
-    to warn, or a callback of the user's own in place)."""
-    call = np.geterrcall()
-    if call is not None:
+def _switched_modes(mode, callback):
+    """The ``np.errstate`` keywords that switch each category set to warn to
+    ``mode`` with ``callback``, or ``None`` when nothing is to be switched
+    (redirected already by an enclosing call, no category set to warn, or a
+    callback of the user's own in place)."""
+    if np.geterrcall() is not None:
         return None
-    modes = {k: "log" for k, v in np.geterr().items() if v == "warn"}
+    modes = {k: mode for k, v in np.geterr().items() if v == "warn"}
     if not modes:
         return None
-    modes["call"] = _WRITER
+    modes["call"] = callback
     return modes
+
+
+def redirected_modes():
+    """The ``np.errstate`` keywords of ``at_user_line`` for the current
+    settings (NumPy's ``"log"`` mode, re-issued at the user's line), or
+    ``None``."""
+    return _switched_modes("log", _WRITER)
 
 
 # NumPy (2.0 on) keeps its floating-point settings in a context variable
@@ -154,14 +161,7 @@ def _abandon(kind, flag):
 
 
 def _abandoning_modes():
-    call = np.geterrcall()
-    if call is not None:  # redirected already (an enclosing transformation), or the user's
-        return None
-    modes = {k: "call" for k, v in np.geterr().items() if v == "warn"}
-    if not modes:
-        return None
-    modes["call"] = _abandon
-    return modes
+    return _switched_modes("call", _abandon)
 
 
 _ABANDON = _Switch(_abandoning_modes)

@@ -7,3 +7,19 @@ Nothing here imports the peers or builds the sweep: running one file with
 
 # pytester: the plugin's own tests run small pytest sessions
 pytest_plugins = ["pytester"]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def without_joined_products():
+    """The plan pass that computes a sum of matrix products as one product
+    (``chainrules.plan_join``) off for a module: it sums in another order by
+    design, within the bound ``tests/core/test_plan_join.py`` checks, where
+    a module checks staged results against eager ones bit for bit."""
+    from chainrules import plan_join
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(plan_join, "MIN_TERMS", 10 ** 9)
+        yield

@@ -21,7 +21,6 @@ import pytest
 from hypothesis import Phase, given, settings, strategies as st
 
 import chainrules as cr
-from chainrules import plan_join
 from chainrules.pytree import flatten
 from chainrules.testing.specs import FAMILIES, family_specs
 from chainrules.testing.plugin import limit_blas_threads
@@ -151,18 +150,9 @@ def _run(case, data):
 _EXAMPLES = max(1, settings.default.max_examples // 3)
 
 
-def setup_module():
-    # the plan pass that computes a sum of matrix products as one product
-    # (plan_join: matrix_power's gradient) sums in another order by design,
-    # within a stated bound that tests/core/test_plan_join.py checks; off
-    # here, where every rule's staged results must be eager's bit for bit
-    global _MIN_TERMS
-    _MIN_TERMS = plan_join.MIN_TERMS
-    plan_join.MIN_TERMS = 10 ** 9
-
-
-def teardown_module():
-    plan_join.MIN_TERMS = _MIN_TERMS
+#: staged results are compared with eager ones bit for bit: the joined
+#: products (matrix_power's gradient) are checked within their bound elsewhere
+pytestmark = pytest.mark.usefixtures("without_joined_products")
 
 
 def _family_test(specs):

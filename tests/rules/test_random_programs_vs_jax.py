@@ -48,7 +48,6 @@ from hypothesis import strategies as st
 import chainrules as cr
 import chainrules.scipy.linalg
 import chainrules.scipy.special
-from chainrules import plan_join
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -64,18 +63,9 @@ SCIPY = {np: types.SimpleNamespace(special=scipy.special, lse=chainrules.scipy.s
                                     linalg=jax.scipy.linalg)}
 
 
-def setup_module():
-    # the plan pass that computes a sum of matrix products as one product
-    # (plan_join: matrix_power's, _spd's gradients) sums in another order by
-    # design; off here, where staged results must be eager's bit for bit
-    # (tests/core/test_plan_join.py checks it within its bound)
-    global _MIN_TERMS
-    _MIN_TERMS = plan_join.MIN_TERMS
-    plan_join.MIN_TERMS = 10 ** 9
-
-
-def teardown_module():
-    plan_join.MIN_TERMS = _MIN_TERMS
+#: staged results are compared with eager ones bit for bit: the joined
+#: products (matrix_power's, _spd's gradients) are checked within their bound elsewhere
+pytestmark = pytest.mark.usefixtures("without_joined_products")
 
 
 SHAPE = (4, 5)
