@@ -283,10 +283,13 @@ replay = None
 chunk_runner = None
 
 
-def run(program, env, n=None):
+def run(program, env, n=None, keep=None):
     """``program(env, False)``, block by block (by up to ``n`` threads,
     default ``threads()``) when every value is a NumPy value of the dtype
-    its variable was built for and the data is large enough (``_split``)."""
+    its variable was built for and the data is large enough (``_split``).
+    ``keep``: a plan's ``plan_buffers.Keep`` (a replay on NumPy arrays of
+    those dtypes): the results it names go into the arrays it keeps, the
+    intermediates of a whole run into its scratch list."""
     if n is None:
         n = threads()
     shapes = []
@@ -308,7 +311,8 @@ def run(program, env, n=None):
     size = math.prod(full)
     # (16: the widest itemsize) nothing to cut: too small to block, and to
     # thread (``_split``'s own test, on the program's cost at most)
-    if size * 16 < MIN_BLOCKED and (n < 2 or size * _mean_cost(program) < MIN_WORK):
+    if keep is None and size * 16 < MIN_BLOCKED and (
+            n < 2 or size * _mean_cost(program) < MIN_WORK):
         return program(env, False)
     # the results' buffers take the dtypes the expressions were built for:
     # only values of those dtypes (what NumPy would then compute) are split,
@@ -316,12 +320,14 @@ def run(program, env, n=None):
     for _, name, dt in program.variables:
         if getattr(env.get(name), "dtype", None) != dt:
             return program(env, False)
+    if size * 16 < MIN_BLOCKED and (n < 2 or size * _mean_cost(program) < MIN_WORK):
+        return _whole(program, env, keep)
     itemsize = max([dt.itemsize for dt in program.dtypes if dt is not None]
                    + [dt.itemsize for _, _, dt in program.variables], default=8)
     between = _passes_between(program, env) if size * itemsize >= MIN_BLOCKED else 0
     split = _split(full, n, _mean_cost(program), itemsize, between)
     if split is None:
-        return program(env, False)
+        return _whole(program, env, keep)
     axis, blocks, t = split
     nd, extent = len(full), full[axis]
     # the values along the axis: sliced per block; the rest (broadcast along
@@ -337,8 +343,9 @@ def run(program, env, n=None):
         if kind == "var":  # a value given: itself, whole
             results.append(env[reads[0]])
         elif kind == "step" and not sliced.isdisjoint(reads):
-            results.append(np.empty(np.broadcast_shapes(*(np.shape(env[r]) for r in reads)),
-                                    dtype))
+            shape = np.broadcast_shapes(*(np.shape(env[r]) for r in reads))
+            results.append(np.empty(shape, dtype) if keep is None else
+                           keep.empty(len(results), shape, dtype))
         else:  # the same in every block (a constant, or of whole values only)
             results.append(None)
     envs, intos = [], []
@@ -380,6 +387,23 @@ def run(program, env, n=None):
     if error is not None:
         raise error
     return [first[i] if r is None else r for i, r in enumerate(results)]
+
+
+def _whole(program, env, keep):
+    """``program(env, False)`` in one run; with ``keep``, its results that
+    ``keep`` names into the arrays kept for them and its intermediates
+    from ``keep``'s scratch list."""
+    if keep is None:
+        return program(env, False)
+    into = []
+    for j, (reads, kind, dtype) in enumerate(zip(program.reads, program.kinds,
+                                                  program.dtypes)):
+        if kind == "step" and j in keep.private:
+            shape = np.broadcast_shapes(*(np.shape(env[r]) for r in reads))
+            into.append(keep.empty(j, shape, dtype))
+        else:
+            into.append(None)
+    return program(env, False, into=into, scratch=keep.scratch)
 
 
 def _redirected():

@@ -29,9 +29,12 @@ from .anomaly import anomaly_mode
 from .errors import StagingError, StagingWarning
 from .fp_warnings import WarningMet
 from .fused_sweeps import recording
+from . import elementwise_expr as ee
 from . import kernels
+from . import kernel_grid, kernel_scatter
 from .plan import GuardFailed, Plan
 from .plan_join import join_products
+from .plan_buffers import keep_buffers
 from .plan_regions import absorb
 from .pytree import flatten, unflatten
 from .staging import Recorder, Ref, Staged
@@ -56,6 +59,23 @@ _anomaly_mode = anomaly_mode.get
 
 def _is_region(fn):
     return fn is kernels.run
+
+
+def _is_kept_region(step):
+    """Whether a step runs a region's program through ``kernels.run``,
+    or with its scatter or grid (``kernel_scatter.run``, ``kernel_grid.run``)
+    (``plan_buffers``)."""
+    if len(step) != 5 or step[3]:
+        return False
+    a = step[2]  # (program, values, threads[, scatter])
+    if step[1] is kernels.run:
+        n = 3
+    elif (step[1] is kernel_scatter.run and type(a[3]) is kernel_scatter.Scatter
+          or step[1] is kernel_grid.run and type(a[3]) is kernel_grid.Grid):
+        n = 4
+    else:
+        return False
+    return len(a) == n and isinstance(a[0], ee.Program) and type(a[1]) is dict
 
 
 def _leaf_key(x):
@@ -414,8 +434,13 @@ class Jitted(Generic[P, R]):
 
         # (the plan's passes run at its first replay: not for a signature
         # called once)
+        def kept(steps, inputs, outputs):
+            # large values no result reaches are computed into arrays the
+            # plan keeps between its replays (plan_buffers)
+            return keep_buffers(steps, inputs, outputs, meta, _is_kept_region)
+
         plan = Plan(rec.steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun),
-                    scalars=rec.scalars, prepare=regions)
+                    scalars=rec.scalars, prepare=regions, finish=kept)
         with self._lock:
             entry.variants.insert(0, plan)
         return result

@@ -78,16 +78,17 @@ class Grid:
         return (f"Grid(positions={self.positions}, offsets={self.offsets}, "
                 f"shape={self.shape}, dtype={self.dtype})")
 
-    def numpy(self, program, env, n):
+    def numpy(self, program, env, n, keep=None):
         """The step with NumPy: the program, then the plan's additions into
-        ``D``; over blocks of rows when ``D`` is large (``_blocked``)."""
+        ``D``; over blocks of rows when ``D`` is large (``_blocked``);
+        ``keep``: ``elementwise_threads.run``'s, for the whole program."""
         env = dict(env)
         d = env.pop(BASE)
         r0, r1 = self.shape[0] - 1, self.shape[1] - 1
         rows = _rows(self, program, env, r0, r1)
         if rows is not None:
             return self._blocked(program, env, n, d, rows)
-        out = list(et.run(program, env, n))
+        out = list(et.run(program, env, n, keep))
         for j, (o0, o1) in zip(self.positions, self.offsets):
             view = d[o0:o0 + r0, o1:o1 + r1]
             np.add(view, out[j], out=view)
@@ -255,7 +256,7 @@ def _rows(grid, program, env, r0, r1):
     return per if per < r0 else None
 
 
-def run(program, env, n, grid):
+def run(program, env, n, grid, kept=None):
     """The region's program and its additions into ``D`` (``Grid``): a
-    plan's step."""
-    return kernels.run(program, env, n, grid)
+    plan's step (``kept``: ``kernels.run``'s)."""
+    return kernels.run(program, env, n, grid, kept)

@@ -71,9 +71,10 @@ class Scatter:
         return (f"Scatter(a={self.a}, b={self.b}, a_last={self.a_last}, size={self.size}, "
                 f"dtype={self.dtype})")
 
-    def numpy(self, program, env, n):
-        """The step with NumPy: the program, then the scatter's calls."""
-        out = list(et.run(program, env, n))
+    def numpy(self, program, env, n, keep=None):
+        """The step with NumPy: the program, then the scatter's calls
+        (``keep``: ``elementwise_threads.run``'s)."""
+        out = list(et.run(program, env, n, keep))
         a, b = out[self.a], out[self.b]
         d = np.empty(self.size, self.dtype)
         m = self.size - 1
@@ -159,6 +160,7 @@ def _blocks(kernel, cuts, firsts, args, outs, d):
     return [prev for _, prev in found]
 
 
-def run(program, env, n, scatter):
-    """The region's program and its scatter (``Scatter``): a plan's step."""
-    return kernels.run(program, env, n, scatter)
+def run(program, env, n, scatter, kept=None):
+    """The region's program and its scatter (``Scatter``): a plan's step
+    (``kept``: ``kernels.run``'s)."""
+    return kernels.run(program, env, n, scatter, kept)

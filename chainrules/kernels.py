@@ -55,6 +55,7 @@ import numpy as np
 from . import elementwise_threads as et
 from .kernel_cache import cache_dir, clear_cache, is_cached, module as _module
 from .kernel_source import NotCompilable, kernel_source
+from .plan_buffers import Keep
 
 __all__ = ["run", "available", "mode", "set_mode", "reset_mode", "cache_dir",
            "clear_cache", "stats", "kernel_source"]
@@ -224,7 +225,7 @@ def _layout(region):
     return "N" if scatter is not None and scatter.ndim > 1 else region.layout
 
 
-def _call(region, inputs, n, env):
+def _call(region, inputs, n, env, keep=None):
     """The kernel on ``inputs``: the program's results, or None when it made
     a NaN or an infinity (the NumPy program then runs)."""
     program, layout = region.program, _layout(region)
@@ -237,7 +238,8 @@ def _call(region, inputs, n, env):
     skip = () if region.scatter is None else region.scatter.skip
     for j, k in enumerate(program.outs):
         if program.kinds[j] == "step" and k not in made and j not in skip:
-            made[k] = np.empty(region.shape, program.dtypes[j], order=order)
+            made[k] = (np.empty(region.shape, program.dtypes[j], order=order) if keep is None
+                       else keep.empty(j, region.shape, program.dtypes[j], order))
             outs.append(made[k] if layout == "N" else made[k].reshape(-1, order=order))
     size = flat[0].shape[0]  # (N-d: blocks along the first axis)
     per = flat[0].size // max(size, 1)
@@ -372,12 +374,21 @@ class _Warm:
 _warm = {}
 
 
-def run(program, env, n, scatter=None):
+def run(program, env, n, scatter=None, kept=None):
     """``elementwise_threads.run(program, env, n)``, by a compiled kernel
     once the region is hot (a plan's replay calls this). ``scatter``: a
     ``kernel_scatter.Scatter``, whose NumPy path (``scatter.numpy``) is the
-    program's then."""
-    numpy_run = et.run if scatter is None else scatter.numpy
+    program's then. ``kept``: ``(store, step, private)``, the arrays a
+    plan keeps between replays for the results at positions ``private``
+    (``plan_buffers``; no store: none)."""
+    keep = None if kept is None or kept[0] is None else Keep(*kept)
+    if keep is not None:
+        def numpy_run(program, env, n):
+            if scatter is None:
+                return et.run(program, env, n, keep)
+            return scatter.numpy(program, env, n, keep)
+    else:
+        numpy_run = et.run if scatter is None else scatter.numpy
     m = _switch.get()
     if m is None:
         m = _ENV_MODE or _env_mode()
@@ -406,7 +417,7 @@ def run(program, env, n, scatter=None):
             if w.calls >= MIN_CALLS and w.seconds >= w.need:
                 _heat(w, program, env, scatter)
             return out
-    return _run_regions(program, env, n, scatter, numpy_run, m)
+    return _run_regions(program, env, n, scatter, numpy_run, m, keep)
 
 
 def _heat(w, program, env, scatter):
@@ -450,7 +461,7 @@ def _region(program, pattern, full, layout, scatter):
     return region
 
 
-def _run_regions(program, env, n, scatter, numpy_run, m):
+def _run_regions(program, env, n, scatter, numpy_run, m, keep=None):
     """``run`` for a hot program, or any program in the "always" mode: by
     the region of the call's inputs."""
     found = _classify(program, env)
@@ -495,7 +506,7 @@ def _run_regions(program, env, n, scatter, numpy_run, m):
         return numpy_run(program, env, n)
     if len(region.probes) < PROBE_CALLS:
         t0 = time.perf_counter()
-        out = _call(region, inputs, n, env)
+        out = _call(region, inputs, n, env, keep)
         region.probes.append(time.perf_counter() - t0)
         if len(region.probes) == PROBE_CALLS:
             region.kernel_seconds = sorted(region.probes)[PROBE_CALLS // 2]
@@ -510,7 +521,7 @@ def _run_regions(program, env, n, scatter, numpy_run, m):
                     if w is not None and w.program is program:
                         w.state = "off"
     else:
-        out = _call(region, inputs, n, env)
+        out = _call(region, inputs, n, env, keep)
     if out is None:  # a NaN or infinity was made: NumPy's own warnings and values
         return numpy_run(program, env, n)
     region.runs += 1

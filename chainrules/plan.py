@@ -23,6 +23,7 @@ from .fp_warnings import eager_on_warning
 from .plan_passes import (_FRESH, _OPERATOR_FNS, _defines, _is_scalar, _key,  # noqa: F401
                           _reads, _rename, _uses, common_subexpressions, fold_constants,
                           forward_scalar_buffers, live_steps)
+from .plan_buffers import Kept
 from .pytree import LEAF, unflatten
 from .staging import Ref, _constant
 
@@ -373,12 +374,17 @@ class Plan:
     (``segments``), and from then on the code runs."""
 
     def __init__(self, steps, inputs, outputs, out_tree, name="plan", scalars=None,
-                 prepare=None):
+                 prepare=None, finish=None):
         self.recorded_steps = len(steps)
         # the passes run at the first replay (``_prepared``): a signature
         # called once pays its recording only. ``prepare(steps, outputs)``:
         # steps before the passes (the fused regions' absorption, ``jit``)
         self._raw = (steps, outputs, scalars, prepare)
+        # ``finish(steps, inputs, outputs)``, after the other passes:
+        # ``(steps, store)``, ``store`` the value given the replay's kept
+        # arrays (``plan_buffers``), or None
+        self._finish = finish
+        self._kept = None  # the plan's ``plan_buffers.Kept``, if it keeps arrays
         self._inputs = inputs
         self._name = name
         self._ready = None  # (steps, inputs, outputs, name) after the passes
@@ -409,7 +415,13 @@ class Plan:
             steps, outputs, reads = fold_constants(steps, outputs)
             steps, outputs, reads = common_subexpressions(steps, outputs, reads)
             steps = live_steps(steps, [o for o in outputs if type(o) is Ref], reads)
-            ready = self._ready = (steps, self._inputs, outputs, self._name)
+            inputs = self._inputs
+            if self._finish is not None:
+                steps, store = self._finish(steps, inputs, outputs)
+                if store is not None:
+                    inputs = inputs + [store]
+                    self._kept = Kept()
+            ready = self._ready = (steps, inputs, outputs, self._name)
             self._raw = None
         return ready
 
@@ -446,7 +458,15 @@ class Plan:
         if stepped is None:
             steps, inputs, outputs, _ = self._parts
             stepped = self._stepped = _Replay(steps, inputs, outputs, self.out_tree)
-        return stepped.run(dynamic)
+        kept = self._kept
+        if kept is None:
+            return stepped.run(dynamic)
+        store = kept.acquire()
+        try:
+            return stepped.run(dynamic + (store,))
+        finally:
+            if store is not None:
+                store.busy = False
 
     def compile(self):
         """Write and compile the plan's code now (replays run it from now on)."""
@@ -466,6 +486,8 @@ class Plan:
         if k < len(segments):
             return False
         fn = ns[segments[0][0]]
+        if self._kept is not None:  # (the code takes the store after the inputs)
+            fn = self._kept.wrap(fn)
         self.run = eager_on_warning(fn)
         self._fn = fn
         self._stepped = None  # (a replay still stepping makes it again)

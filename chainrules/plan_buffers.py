@@ -1,0 +1,278 @@
+"""Buffers a plan keeps between its replays.
+
+A replay makes the same large intermediate arrays at every call, and the
+C library's allocator gives their memory back to the system when they are
+freed (glibc trims the heap's top and unmaps large blocks), so every call
+pays page faults on fresh memory: on a 2-core virtual machine about 2 us
+a page, more than the arithmetic on it (Rosenbrock's gradient at 1e5
+elements: 1,100 faults and 2.7 ms a replay, against 0.33 ms when the
+allocator keeps its memory). A plan therefore keeps, per thread, the
+arrays of its *private* large values, those no result of the plan can
+reach (not a result, nor read by a step whose result may be a view of it
+and reaches one), and later replays compute into them:
+
+* a ufunc call on arrays (``out=`` the array its first replay made);
+* a fused region's program (``kernels.run`` with ``kept=(store, step,
+  private)``: its private results into the arrays kept for them, its
+  intermediates from a scratch list that stays with the plan).
+
+Only values of at least ``KEEP_MIN_BYTES`` are kept: smaller ones come
+from the allocator's free lists without a fault. A result handed to the
+user is never a kept array, so a later call never writes one a caller
+holds. The arrays are per thread (``threading.local``), so two threads
+replaying one plan never share one, and a replay of the plan inside its
+own replay on one thread (a callback calling it again) takes fresh arrays.
+The values computed are the same, bit for bit: the same NumPy calls on
+the same operands in the same dtypes, only the memory they write differs.
+A plan's kept arrays live as long as the plan (``clear_cache`` of the
+jitted function frees them) and the thread.
+"""
+
+import operator
+import threading
+
+import numpy as np
+
+from .plan_passes import _FRESH, _defines, _uses
+from .staging import Ref
+
+__all__ = ["KEEP_MIN_BYTES", "keep_buffers", "Kept"]
+
+#: the smallest value a plan keeps an array for between replays
+KEEP_MIN_BYTES = 1 << 16
+
+#: NumPy before 2.0 chose a result's dtype by the value of a 0-d operand
+#: (NEP 50): there, a call with a 0-d staged operand keeps nothing
+_VALUE_BASED_CASTS = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+class _Store:
+    __slots__ = ("bufs", "scratch", "busy")
+
+    def __init__(self):
+        self.bufs = {}  # (step key, result position) -> array
+        self.scratch = {}  # step key -> list of arrays
+        self.busy = False
+
+
+class Kept:
+    """The stores of one plan's kept arrays, one per thread."""
+
+    __slots__ = ("_local",)
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def acquire(self):
+        """This thread's store, marked in use; None when a replay of the
+        plan on this thread is using it (that replay's arrays are live)."""
+        loc = self._local
+        store = getattr(loc, "store", None)
+        if store is None:
+            store = loc.store = _Store()
+        elif store.busy:
+            return None
+        store.busy = True
+        return store
+
+    def wrap(self, fn):
+        """``fn`` (a plan's code, taking the store after its inputs) as a
+        function of the inputs alone."""
+        acquire = self.acquire
+
+        def run(*dynamic):
+            store = acquire()
+            try:
+                return fn(*dynamic, store)
+            finally:
+                if store is not None:
+                    store.busy = False
+        return run
+
+
+def kept_call(store, key, fn, *args):
+    """``fn(*args)`` (a ufunc) into the array this step made at an earlier
+    replay on this thread, if any."""
+    if store is None:
+        return fn(*args)
+    b = store.bufs.get(key)
+    if b is not None:
+        return fn(*args, out=b)
+    r = fn(*args)
+    if type(r) is np.ndarray and r.base is None:
+        store.bufs[key] = r
+    return r
+
+
+class Keep:
+    """What a region's run writes into (``kernels.run``'s ``kept``: the
+    replay's store, the step's key, the positions ``private``): the arrays
+    of the results at positions ``private``, from earlier replays, and a
+    scratch list for its intermediates."""
+
+    __slots__ = ("store", "key", "private")
+
+    def __init__(self, store, key, private):
+        self.store, self.key, self.private = store, key, private
+
+    def empty(self, j, shape, dtype, order="C"):
+        """An array for result ``j``: the one kept for it when it fits,
+        else a new one (kept when ``j`` is private)."""
+        if j not in self.private:
+            return np.empty(shape, dtype, order=order)
+        k = (self.key, j)
+        bufs = self.store.bufs
+        b = bufs.get(k)
+        if b is None or b.shape != shape or b.dtype != dtype or not (
+                b.flags.f_contiguous if order == "F" else b.flags.c_contiguous):
+            b = bufs[k] = np.empty(shape, dtype, order=order)
+        return b
+
+    @property
+    def scratch(self):
+        s = self.store.scratch.get(self.key)
+        if s is None:
+            s = self.store.scratch[self.key] = []
+        return s
+
+
+def _nbytes(meta, i):
+    m = meta.get(i)
+    if m is None:
+        return 0
+    dtype, shape = m
+    size = 1
+    for d in shape:
+        size *= d
+    return size * dtype.itemsize
+
+
+def escaping(steps, outputs, is_region_call):
+    """The values whose memory a result of the plan may share: the results,
+    and every value read by a step (other than a call known to make new
+    arrays) whose results are escaping. ``is_region_call(step)``: whether
+    a step runs a fused region's program (a scatter's too), whose results
+    are new arrays but for those that are one of its values."""
+    esc = set()
+    _uses(outputs, esc)
+    for step in reversed(steps):
+        if step[0] != "call":
+            continue
+        _, fn, args, kwargs, out = step[:5]
+        made = set()
+        _defines(out, made)
+        if not (made & esc):
+            if out is None and not (isinstance(fn, np.ufunc) or fn is operator.setitem
+                                    or _is_ufunc_at(fn)):
+                # a call made for its effect (a write): what it reads may
+                # be kept by what it writes into
+                _uses(args, esc)
+                _uses(kwargs, esc)
+            continue
+        if is_region_call(step):
+            if out is None:  # (its results added into an array of its values)
+                continue
+            program, env = args[0], args[1]
+            # a region's result given as one of its values is that value
+            for j, kind in enumerate(program.kinds):
+                if kind == "var" and j < len(out) and type(out[j]) is Ref \
+                        and out[j].i in esc:
+                    v = env.get(program.reads[j][0])
+                    if type(v) is Ref:
+                        esc.add(v.i)
+            continue
+        if not kwargs and (isinstance(fn, np.ufunc) or fn in _FRESH):
+            continue  # (a new array)
+        _uses(args, esc)
+        _uses(kwargs, esc)
+    return esc
+
+
+def _is_ufunc_at(fn):
+    # ``np.add.at`` and its kind: they add the values read into their target
+    return getattr(fn, "__name__", None) == "at" and isinstance(
+        getattr(fn, "__self__", None), np.ufunc)
+
+
+def keep_buffers(steps, inputs, outputs, meta, is_region_call):
+    """``(steps, store)``: the steps with the calls that make private values
+    of at least ``KEEP_MIN_BYTES`` writing into kept arrays, and the index
+    of the value that holds the replay's store (an input after the plan's
+    own; None when nothing is kept)."""
+    big = {i for i in meta if _nbytes(meta, i) >= KEEP_MIN_BYTES}
+    if not big:
+        return steps, None
+    esc = None
+    new = []
+    store = None
+    for k, step in enumerate(steps):
+        if step[0] == "call" and len(step) == 5:
+            _, fn, args, kwargs, out = step
+            made = set()
+            _defines(out, made)
+            region = is_region_call(step)
+            if region:  # (its results: the broadcast shape of its values)
+                made = set()
+                _uses(args[1], made)
+            if made & big:
+                if esc is None:
+                    esc = escaping(steps, outputs, is_region_call)
+                    store = 1 + max([max(inputs, default=-1)] + [
+                        i for s in steps if s[0] == "call" for i in _all_refs(s)])
+                s = Ref(store)
+                if (type(out) is Ref and out.i not in esc and isinstance(fn, np.ufunc)
+                        and not kwargs and _plain_operands(args, meta)):
+                    new.append(("call", kept_call, (s, (k, 0), fn) + tuple(args), {}, out))
+                    continue
+                if region and (out is None or type(out) in (tuple, list)):
+                    program = args[0]
+                    # (a scatter's or grid's results summed into an array)
+                    inner = args[3].skip if len(args) > 3 else ()
+                    outs = [None] * len(program.outs) if out is None else out
+                    ok = [program.kinds[j] == "step" and (
+                        j in inner or o is None or type(o) is Ref and o.i not in esc)
+                          for j, o in enumerate(outs)]
+                    # (results of one slot are one array: private if all are)
+                    slots = {}
+                    for j, o in enumerate(ok):
+                        slots[program.outs[j]] = slots.get(program.outs[j], True) and o
+                    private = frozenset(j for j, o in enumerate(ok)
+                                        if o and slots[program.outs[j]])
+                    if private and _plain_env(args[1], meta):
+                        new.append(("call", fn, args, {"kept": (s, k, private)}, out))
+                        continue
+        new.append(step)
+    if store is None or len(new) == len(steps) and all(a is b for a, b in zip(new, steps)):
+        return steps, None
+    return new, store
+
+
+def _all_refs(step):
+    acc = set()
+    _uses(step[2], acc)
+    _uses(step[3], acc)
+    _defines(step[4], acc)
+    return acc
+
+
+def _plain_operands(args, meta):
+    """Operands whose dtypes do not depend on their values (NumPy before
+    2.0: no 0-d staged operand), none a container."""
+    for a in args:
+        t = type(a)
+        if t is Ref:
+            m = meta.get(a.i)
+            if m is None or (_VALUE_BASED_CASTS and not m[1]):
+                return False
+        elif t in (tuple, list, dict):
+            return False
+    return True
+
+
+def _plain_env(env, meta):
+    for v in env.values():
+        if type(v) is Ref:
+            m = meta.get(v.i)
+            if m is None or (_VALUE_BASED_CASTS and not m[1]):
+                return False
+    return True
