@@ -64,12 +64,18 @@ def run_as_worker(threads):
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
-def worker_env(threads):
-    """The environment of every worker: same threads, same allocator."""
+def worker_env(threads, allocator="fixed"):
+    """The environment of every worker: same threads, same allocator
+    (``allocator="default"``: glibc's own settings, as a user's process
+    has them)."""
     env = dict(os.environ)
     for k in THREAD_VARS:
         env[k] = str(threads)
-    env.update(MALLOC_ENV)
+    if allocator == "fixed":
+        env.update(MALLOC_ENV)
+    else:
+        for k in MALLOC_ENV:
+            env.pop(k, None)
     env["JAX_ENABLE_X64"] = "1"
     env["JAX_PLATFORMS"] = "cpu"
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"

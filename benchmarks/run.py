@@ -349,15 +349,20 @@ def markdown(results):
     m = results["meta"]
     wls = [w for w in WORKLOADS if w in results["workloads"]]
     fws = [f for f in FRAMEWORKS if any(f in results["workloads"][w] for w in wls)]
-    cmd = "python benchmarks/run.py" + (" --quick" if m["quick"] else "")
+    cmd = "python benchmarks/run.py" + (" --quick" if m["quick"] else "") + (
+        "" if m.get("malloc", MALLOC_ENV) else " --allocator default")
     L.append(f"Run of {m['date']} ({'quick' if m['quick'] else 'full'}), "
              f"`{cmd}`; "
              f"{m['machine'].get('cpu', '?')}, {m['machine']['cpus']} CPUs, "
              f"load average before the run {', '.join(f'{x:.1f}' for x in m['loadavg_before'])} (after: {', '.join(f'{x:.1f}' for x in m.get('loadavg_after', []))}).")
     L.append("")
     L.append(f"BLAS threads: {m['threads']} for every framework (OMP/OpenBLAS/MKL variables, "
-             "`torch.set_num_threads`). glibc allocator fixed identically in every "
-             "process: " + ", ".join(f"`{k}={v}`" for k, v in MALLOC_ENV.items()) +
+             "`torch.set_num_threads`). " + (
+                 "glibc allocator fixed identically in every process: " +
+                 ", ".join(f"`{k}={v}`" for k, v in m["malloc"].items())
+                 if m.get("malloc", MALLOC_ENV) else
+                 "glibc's default allocator settings (`--allocator default`: a user's "
+                 "process; freed memory goes back to the system)") +
              ". Every (framework, workload) pair in its own fresh process; median of "
              f"{m['repeats']} repeats (each ≥ {m['min_time']} s), interleaved "
              "round-robin across the frameworks of a workload, after "
@@ -529,6 +534,12 @@ def main(argv=None):
                          "2-core machine gets by default)")
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter for the worker processes")
+    ap.add_argument("--allocator", choices=("fixed", "default"), default="fixed",
+                    help="glibc's allocator settings in the workers: fixed identically "
+                         "(default; no trim or mmap of freed memory, so no framework "
+                         "gains by reusing its heap) or glibc's defaults (what a "
+                         "user's process has: page faults on memory freed and taken "
+                         "again)")
     ap.add_argument("--no-memory", action="store_true", help="skip the memory workload")
     ap.add_argument("--no-readme", action="store_true",
                     help="do not write the table into benchmarks/README.md")
@@ -565,7 +576,9 @@ def main(argv=None):
     results = {"runs": runs}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=float)
-    return write_outputs(results, a.out, not a.quick and not a.no_readme)
+    # (the README's table is of the fixed allocator's runs)
+    return write_outputs(results, a.out,
+                         not a.quick and not a.no_readme and a.allocator == "fixed")
 
 
 def run_once(a, threads, frameworks, workloads, memory):
@@ -574,7 +587,8 @@ def run_once(a, threads, frameworks, workloads, memory):
               dict(repeats=9, min_time=0.3, warmup=0.5))
     timing["threads"] = threads
     os.makedirs(a.out, exist_ok=True)
-    env = common.worker_env(threads)
+    env = common.worker_env(threads, a.allocator)
+    malloc = MALLOC_ENV if a.allocator == "fixed" else {}
 
     # can chainrules differentiate np.max? then every framework uses the
     # max-shifted log-softmax; otherwise every framework uses the plain one
@@ -593,7 +607,7 @@ def run_once(a, threads, frameworks, workloads, memory):
                  if threads > 1 else ""), flush=True)
     results = {
         "meta": dict(date=datetime.datetime.now().isoformat(timespec="seconds"),
-                     quick=a.quick, threads=threads, malloc=MALLOC_ENV,
+                     quick=a.quick, threads=threads, malloc=malloc,
                      repeats=timing["repeats"], min_time=timing["min_time"],
                      warmup=timing["warmup"], shift=shift, shift_reason=shift_reason,
                      loadavg_before=loadavg, python=a.python,
@@ -601,7 +615,7 @@ def run_once(a, threads, frameworks, workloads, memory):
         "versions": {}, "workloads": {}, "reference": {},
     }
     print(f"threads={threads}; allocator: " +
-          " ".join(f"{k}={v}" for k, v in MALLOC_ENV.items()) +
+          (" ".join(f"{k}={v}" for k, v in malloc.items()) or "glibc's defaults") +
           f"; log-softmax max shift: {shift}" + (f" ({shift_reason})" if not shift else ""),
           flush=True)
     outdir = os.path.join(a.out, f"threads{threads}")
