@@ -30,6 +30,7 @@ jitted function frees them) and the thread.
 
 import operator
 import threading
+from math import prod
 
 import numpy as np
 
@@ -136,17 +137,6 @@ class Keep:
         return s
 
 
-def _nbytes(meta, i):
-    m = meta.get(i)
-    if m is None:
-        return 0
-    dtype, shape = m
-    size = 1
-    for d in shape:
-        size *= d
-    return size * dtype.itemsize
-
-
 def escaping(steps, outputs, is_region_call):
     """The values whose memory a result of the plan may share: the results,
     and every value read by a step (other than a call known to make new
@@ -199,7 +189,9 @@ def keep_buffers(steps, inputs, outputs, meta, is_region_call):
     of at least ``KEEP_MIN_BYTES`` writing into kept arrays, and the index
     of the value that holds the replay's store (an input after the plan's
     own; None when nothing is kept)."""
-    big = {i for i in meta if _nbytes(meta, i) >= KEEP_MIN_BYTES}
+    least = KEEP_MIN_BYTES
+    big = {i for i, (dtype, shape) in meta.items()
+           if shape and prod(shape) * dtype.itemsize >= least}
     if not big:
         return steps, None
     esc = None
