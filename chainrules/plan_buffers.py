@@ -171,8 +171,8 @@ def escaping(steps, outputs, is_region_call):
                     if type(v) is Ref:
                         esc.add(v.i)
             continue
-        if not kwargs and (isinstance(fn, np.ufunc) or fn in _FRESH):
-            continue  # (a new array)
+        if "out" not in kwargs and (isinstance(fn, np.ufunc) or fn in _FRESH):
+            continue  # (a new array: a reduction's axis, keepdims, dtype change nothing)
         _uses(args, esc)
         _uses(kwargs, esc)
     return esc

@@ -258,6 +258,13 @@ def test_the_escape_analysis_follows_views_and_regions():
              ("call", np.sum, (Ref(4),), {}, Ref(5))]
     esc = plan_buffers.escaping(steps, [Ref(2), Ref(5)], is_region)
     assert {1, 2, 5} <= esc and not ({3, 4} & esc)
+    # a reduction's keywords make a new array all the same; out= does not
+    steps2 = [("call", np.sin, (Ref(0),), {}, Ref(1)),
+              ("call", np.sum, (Ref(1),), {"axis": 0, "keepdims": True}, Ref(2)),
+              ("call", np.exp, (Ref(0),), {}, Ref(3)),
+              ("call", np.sum, (Ref(3),), {"axis": 0, "out": Ref(4)}, Ref(5))]
+    esc = plan_buffers.escaping(steps2, [Ref(2), Ref(5)], is_region)
+    assert 1 not in esc and {3, 4, 5} <= esc
     # a write with out= makes its result the array written: it escapes
     steps.append(("call", np.multiply, (Ref(3), 2.0), {"out": Ref(4)}, Ref(6)))
     esc = plan_buffers.escaping(steps, [Ref(6)], is_region)
