@@ -42,11 +42,6 @@ __all__ = ["KEEP_MIN_BYTES", "keep_buffers", "Kept"]
 #: the smallest value a plan keeps an array for between replays
 KEEP_MIN_BYTES = 1 << 16
 
-#: NumPy before 2.0 chose a result's dtype by the value of a 0-d operand
-#: (NEP 50): there, a call with a 0-d staged operand keeps nothing
-_VALUE_BASED_CASTS = np.lib.NumpyVersion(np.__version__) < "2.0.0"
-
-
 class _Store:
     __slots__ = ("bufs", "scratch", "busy")
 
@@ -248,13 +243,14 @@ def _all_refs(step):
 
 
 def _plain_operands(args, meta):
-    """Operands whose dtypes do not depend on their values (NumPy before
-    2.0: no 0-d staged operand), none a container."""
+    """Operands the recording knows (their dtypes and shapes), none a
+    container: the call makes an array of one dtype and shape at every
+    replay (NumPy 2 picks dtypes by dtypes alone, NEP 50)."""
     for a in args:
         t = type(a)
         if t is Ref:
             m = meta.get(a.i)
-            if m is None or (_VALUE_BASED_CASTS and not m[1]):
+            if m is None:
                 return False
         elif t in (tuple, list, dict):
             return False
@@ -265,6 +261,6 @@ def _plain_env(env, meta):
     for v in env.values():
         if type(v) is Ref:
             m = meta.get(v.i)
-            if m is None or (_VALUE_BASED_CASTS and not m[1]):
+            if m is None:
                 return False
     return True
