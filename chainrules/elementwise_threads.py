@@ -403,7 +403,9 @@ def _whole(program, env, keep):
             into.append(keep.empty(j, shape, dtype))
         else:
             into.append(None)
-    return program(env, False, into=into, scratch=keep.scratch)
+    out = program(env, False, into=into, scratch=keep.scratch)
+    keep.settle()
+    return out
 
 
 def _redirected():

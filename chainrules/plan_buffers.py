@@ -25,11 +25,17 @@ own replay on one thread (a callback calling it again) takes fresh arrays.
 The values computed are the same, bit for bit: the same NumPy calls on
 the same operands in the same dtypes, only the memory they write differs.
 A plan's kept arrays live as long as the plan (``clear_cache`` of the
-jitted function frees them) and the thread.
+jitted function frees them) and the thread. A plan keeps nothing in its
+first ``KEEP_AFTER`` replays (a signature called a few times holds no
+memory), and all plans' kept arrays together hold at most
+``KEEP_BUDGET_BYTES`` (1 GiB; ``held_bytes()`` says how much): beyond it a
+replay makes its arrays as it would keeping none, so a function staged for
+many signatures (shapes) does not hold an intermediate set for each.
 """
 
 import operator
 import threading
+import weakref
 from math import prod
 
 import numpy as np
@@ -37,31 +43,70 @@ import numpy as np
 from .plan_passes import _FRESH, _defines, _uses
 from .staging import Ref
 
-__all__ = ["KEEP_MIN_BYTES", "keep_buffers", "Kept"]
+__all__ = ["KEEP_MIN_BYTES", "KEEP_AFTER", "KEEP_BUDGET_BYTES", "keep_buffers", "Kept",
+           "held_bytes"]
 
 #: the smallest value a plan keeps an array for between replays
 KEEP_MIN_BYTES = 1 << 16
+#: the replays of a plan (all threads) before it keeps arrays: a signature
+#: called a few times holds no memory
+KEEP_AFTER = 4
+#: the most memory all plans' kept arrays hold together (every thread):
+#: beyond it, a replay makes new arrays as it would without keeping
+KEEP_BUDGET_BYTES = 1 << 30
+
+_held = [0]  # the bytes kept arrays hold now
+_held_lock = threading.Lock()
+
+
+def held_bytes():
+    """The memory the kept arrays of all live plans hold, in bytes."""
+    return _held[0]
+
+
+def _refund(held):
+    with _held_lock:
+        _held[0] -= held[0]
+        held[0] = 0
+
 
 class _Store:
-    __slots__ = ("bufs", "scratch", "busy")
+    __slots__ = ("bufs", "scratch", "busy", "held", "__weakref__")
 
     def __init__(self):
         self.bufs = {}  # (step key, result position) -> array
-        self.scratch = {}  # step key -> list of arrays
+        self.scratch = {}  # step key -> (list of arrays, bytes charged)
         self.busy = False
+        self.held = [0]  # the bytes charged to this store
+        weakref.finalize(self, _refund, self.held)
+
+    def charge(self, nbytes):
+        """Whether ``nbytes`` more may be kept (``KEEP_BUDGET_BYTES``);
+        charged when they may (a negative count refunds)."""
+        with _held_lock:
+            if nbytes > 0 and _held[0] + nbytes > KEEP_BUDGET_BYTES:
+                return False
+            _held[0] += nbytes
+            self.held[0] += nbytes
+        return True
 
 
 class Kept:
     """The stores of one plan's kept arrays, one per thread."""
 
-    __slots__ = ("_local",)
+    __slots__ = ("_local", "calls")
 
     def __init__(self):
         self._local = threading.local()
+        self.calls = 0  # (replays so far, up to KEEP_AFTER: not locked)
 
     def acquire(self):
-        """This thread's store, marked in use; None when a replay of the
-        plan on this thread is using it (that replay's arrays are live)."""
+        """This thread's store, marked in use; None while the plan has had
+        at most ``KEEP_AFTER`` replays, and when a replay of the plan on
+        this thread is using it (that replay's arrays are live)."""
+        if self.calls <= KEEP_AFTER:
+            self.calls += 1
+            return None
         loc = self._local
         store = getattr(loc, "store", None)
         if store is None:
@@ -95,7 +140,7 @@ def kept_call(store, key, fn, *args):
     if b is not None:
         return fn(*args, out=b)
     r = fn(*args)
-    if type(r) is np.ndarray and r.base is None:
+    if type(r) is np.ndarray and r.base is None and store.charge(r.nbytes):
         store.bufs[key] = r
     return r
 
@@ -117,19 +162,41 @@ class Keep:
         if j not in self.private:
             return np.empty(shape, dtype, order=order)
         k = (self.key, j)
-        bufs = self.store.bufs
-        b = bufs.get(k)
+        store = self.store
+        b = store.bufs.get(k)
         if b is None or b.shape != shape or b.dtype != dtype or not (
                 b.flags.f_contiguous if order == "F" else b.flags.c_contiguous):
-            b = bufs[k] = np.empty(shape, dtype, order=order)
+            if b is not None:
+                del store.bufs[k]
+                store.charge(-b.nbytes)
+            b = np.empty(shape, dtype, order=order)
+            if store.charge(b.nbytes):
+                store.bufs[k] = b
         return b
 
     @property
     def scratch(self):
+        """The list a whole run takes its intermediates from and gives them
+        back to (``settle`` after the run)."""
         s = self.store.scratch.get(self.key)
         if s is None:
-            s = self.store.scratch[self.key] = []
-        return s
+            s = self.store.scratch[self.key] = ([], 0)
+        return s[0]
+
+    def settle(self):
+        """After a run with ``scratch``: its arrays charged, or dropped when
+        the budget has no room for them."""
+        store = self.store
+        s = store.scratch.get(self.key)
+        if s is None:
+            return
+        pool, charged = s
+        now = sum(a.nbytes for a in pool)
+        if store.charge(now - charged):
+            store.scratch[self.key] = (pool, now)
+        else:
+            store.charge(-charged)
+            del store.scratch[self.key]
 
 
 def escaping(steps, outputs, is_region_call):

@@ -191,7 +191,8 @@ def test_threads_replaying_one_plan_use_their_own_arrays(monkeypatch):
     assert not errors, errors[0]
 
 
-def test_a_nested_replay_takes_fresh_arrays():
+def test_a_nested_replay_takes_fresh_arrays(monkeypatch):
+    monkeypatch.setattr(plan_buffers, "KEEP_AFTER", -1)
     kept = plan_buffers.Kept()
     store = kept.acquire()
     assert store is not None and store.busy
@@ -314,8 +315,10 @@ def test_regions_scatters_and_grids_keep_their_arrays(how, keep_all, monkeypatch
 
 @pytest.mark.parametrize("n", [5000, 200_000])  # (one run; blocks over threads)
 @pytest.mark.parametrize("mode", ["off", "always"])  # (NumPy; compiled kernels)
-def test_a_region_keeps_only_its_private_results(n, mode):
+def test_a_region_keeps_only_its_private_results(n, mode, monkeypatch):
     from chainrules import elementwise_expr as ee
+
+    monkeypatch.setattr(plan_buffers, "KEEP_AFTER", -1)
     from chainrules import kernels
 
     a, b = ee.placeholder("a", np.float64), ee.placeholder("b", np.float64)
@@ -351,3 +354,41 @@ def _run_kept(program, kept, n, outs, kernels):
         assert got[2] is env["a"]
         assert got[0] is store.bufs[7, 0]  # (kept: the same array each call)
         outs.append((got[1], want[1].copy()))
+
+
+def test_kept_arrays_wait_for_replays_and_stay_within_the_budget(monkeypatch):
+    import gc
+
+    n = 4 * plan_buffers.KEEP_MIN_BYTES // 8
+    vg = cr.value_and_grad(_elementwise)
+    xs = _inputs(n, 12, seed=4)
+    others = [_inputs(n + k, 1, seed=k)[0] for k in range(1, 5)]
+    # the values of replays of plans keeping nothing (a plan's fused regions
+    # may round otherwise than eager at these sizes)
+    plain = cr.jit(vg)
+    with monkeypatch.context() as m:
+        m.setattr(plan_buffers, "KEEP_MIN_BYTES", 1 << 62)
+        want = {}
+        for x in xs + others:
+            for _ in range(3):
+                want[id(x)] = plain(x)
+    gc.collect()  # (the plans of other tests given back first)
+    base = plan_buffers.held_bytes()
+    j = cr.jit(vg)
+    for x in xs[:plan_buffers.KEEP_AFTER + 1]:  # (the recording, the check, replays)
+        _same(j(x), want[id(x)])
+    assert plan_buffers.held_bytes() == base  # nothing kept yet
+    for x in xs:
+        _same(j(x), want[id(x)])
+    one = plan_buffers.held_bytes() - base
+    assert one >= n * 8  # at least one array of the plan kept
+    # signatures of other shapes: beyond the budget nothing more is kept
+    monkeypatch.setattr(plan_buffers, "KEEP_BUDGET_BYTES", base + 2 * one)
+    for x in others:
+        for _ in range(plan_buffers.KEEP_AFTER + 3):
+            _same(j(x), want[id(x)])
+    assert base + one < plan_buffers.held_bytes() <= base + 2 * one
+    j.clear_cache()
+    del j
+    gc.collect()
+    assert plan_buffers.held_bytes() == base  # given back with the plans
