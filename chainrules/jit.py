@@ -428,9 +428,12 @@ class Jitted(Generic[P, R]):
         meta = rec.meta
 
         def regions(steps, outputs):
-            # sums of matrix products become one product (plan_join); fused
-            # regions take in the elementwise calls that feed them alone
-            return absorb(join_products(steps, outputs, meta), outputs, meta, _is_region)
+            # sums of matrix products become one product (plan_join), and
+            # products sharing a right operand one product (plan_batch);
+            # fused regions take in the elementwise calls that feed them alone
+            from .plan_batch import batch_products
+            steps = batch_products(join_products(steps, outputs, meta), outputs, meta)
+            return absorb(steps, outputs, meta, _is_region)
 
         # (the plan's passes run at its first replay: not for a signature
         # called once)

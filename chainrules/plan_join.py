@@ -216,11 +216,15 @@ def _writes(steps):
     parent = {}
 
     def find(i):
-        while True:
-            p = parent.get(i)
-            if p is None:
-                return i
-            i = p
+        p = parent.get(i)
+        if p is None:
+            return i
+        while True:  # (each value on the way pointed at its grandparent)
+            q = parent.get(p)
+            if q is None:
+                return p
+            parent[i] = q
+            i, p = p, q
 
     writes = []
     for k, s in enumerate(steps):
@@ -294,23 +298,32 @@ def _unwritten(chain, steps, made_at, find, written_at):
     return True
 
 
-def _rewrite(steps, outputs, chains, made_at, meta):
+def _fresh_ids(steps, outputs, meta):
+    """``new(dtype, shape)``: a ``Ref`` to a value index no step, output or
+    ``meta`` entry uses yet, its dtype and shape entered in ``meta``."""
     top = max(meta, default=-1)
+    ids = set()
     for s in steps:
-        ids = set()
         if s[0] == "call":
-            _uses(s[2], ids)
-            _uses(s[3], ids)
-            _defines(s[4], ids)
-        else:
-            ids.add(s[2].i)
-        if ids:
-            top = max(top, max(ids))
+            for x in s[2]:
+                if type(x) is Ref:
+                    if x.i > top:
+                        top = x.i
+                elif type(x) in (tuple, list, dict):
+                    _uses(x, ids)
+            if s[3]:
+                _uses(s[3], ids)
+            out = s[4]
+            if type(out) is Ref:
+                if out.i > top:
+                    top = out.i
+            elif out is not None:
+                _defines(out, ids)
+        elif s[2].i > top:
+            top = s[2].i
     for o in outputs:
-        ids = set()
         _uses(o, ids)
-        if ids:
-            top = max(top, max(ids))
+    top = max(top, max(ids, default=-1))
     counter = [top]
 
     def new(dtype, shape):
@@ -318,6 +331,11 @@ def _rewrite(steps, outputs, chains, made_at, meta):
         meta[counter[0]] = (dtype, shape)
         return Ref(counter[0])
 
+    return new
+
+
+def _rewrite(steps, outputs, chains, made_at, meta):
+    new = _fresh_ids(steps, outputs, meta)
     dropped = set()
     made_here = {}
     for c in chains:

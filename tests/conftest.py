@@ -14,12 +14,16 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="module")
 def without_joined_products():
-    """The plan pass that computes a sum of matrix products as one product
-    (``chainrules.plan_join``) off for a module: it sums in another order by
-    design, within the bound ``tests/core/test_plan_join.py`` checks, where
-    a module checks staged results against eager ones bit for bit."""
-    from chainrules import plan_join
+    """The plan passes that rewrite matrix products off for a module: a sum
+    of products computed as one product (``chainrules.plan_join``), and
+    products sharing a right operand as one product or reading it copied
+    into rows (``chainrules.plan_batch``). They sum in another order by
+    design, within the bounds ``tests/core/test_plan_join.py`` and
+    ``test_plan_batch.py`` check, where a module checks staged results
+    against eager ones bit for bit."""
+    from chainrules import plan_batch, plan_join
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(plan_join, "MIN_TERMS", 10 ** 9)
+        m.setattr(plan_batch, "MIN_TERMS", 10 ** 9)
         yield
