@@ -13,6 +13,18 @@ peak where ``n`` products of inner dimension ``k`` and ``n - 1`` additions
 do not (transposed operands are stacked through the arrays they transpose,
 so the copies are of contiguous rows).
 
+**Shared runs.** Chains may join the same operands: an LSTM's gradients
+of ``Wx`` and ``Wh`` are sums over the same ``dz_t`` (``Wh``'s from the
+second step), those of ``Wh`` and ``Wo`` over the same ``h_t`` (``Wo``'s
+to the last). Where one chain's operands on a side (the arrays transposed,
+where all are transposes) are a run of another's, in order, compared by
+value or as the same row of one array, the first reads rows of the
+second's joined array instead of joining its own copy, and its product is
+made where both are complete: only if its sum is not read before then, and
+its operands are not written after its products up to there, nor between
+the other's last addition (where the run is joined) and a product after
+it. The products and their sums are the same, bit for bit, as unshared.
+
 **Rounding.** Both compute the same sum of the ``n k`` products per entry,
 in another order, so the results differ by rounding only. Per entry, with
 ``u`` the dtype's unit roundoff and ``S = sum_t |A_t| @ |B_t|``: for real
@@ -45,6 +57,7 @@ changes:
 """
 
 import bisect
+import operator
 
 import numpy as np
 
@@ -124,7 +137,8 @@ def join_products(steps, outputs, meta):
     chains = [c for c in chains if _unwritten(c, steps, made_at, find, written_at)]
     if not chains:
         return steps
-    return _rewrite(steps, outputs, chains, made_at, meta)
+    shared = _shared(chains, steps, made_at, readers, find, written_at)
+    return _rewrite(steps, outputs, chains, made_at, meta, shared)
 
 
 def _readers(steps, outputs):
@@ -279,10 +293,12 @@ def _transposed(i, steps, made_at):
     return None
 
 
-def _unwritten(chain, steps, made_at, find, written_at):
+def _unwritten(chain, steps, made_at, find, written_at, last=None):
     """Whether no operand of the chain (nor the array it transposes) may
-    be written after its product, up to the chain's last addition."""
-    last = chain.last
+    be written after its product, up to the chain's last addition (or the
+    later step ``last``)."""
+    if last is None:
+        last = chain.last
     for t in chain.terms:
         classes = {find(t.a), find(t.b)}
         for i in (t.a, t.b):
@@ -334,22 +350,36 @@ def _fresh_ids(steps, outputs, meta):
     return new
 
 
-def _rewrite(steps, outputs, chains, made_at, meta):
+def _rewrite(steps, outputs, chains, made_at, meta, shared):
     new = _fresh_ids(steps, outputs, meta)
     dropped = set()
     made_here = {}
-    for c in chains:
+    flats = {}  # (chain, side) -> the provider's joined array, before any transpose
+    at = {}
+    for n, c in enumerate(chains):
         dropped.add(c.start)
         dropped.update(c.adds)
         dropped.update(t.at for t in c.terms)
+        at[n] = max([c.last] + [chains[p].last for (m, _), (p, _) in shared.items()
+                                if m == n])
+    # providers first: a consumer is made where its providers' arrays are
+    order = sorted(range(len(chains)), key=lambda n: (at[n], n in {m for m, _ in shared}))
+    for n in order:
+        c = chains[n]
         dtype, shape_a, shape_b = c.terms[0].key
-        new_steps = []
-        a = _stacked([t.a for t in c.terms], 1, shape_a, dtype, steps, made_at, new,
-                     new_steps)
-        b = _stacked([t.b for t in c.terms], 0, shape_b, dtype, steps, made_at, new,
-                     new_steps)
-        new_steps.append(("call", np.matmul, (a, b), {}, Ref(c.acc)))
-        made_here[c.last] = new_steps
+        new_steps = made_here.setdefault(at[n], [])
+        ops = []
+        for side, (ids, axis, shape) in enumerate((([t.a for t in c.terms], 1, shape_a),
+                                                   ([t.b for t in c.terms], 0, shape_b))):
+            src = shared.get((n, side))
+            if src is None:
+                out, flats[n, side] = _stacked(ids, axis, shape, dtype, steps, made_at, new,
+                                               new_steps)
+            else:
+                out = _block(flats[src[0], side], src[1], len(ids), axis, shape, dtype,
+                             _sources(ids, steps, made_at) is not None, new, new_steps)
+            ops.append(out)
+        new_steps.append(("call", np.matmul, tuple(ops), {}, Ref(c.acc)))
     result = []
     for k, s in enumerate(steps):
         if k in made_here:
@@ -359,24 +389,157 @@ def _rewrite(steps, outputs, chains, made_at, meta):
     return result
 
 
+def _sources(ids, steps, made_at):
+    """The arrays the operands ``ids`` transpose, if every one is a
+    transpose, else None."""
+    sources = [_transposed(i, steps, made_at) for i in ids]
+    return sources if all(s is not None for s in sources) else None
+
+
+def _shared(chains, steps, made_at, readers, find, written_at):
+    """Which chains read a side's joined operands as a block of another
+    chain's: ``{(consumer, side): (provider, offset)}``, ``side`` 0 for the
+    left operands, 1 for the right ones. The operands one chain joins (the
+    arrays transposed, where all are transposes) may be a run of those of
+    another, in order (an LSTM's gradients of ``Wh`` and ``Wx`` join the
+    same ``dz_t`` but the first): the consumer then reads rows of the
+    provider's joined array, made once, and its product is made where both
+    are complete, if its sum is not read before then and its operands are
+    not written. A provider is no chain's consumer."""
+    lists = []
+    for c in chains:
+        sides = []
+        for side, ids in enumerate(([t.a for t in c.terms], [t.b for t in c.terms])):
+            src = _sources(ids, steps, made_at)
+            items = [_item(i, steps, made_at) for i in (src if src is not None else ids)]
+            dtype = c.terms[0].key[0]
+            sides.append(((side, src is not None, dtype, c.terms[0].key[1 + side]), items))
+        lists.append(sides)
+    shared = {}
+    consumers = set()
+    # (longest first: a chain shares the longest run it is part of)
+    for n in sorted(range(len(chains)), key=lambda n: -len(chains[n].terms)):
+        if n in consumers:
+            continue
+        for side in (0, 1):
+            key, items = lists[n][side]
+            where = {x: j for j, x in enumerate(items)}
+            if len(where) != len(items):
+                continue
+            for m, c in enumerate(chains):
+                if m == n or (m, side) in shared or any(p == m for p, _ in shared.values()):
+                    continue
+                key_m, items_m = lists[m][side]
+                j = where.get(items_m[0])
+                if key_m != key or j is None or items[j:j + len(items_m)] != items_m:
+                    continue
+                # (made where this provider's and any other's arrays are)
+                last = max([c.last, chains[n].last]
+                           + [chains[p].last for (q, _), (p, _) in shared.items() if q == m])
+                if _read_between(readers.get(c.acc, ()), c.last, last):
+                    continue
+                if not _unwritten(c, steps, made_at, find, written_at, last):
+                    continue
+                # the run holds at the provider's last addition (where it is
+                # joined) what it holds at the consumer's products: checked
+                # above after them; here between the provider's last
+                # addition and a product after it
+                if not _unwritten_run(c, side, chains[n].last, steps, made_at, find,
+                                      written_at):
+                    continue
+                shared[m, side] = (n, j)
+                consumers.add(m)
+    return shared
+
+
+def _item(i, steps, made_at):
+    """What value ``i`` is, for comparing operands: ``x[index]`` of a value
+    ``x`` and a constant integer or slice index by the two (two recordings
+    of one row read the same memory), else ``i``."""
+    k = made_at.get(i)
+    if k is not None:
+        s = steps[k]
+        if s[1] is operator.getitem and len(s) == 5 and not s[3] and len(s[2]) == 2 \
+                and type(s[2][0]) is Ref and type(s[2][1]) in (int, slice, tuple):
+            index = s[2][1]
+            if type(index) is not tuple or all(type(x) in (int, slice) for x in index):
+                key = index if type(index) is not slice else (index.start, index.stop,
+                                                              index.step)
+                if type(index) is tuple:
+                    key = tuple(x if type(x) is int else (x.start, x.stop, x.step)
+                                for x in index)
+                return ("row", s[2][0].i, key)
+    return i
+
+
+def _read_between(ks, first, last):
+    """Whether a step of ``ks`` (a value's readers, in order) comes after
+    ``first`` and at or before ``last``."""
+    r = bisect.bisect_right(ks, first)
+    return r < len(ks) and ks[r] <= last
+
+
+def _unwritten_run(chain, side, joined, steps, made_at, find, written_at):
+    """Whether no operand of the chain's ``side`` (nor the array it
+    transposes) that a product reads after step ``joined`` may be written
+    after ``joined`` up to that product."""
+    for t in chain.terms:
+        if t.at <= joined:
+            continue
+        i = t.b if side else t.a
+        classes = {find(i)}
+        src = _transposed(i, steps, made_at)
+        if src is not None:
+            classes.add(find(src))
+        for c in classes:
+            ks = written_at.get(c)
+            if ks:
+                j = bisect.bisect_right(ks, joined)
+                if j < len(ks) and ks[j] <= t.at:
+                    return False
+    return True
+
+
+def _block(flat, offset, n, axis, shape, dtype, transposed, new, into):
+    """Append to ``into`` the steps that read ``n`` operands (each of
+    ``shape``) from the joined array ``flat`` of another chain, from its
+    ``offset``-th; return the value that stands for them joined along
+    ``axis`` (as ``_stacked`` does)."""
+    joined_shape = list(shape)
+    joined_shape[axis] *= n
+    joined_shape = tuple(joined_shape)
+    cut = 1 - axis if transposed else axis
+    width = shape[axis]  # (each operand's extent along the joined axis)
+    index = [slice(None), slice(None)]
+    index[cut] = slice(offset * width, (offset + n) * width)
+    rows = new(dtype, joined_shape[::-1] if transposed else joined_shape)
+    into.append(("call", operator.getitem, (flat, tuple(index)), {}, rows))
+    if not transposed:
+        return rows
+    out = new(dtype, joined_shape)
+    into.append(("call", np.transpose, (rows, (1, 0)), {}, out))
+    return out
+
+
 def _stacked(ids, axis, shape, dtype, steps, made_at, new, into):
     """Append to ``into`` the steps that join the operands ``ids`` (each of
-    ``shape``) along ``axis``; return the joined value. Where every operand
-    is a transpose, their sources are joined along the other axis and the
-    result transposed: a copy of contiguous rows, and BLAS reads the
-    transposed result as it is."""
+    ``shape``) along ``axis``; return the joined value and the array joined
+    (the same, or the one it transposes). Where every operand is a
+    transpose, their sources are joined along the other axis and the result
+    transposed: a copy of contiguous rows, and BLAS reads the transposed
+    result as it is."""
     n = len(ids)
     joined_shape = list(shape)
     joined_shape[axis] *= n
     joined_shape = tuple(joined_shape)
-    sources = [_transposed(i, steps, made_at) for i in ids]
-    if all(s is not None for s in sources):
+    sources = _sources(ids, steps, made_at)
+    if sources is not None:
         flat = new(dtype, joined_shape[::-1])
         into.append(("call", np.concatenate, ([Ref(s) for s in sources],),
                      {"axis": 1 - axis}, flat))
         out = new(dtype, joined_shape)
         into.append(("call", np.transpose, (flat, (1, 0)), {}, out))
-        return out
+        return out, flat
     out = new(dtype, joined_shape)
     into.append(("call", np.concatenate, ([Ref(i) for i in ids],), {"axis": axis}, out))
-    return out
+    return out, out

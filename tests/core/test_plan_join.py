@@ -473,3 +473,102 @@ def test_lstm_gradient_within_the_bound(steps, hidden, vocab, batch, monkeypatch
     # chains of as many products, and dy @ Wo.T and dz @ Wh.T
     n_products = 2 * (3 * steps - 1) + steps + (steps - 1)
     assert _count(plan_steps, np.matmul) == n_products - joined
+    # Wx's and Wo's operands joined (X's and h's rows, dz and dy); Wh's are
+    # runs of theirs: h_0.. h_(T-2) of Wo's, dz_(T-1).. dz_1 of Wx's
+    assert _count(plan_steps, np.concatenate) == 4
+
+
+# -- chains that join the same operands ---------------------------------------------
+
+
+def _two_chains(A, C, B, read_midway=False, write_midway=False):
+    """``sum_t A[t].T @ B[t]`` over every ``t`` and ``sum_t C[t].T @ B[t]``
+    from ``t = 1``, accumulated in one loop backwards (as a reverse sweep
+    does): the second's ``B`` are a run of the first's."""
+    n = len(A)
+    C = C * 1.0
+    first = A[n - 1].T @ B[n - 1] + A[n - 2].T @ B[n - 2]
+    second = C[n - 1].T @ B[n - 1] + C[n - 2].T @ B[n - 2]
+    for t in range(n - 3, 0, -1):
+        first += A[t].T @ B[t]
+        second += C[t].T @ B[t]
+    mid = second * 2.0 if read_midway else None
+    if write_midway:
+        C[n - 1] += 1.0  # an operand of the second, before the first's end
+    first += A[0].T @ B[0]
+    return first, second, mid
+
+
+def test_chains_share_the_operands_they_both_join():
+    A, B = _operands(n=6)
+    C, _ = _operands(seed=1, n=6)
+    (first, second, _), steps = _replayed(lambda A, C, B: _two_chains(A, C, B), (A, C, B))
+    # B joined once: the second chain's are rows of the first's
+    assert _count(steps, np.matmul) == 2 and _count(steps, np.concatenate) == 3
+    _check_joined(first, [a.T for a in A], list(B))
+    _check_joined(second, [c.T for c in C[1:]], list(B[1:]))
+
+
+@pytest.mark.parametrize("case", ["read_midway", "write_midway"])
+def test_a_chain_read_or_written_before_the_other_ends_does_not_share(case):
+    A, B = _operands(n=6)
+    C, _ = _operands(seed=1, n=6)
+
+    def f(A, C, B):
+        return _two_chains(A, C, B, **{case: True})
+
+    (first, second, mid), steps = _replayed(f, (A, C, B))
+    assert _count(steps, np.matmul) == 2 and _count(steps, np.concatenate) == 4
+    _check_joined(first, [a.T for a in A], list(B))
+    _check_joined(second, [c.T for c in C[1:]], list(B[1:]))
+    if mid is not None:
+        _same(mid, second * 2.0)
+
+
+def test_without_the_read_analysis_a_shared_chain_would_be_wrong(monkeypatch):
+    # (the case above tests something: shared regardless of the read, the
+    # sum would be read before its product is made)
+    monkeypatch.setattr(plan_join, "_read_between", lambda *a: False)
+    A, B = _operands(n=6)
+    C, _ = _operands(seed=1, n=6)
+
+    def f(A, C, B):
+        return _two_chains(A, C, B, read_midway=True)
+
+    j = cr.jit(f, warn=False)
+    j(A, C, B)
+    plan = j.plan(A, C, B)
+    with pytest.raises(Exception):
+        plan(A, C, B)
+
+
+def _written_between(A, C, B):
+    """Two chains over the same rows of ``B``, one after the other, and a
+    row written between the first's end and the second's products."""
+    B = B * 1.0
+    first = _chain(A, B)
+    B[2] += 1.0
+    second = _chain(C, B)
+    return first, second
+
+
+def test_a_run_written_between_the_chains_is_not_shared():
+    A, B = _operands(n=6)
+    C, _ = _operands(seed=1, n=6)
+    (first, second), steps = _replayed(_written_between, (A, C, B))
+    assert _count(steps, np.matmul) == 2 and _count(steps, np.concatenate) == 4
+    B2 = B * 1.0
+    B2[2] += 1.0
+    _check_joined(first, [a.T for a in A], list(B))
+    _check_joined(second, [c.T for c in C], list(B2))
+
+
+def test_without_the_write_analysis_that_run_would_be_shared_wrong(monkeypatch):
+    monkeypatch.setattr(plan_join, "_unwritten_run", lambda *a: True)
+    A, B = _operands(n=6)
+    C, _ = _operands(seed=1, n=6)
+    j = cr.jit(_written_between, warn=False)
+    j(A, C, B)
+    plan = j.plan(A, C, B)
+    assert _count(plan._parts[0], np.concatenate) == 3
+    assert not np.allclose(plan(A, C, B)[1], _written_between(A, C, B)[1])
