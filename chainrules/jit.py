@@ -34,6 +34,7 @@ from . import kernels
 from . import kernel_grid, kernel_scatter
 from .plan import GuardFailed, Plan
 from .plan_join import join_products
+from .plan_batch import batch_products
 from .plan_buffers import keep_buffers
 from .plan_regions import absorb
 from .pytree import flatten, unflatten
@@ -431,7 +432,6 @@ class Jitted(Generic[P, R]):
             # sums of matrix products become one product (plan_join), and
             # products sharing a right operand one product (plan_batch);
             # fused regions take in the elementwise calls that feed them alone
-            from .plan_batch import batch_products
             steps = batch_products(join_products(steps, outputs, meta), outputs, meta)
             return absorb(steps, outputs, meta, _is_region)
 
