@@ -49,7 +49,7 @@ from ._linalg_batch import broadcasting_pb, broadcasting_pf
 
 from ._linalg_util import (LinalgDef, LinalgRule, as_column, as_row, check_tol, conj, defrule,
                            diag_embed, diag_part, herm_cotangent, herm_tangent, imag_diag,
-                           inv_gaps, is_complex, mH, mT, plain, tri_mask)
+                           inv_gaps, is_complex, mH, mT, tri_mask)
 
 
 # -- eigh, eigvalsh ---------------------------------------------------------------
@@ -84,7 +84,7 @@ def _check_degenerate_chain(w, v, gw, gv):
 
     Either raises ``DomainError``. Functions of the eigenvalues alone keep the
     subgradient the rule returns at a crossing."""
-    wv = plain(w)
+    wv = array_value(w)
     n = wv.shape[-1]
     if n < 2:
         return
@@ -96,15 +96,16 @@ def _check_degenerate_chain(w, v, gw, gv):
         return
     # turning V by a unitary R = I + Omega changes the loss by Re sum(c * Omega);
     # |c| is compared with the size of the cotangent (V is unitary)
-    c = plain(mT(v) @ gv)
-    tol = np.sqrt(eps) * n * (np.max(np.abs(plain(gv))) + np.finfo(float).tiny)
+    gvv = array_value(gv)
+    c = mT(array_value(v)) @ gvv
+    tol = np.sqrt(eps) * n * (np.max(np.abs(gvv)) + np.finfo(float).tiny)
     anti = np.abs(c - np.conjugate(np.swapaxes(c, -1, -2)))
     why = None
     if np.any(deg & (anti > tol)):
         why = ("it depends on the basis LAPACK chose inside the eigenspace of a repeated "
                "eigenvalue, so it is not a function of the matrix there")
     elif not is_zero(gw):
-        gwv = plain(gw)
+        gwv = array_value(gw)
         gtol = np.sqrt(eps) * (np.max(np.abs(gwv)) + np.finfo(float).tiny)
         split = np.abs(gwv[..., None, :] - gwv[..., :, None]) > gtol
         if np.any(deg & split & (np.abs(c) > tol)):
@@ -406,7 +407,7 @@ def _qr_pf(r, xds):
 def _check_full_rank(op, r1):
     """Q and R are differentiable only where the leading k columns have full
     rank (R's diagonal has no zero): there Q is not unique."""
-    d = np.abs(plain(diag_part(r1)))
+    d = np.abs(diag_part(array_value(r1)))
     if d.shape[-1] == 0:
         return
     scale = np.max(d, axis=-1, keepdims=True)
@@ -448,7 +449,7 @@ def _check_eigvectors(op, v):
     """The eigenvector derivative solves with ``V``: at a defective matrix
     (a Jordan block) ``V`` is singular and no derivative exists; near one its
     condition number exceeds ``1/sqrt(eps)`` and the solve has no digits."""
-    vp = plain(v)
+    vp = array_value(v)
     if vp.shape[-1] == 0:
         return
     cond = np.linalg.cond(vp)

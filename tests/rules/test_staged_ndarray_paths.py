@@ -259,3 +259,60 @@ def test_staged_stats_masks_take_eager_branches(method):
         return np.sum(r) + 0.5 * np.sum(r * r)
 
     _staged_equals_eager(cr.value_and_grad(loss, argnums=(0, 1, 2)), (x, loc, scale))
+
+
+# -- eigh, qr, eig -------------------------------------------------------------------
+def _spectral_cases():
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=(4, 4))
+    sym = a + a.T
+    tall = rng.normal(size=(5, 3))
+
+    def eigh_loss(a):
+        w, v = np.linalg.eigh(a)
+        return np.sum(w ** 3) + np.sum(v[0] ** 3)
+
+    def qr_loss(a):
+        q, r = np.linalg.qr(a)
+        return np.sum(q ** 3) + np.sum(np.sin(r))
+
+    def eig_loss(a):
+        w, v = np.linalg.eig(a)
+        return np.sum(np.real(w) ** 3) + np.sum(np.abs(v[0]) ** 3)
+
+    def eigvals_loss(a):
+        return np.sum(np.real(np.linalg.eigvals(a)) ** 3)
+
+    jordan = np.diag([1.0, 1.0, 2.0, 3.0]) + np.diag([1.0, 0.0, 0.0], 1)
+    q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
+    repeated = q @ np.diag([1.0, 1.0, 2.0, 3.0]) @ q.T
+    return {
+        # name: (loss, point, other point, input where the check refuses)
+        "eigh": (eigh_loss, sym, sym * 1.5 + np.eye(4), (repeated + repeated.T) / 2),
+        "qr": (qr_loss, tall, tall[::-1].copy(),
+               np.concatenate([tall[:, :2], tall[:, :1]], axis=1)),
+        "eig": (eig_loss, a, a.T.copy(), jordan),
+        "eigvals": (eigvals_loss, a, a.T.copy(), jordan),
+    }
+
+
+@pytest.mark.parametrize("name", ["eigh", "qr", "eig", "eigvals"])
+def test_staged_spectral_checks_stay_staged(name):
+    # the pullback checks of eigh (repeated eigenvalues), qr (rank) and eig
+    # (a defective matrix) read the values as staged arrays: they were
+    # converted with np.asarray, and the whole signature ran eagerly
+    loss, x, x2, bad = _spectral_cases()[name]
+    vg = _staged_equals_eager(cr.value_and_grad(loss), (x,), (x2,))
+    hvp = _staged_equals_eager(lambda a, v: cr.hvp(loss, a, v), (x, np.ones_like(x)),
+                               (x2, x))
+    for fn, staged, args in ((cr.value_and_grad(loss), vg, (bad,)),
+                             (lambda a, v: cr.hvp(loss, a, v), hvp, (bad, np.ones_like(bad)))):
+        assert staged.plan(x, *args[1:]) is not None
+        with pytest.raises(cr.DomainError):
+            fn(*args)
+        # the check is a guard: the replay at the refused input fails it,
+        # and the new recording raises as eager does
+        with pytest.raises(cr.DomainError):
+            staged(*args)
+        # and the staged plans are still those of the good inputs
+        assert _same_bits(staged(x, *args[1:]), fn(x, *args[1:]))
