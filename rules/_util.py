@@ -1,5 +1,8 @@
 """Small helpers shared by the rule modules."""
 
+import functools
+import threading
+
 import numpy as np
 
 from chainrules.arrays import is_array, ndim_of, shape_of  # noqa: F401  (re-exported)
@@ -94,3 +97,37 @@ def real_only(x, what):
 
         raise MissingRuleError(f"scipy.special.{what}: no derivative at complex arguments "
                                "(the formula holds for real arguments only)")
+
+
+_GLOBAL_RNG_LOCK = threading.RLock()
+_FIXED_STATES = {}  # bit generator type -> the global RandomState's state seeded with 0
+
+
+def fixed_global_rng(fn):
+    """``fn`` called with NumPy's global random state (the one the legacy
+    ``np.random.*`` functions draw from) set to one fixed state, and given
+    back as it was afterwards. For SciPy functions that draw from it:
+    ``scipy.sparse.linalg.onenormest`` starts from random sign vectors, and
+    ``scipy.linalg.logm`` and ``expm_multiply`` choose their scaling and
+    degree from its estimates, so that two calls at the same input may
+    differ in the last bits. Through this wrapper the result is a function
+    of the input alone (a staged replay computes what an eager call does),
+    and the caller's random stream is left where it was. Calls through it
+    hold one lock; another thread drawing from ``np.random`` meanwhile
+    draws from the fixed state."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        with _GLOBAL_RNG_LOCK:
+            saved = np.random.get_state(legacy=False)
+            kind = saved["bit_generator"]
+            fixed = _FIXED_STATES.get(kind)
+            if fixed is None:
+                bg = type(np.random.get_bit_generator())(0)
+                fixed = _FIXED_STATES[kind] = np.random.RandomState(bg).get_state(
+                    legacy=False)
+            np.random.set_state(fixed)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                np.random.set_state(saved)
+    return call

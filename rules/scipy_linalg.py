@@ -54,11 +54,11 @@ from .scipy_linalg_factors import (cho_solve_pbb, cho_solve_pfb, lu_parts, lu_so
                                    lu_solve_pfb, lu_trans, perm_matrix, trans_op)
 from .scipy_linalg_solvers import checked_sylvester
 
-from ._util import on_demand_family
+from ._util import fixed_global_rng, on_demand_family
 
-from chainrules.opaque import OpaqueNamespace
+from chainrules.opaque import OpaqueNamespace, opaque
 
-from ._scipy_blas_pool import LimitedNamespace
+from ._scipy_blas_pool import LimitedNamespace, one_thread
 
 try:
     import scipy.linalg as _scipy_linalg
@@ -70,6 +70,15 @@ except ImportError:  # pragma: no cover - SciPy is an optional extra
     sl = None
 
 _family_loaded = on_demand_family()
+
+
+def _as_opaque(fn):
+    """``fn`` called through ``opaque`` (one step of a staged plan)."""
+    @functools.wraps(fn)
+    def w(*args, **kwargs):
+        return opaque(fn, *args, **kwargs)
+    return w
+
 
 __all__ = ["expm", "sqrtm", "logm", "solve_triangular", "cho_factor", "cho_solve",
            "lu_factor", "lu_solve"]
@@ -83,7 +92,10 @@ if sl is not None:
     # ``from chainrules.rules.scipy_linalg import expm``.
     expm = primitive(sl.expm)
     sqrtm = primitive(sl.sqrtm)
-    logm = primitive(sl.logm)
+    # SciPy's logm draws from np.random (the norm estimates that choose its
+    # scaling): called at a fixed random state, its result is a function of
+    # the input (one opaque step of a staged plan, which the replay calls so)
+    logm = primitive(_as_opaque(fixed_global_rng(one_thread(_scipy_linalg.logm))))
     solve_triangular = primitive(sl.solve_triangular)
     cho_factor = primitive(sl.cho_factor)
     cho_solve = primitive(sl.cho_solve)

@@ -38,7 +38,7 @@ from chainrules.errors import DomainError, NumericalInstabilityError
 from chainrules.primitives import primitive
 
 from ._linalg_util import defrule, plain
-from ._util import on_demand_family
+from ._util import fixed_global_rng, on_demand_family
 from .scipy_sparse import sddmm, spmm
 
 import scipy.sparse as _sp
@@ -264,7 +264,8 @@ def expm_multiply(data, b, *, row, col, n):
     if n == 0 or b.size == 0:
         return np.zeros(b.shape, dt)
     a = _sp.csr_array((data, (row, col)), shape=(n, n))
-    return np.asarray(_spl.expm_multiply(a, b), dt)
+    # (at a fixed np.random state: SciPy's norm estimates draw from it)
+    return np.asarray(fixed_global_rng(_spl.expm_multiply)(a, b), dt)
 
 
 def _block_product(data, upper, b, row, col, n, urow, ucol):
