@@ -1,6 +1,11 @@
 """Differentiable ``scipy.linalg`` functions (same signatures as SciPy);
 requires SciPy. See rules/scipy_linalg.py and rules/scipy_linalg_solvers.py
-for what each derivative is and where it is defined."""
+for what each derivative is and where it is defined.
+
+``logm`` calls SciPy's at one fixed state of ``np.random`` (SciPy's norm
+estimates draw from it to choose the scaling, so that two of its calls at
+one input may differ in the last bits) and leaves the caller's random
+stream where it was: its result is a function of the input."""
 
 from chainrules.rules import scipy_linalg as _impl
 from chainrules.rules import scipy_linalg_compose as _compose

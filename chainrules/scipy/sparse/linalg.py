@@ -224,7 +224,10 @@ for _f, _what in ((cg, "conjugate gradients (A symmetric positive definite)"),
 def expm_multiply(A, B, start=None, stop=None, num=None, endpoint=None, traceA=None):
     """``scipy.sparse.linalg.expm_multiply``: ``expm(A) @ B``, differentiable
     in ``B`` and in ``A``'s stored values (the pullback in ``A`` holds an
-    ``n x n`` dense matrix). ``start``/``stop``/``num`` are not supported."""
+    ``n x n`` dense matrix). ``start``/``stop``/``num`` are not supported.
+    SciPy's is called at one fixed state of ``np.random`` (its norm
+    estimates draw from it), so the result is a function of the input and
+    the caller's random stream is left where it was."""
     if start is not None or stop is not None or num is not None:
         raise MissingRuleError("scipy.sparse.linalg.expm_multiply: start/stop/num are not "
                                "supported by the differentiable twin; call it per time")
