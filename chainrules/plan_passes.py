@@ -158,7 +158,7 @@ def forward_scalar_buffers(steps, scalars):
                     ins == {b} and _element(a[1], shape) is not None:
                 continue
             if fn is operator.setitem and len(a) == 3 and type(a[2]) is Ref and \
-                    scalars.get(a[2].i) == dtype and ins == {b, a[2].i} and \
+                    a[2].i in scalars and scalars[a[2].i] == dtype and ins == {b, a[2].i} and \
                     _element(a[1], shape) is not None:
                 continue
         for i in ins:

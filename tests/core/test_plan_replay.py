@@ -348,3 +348,16 @@ def test_powers_of_scalars_are_eagers_bit_for_bit(dt):
         got, want = _bits_of(staged(a, b)), _bits_of(f(a, b))
         assert got == want, (k, a, b)
     assert "** (" in staged.plan(a, b).source
+
+
+def test_a_0d_array_written_into_a_scalar_buffer_stays_an_array():
+    # (a value the recorder did not see as a NumPy scalar has no dtype in
+    # the scalars table: ``dtype == None`` must not read as a match, or the
+    # buffer is forwarded and a replay returns what eager does not)
+    x = np.float64(0.75)
+    f = cr.value_and_grad(lambda v: np.sum(np.reshape(v[()], (1,)) * 2.0))
+    j = cr.jit(f)
+    want = f(x)
+    for _ in range(4):
+        got = j(x)
+        assert type(got[1]) is type(want[1]) and got[1] == want[1]
