@@ -7,7 +7,7 @@ it and checks it against an eager call; the next ``plan.COMPILE_AFTER -
 2`` replays run the plan's steps as data ("3rd..", their mean), the one
 after also writes the plan's source ("writing"), the next compiles its
 first segment ("compiling"; each later one compiles one more,
-``plan.SEGMENT_LINES`` lines each), and later calls run that code
+``plan._segment_size`` lines each), and later calls run that code
 ("steady": the median of calls after, a few of which may compile a
 segment of a long plan). Each round times these calls,
 in turn, of a *new* jitted function, after one eager call; the table gives

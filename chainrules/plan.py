@@ -13,6 +13,7 @@ the function that was recorded.
 
 import bisect
 import builtins
+import math
 import operator
 import os
 
@@ -620,19 +621,29 @@ def _write_source(steps, inputs, outputs, name, out_tree):
     return _segmented(w, starts, inputs, name, ret)
 
 
-#: the most lines of one segment of a plan's code: compiling a line costs
-#: 5 to 12 us, about a replayed step's NumPy calls (``compile`` of a
+#: the fewest lines of one segment of a plan's code: compiling a line
+#: costs 5 to 12 us, about a replayed step's NumPy calls (``compile`` of a
 #: plan's segment costs about an eager call); a segment's call to the
-#: next, with its live values, 0.1 to 0.2 us
+#: next passes its live values, 0.1 to 0.2 us with a few, and the more
+#: the longer the plan (the staged LSTM's 6,300 lines in 8-line segments
+#: passed about 600 values at each of 626 calls, 11 ms of a 76 ms replay).
+#: A plan of ``n`` lines is cut into segments of ``max(SEGMENT_LINES,
+#: isqrt(n))`` lines: the compile a call pays grows as the square root of
+#: the plan, its replay as the plan
 SEGMENT_LINES = 8
+
+
+def _segment_size(n):
+    return max(SEGMENT_LINES, math.isqrt(n))
 
 
 def _segmented(w, starts, inputs, name, ret):
     """``_write_source``'s result: the lines of ``w`` (step ``k``'s from
     ``starts[k]``) cut into segments."""
     lines = w.lines
-    # (as many segments as SEGMENT_LINES needs, of even lengths)
-    size = -(-len(lines) // max(1, -(-len(lines) // SEGMENT_LINES)))
+    # (as many segments as ``_segment_size`` needs, of even lengths)
+    most = _segment_size(len(lines))
+    size = -(-len(lines) // max(1, -(-len(lines) // most)))
     cuts = [0]  # the first step of each segment
     first = 0
     for k, start in enumerate(starts):

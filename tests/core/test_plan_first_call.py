@@ -74,7 +74,7 @@ def test_source_written_a_call_before_it_compiles(monkeypatch):
 def test_segments_of_the_code_pass_the_values_later_ones_read(monkeypatch):
     # cut after every line: each value crosses from the segment that makes
     # it to each that reads it; guards and writes in place stay right
-    monkeypatch.setattr(plan_mod, "SEGMENT_LINES", 1)
+    monkeypatch.setattr(plan_mod, "_segment_size", lambda n: 1)
 
     def f(x, n):
         g = np.zeros_like(x)
