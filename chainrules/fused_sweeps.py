@@ -76,6 +76,10 @@ MIN_NONLINEAR = 2
 #: whose cotangent is the next region's input)
 MAX_MEMBERS = 48
 
+#: the most nodes of a tape whose shapes ``fuse`` reads one by one to find
+#: whether one is large enough (of a longer tape, its few distinct shapes)
+_FEW_NODES = 16
+
 
 @contextlib.contextmanager
 def fusion(enabled: bool = True, *, threads: int | None = None,
@@ -430,12 +434,30 @@ def fuse(tape, outputs, keep=(), second_order=False):
     is for sweeps with tangents (``MIN_SIZE_SECOND``, else ``MIN_SIZE``).
     Returns the number of regions. Does nothing with fusion off, in anomaly
     mode, or on a freed tape."""
-    if not _enabled.get() or tape.anomaly or tape.freed is not None:
-        return 0
+    shapes = tape.shapes
+    if len(shapes) < 2 or tape.anomaly or tape.freed is not None:
+        return 0  # (a region has two members at least)
     min_size = MIN_SIZE_SECOND if second_order else MIN_SIZE
+    # the shapes to read: a short tape's own, else its few distinct ones
+    distinct = shapes if len(shapes) <= _FEW_NODES else set(shapes)
+    least = min_size if min_size < MIN_SIZE_STAGED else MIN_SIZE_STAGED
+    if least > 1:
+        # only 0-d values and 1-d ones shorter than the smallest root that
+        # any sweep fuses (a call's fixed cost): nothing to do, found before
+        # the context is read
+        try:
+            for shape in distinct:
+                if shape and (len(shape) > 1 or shape[0] >= least):
+                    break
+            else:
+                return 0
+        except TypeError:  # (a multi-output node)
+            pass
+    if not _enabled.get():
+        return 0
     if _staging.get():  # (a recording fuses what eager sweeps do, and more)
         min_size = min(min_size, MIN_SIZE_STAGED)
-    for shape in set(tape.shapes):  # the few distinct shapes
+    for shape in distinct:
         if shape is MULTI or prod(shape) >= min_size:
             break
     else:  # no array as large as a region's root (a tape of small arrays)
