@@ -31,6 +31,7 @@ import functools
 
 import numpy as np
 
+from chainrules.arguments import _SEEDS
 from chainrules.arrays import computes_eagerly, is_array, real_dtype, uniform_array
 from chainrules.tangents import ZERO, is_zero
 
@@ -102,6 +103,44 @@ def _batched_forms(op, transpose_one):
     return op_b, transpose_b
 
 
+#: (shape, dtype) -> a gradient's seed of that dtype at every entry of that
+#: shape (``WholeSumRule``); emptied when it reaches ``_MAX_SEED_UNIFORMS``
+_SEED_UNIFORMS: dict = {}
+_MAX_SEED_UNIFORMS = 256
+_ndarray = np.ndarray
+_new = object.__new__
+_add_reduce = np.add.reduce
+#: the keywords of every ``WholeSumRule`` (read, never written)
+_WHOLE_SUM = {"axis": None, "keepdims": False}
+
+
+class WholeSumRule(LinearRule):
+    """The rule of ``np.sum(x)`` of an ndarray over all its entries, the
+    common call (the maker's first case): the ``LinearRule`` of the general
+    case, whose pullback of a 0-d cotangent makes what ``_sum_transpose``
+    makes of it (the value at every entry, a zero-stride read-only array),
+    without the keyword call. A gradient's seed (one read-only 0-d array per
+    dtype, ``arguments.gradient_seed``) gives one array per shape, made once
+    and kept: its memory is a bytes object, which nobody can write to."""
+
+    __slots__ = ()
+
+    def pullback(self, g):
+        if type(g) is _ndarray:
+            dtype = g.dtype
+            if g is _SEEDS.get(dtype):  # (a 0-d array)
+                key = (self.shape, dtype)
+                c = _SEED_UNIFORMS.get(key)
+                if c is None:
+                    if len(_SEED_UNIFORMS) >= _MAX_SEED_UNIFORMS:
+                        _SEED_UNIFORMS.clear()
+                    c = _SEED_UNIFORMS[key] = uniform_array(g, self.shape)
+                return [(self.x_id, c)]
+            if g.ndim == 0:
+                return [(self.x_id, uniform_array(g, self.shape))]
+        return LinearRule.pullback(self, g)
+
+
 def _reduction_maker(op, params, transpose):
     forms = _batched_forms(op, transpose)
     whole_sum = op is np.sum
@@ -110,9 +149,17 @@ def _reduction_maker(op, params, transpose):
         if whole_sum and not kwargs and len(args) == 1 and type(args[0]) is np.ndarray:
             # np.sum(x) of an ndarray, the common call: the reduction np.sum
             # itself makes of it, and the rule the general path below makes
+            # (its fields set without the class's call)
             x = args[0]
-            return np.add.reduce(x, None), LinearRule(ids[0], op, transpose, x.shape, (),
-                                                      {"axis": None, "keepdims": False}, forms)
+            rule = _new(WholeSumRule)
+            rule.x_id = ids[0]
+            rule.op = op
+            rule.transpose = transpose
+            rule.shape = x.shape
+            rule.args = ()
+            rule.kwargs = _WHOLE_SUM
+            rule.forms = forms
+            return _add_reduce(x, None), rule
         check_static(op, ids, ("axis", "dtype"))
         p = params(*args, **kwargs)
         reject_kwargs(op, p, ("out", "where"),

@@ -15,9 +15,12 @@ from math import prod
 import numpy as np
 import pytest
 
+import chainrules as cr
 import chainrules.fused_sweeps as fusion
+from chainrules.arguments import _SEEDS, gradient_seed
 from chainrules.graph import Tape
 from chainrules.rule import node_ids
+from chainrules.rules import reductions
 from chainrules.sweep_common import MULTI
 from chainrules.tracing import Traced
 
@@ -43,6 +46,132 @@ def _value(shape, dtype, seed=0):
 def _traced(x):
     tape = Tape(x)
     return tape, Traced(x, node_ids(0), tape)
+
+
+# -- the rule of np.sum(x) ----------------------------------------------------------
+def _sum_rules(x):
+    """The rule of np.sum(x) (the maker's first case) and of np.sum(x,
+    axis=None) (the general case), each on a tape of its own."""
+    rules = []
+    for call in (lambda t: np.sum(t), lambda t: np.sum(t, axis=None)):
+        tape, t = _traced(x)
+        out = call(t)
+        rules.append(tape.rules[out.node])
+    return rules
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_whole_sum_rule_pulls_back_as_the_general_one(shape, dtype):
+    x = _value(shape, dtype)
+    fast, general = _sum_rules(x)
+    assert type(fast) is reductions.WholeSumRule
+    assert type(general) is not reductions.WholeSumRule
+    for name in ("x_id", "op", "transpose", "shape", "args", "kwargs", "forms"):
+        assert getattr(fast, name) == getattr(general, name), name
+    seed = gradient_seed(np.sum(x), np.sum(x).dtype)
+    assert seed is _SEEDS[np.sum(x).dtype]
+    g0 = np.array(2.5 - 1j if np.dtype(dtype).kind == "c" else -1.5, dtype)
+    for g in (seed, g0, np.array(3.0, np.float32), cr.ZeroTangent()):
+        got, want = fast.pullback(g), general.pullback(g)
+        assert len(got) == len(want)
+        for (i, c), (j, d) in zip(got, want):
+            assert i == j
+            _same(c, d)
+            assert c.strides == d.strides and not c.flags.writeable
+    # with tangents (an HVP) and forward
+    t = _value(shape, dtype, 1)
+    _same(fast.pushforward([t]), general.pushforward([t]))
+    for (i, c, cd), (j, d, dd) in zip(fast.pullback_with_tangents(seed, g0, [t]),
+                                      general.pullback_with_tangents(seed, g0, [t])):
+        _same(c, d)
+        _same(cd, dd)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_seed_is_pulled_back_to_one_array_nobody_can_write(dtype):
+    x = _value((4,), dtype)
+    fast, _ = _sum_rules(x)
+    seed = gradient_seed(np.sum(x), np.sum(x).dtype)
+    a = fast.pullback(seed)[0][1]
+    b = fast.pullback(seed)[0][1]
+    assert a is b  # kept
+    assert not a.flags.writeable
+    with pytest.raises(ValueError):
+        a.setflags(write=True)
+    with pytest.raises(ValueError):
+        a[0] = 7
+    # another shape and another dtype have arrays of their own
+    other, _ = _sum_rules(_value((5,), dtype))
+    c = other.pullback(seed)[0][1]
+    assert c.shape == (5,) and c is not a
+    _same(c, np.ones(5, dtype))
+    seed32 = gradient_seed(np.float32(1), np.dtype(np.float32))
+    if seed32 is not seed:
+        d = fast.pullback(seed32)[0][1]
+        _same(d, np.ones(4, np.float32))
+
+
+def test_the_kept_arrays_are_bounded(monkeypatch):
+    monkeypatch.setattr(reductions, "_SEED_UNIFORMS", {})
+    monkeypatch.setattr(reductions, "_MAX_SEED_UNIFORMS", 2)
+    for n in range(1, 7):
+        x = np.arange(n, dtype=float)
+        v, g = cr.value_and_grad(lambda x: np.sum(x))(x)
+        _same(g, np.ones(n))
+        assert len(reductions._SEED_UNIFORMS) <= 2
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sum_gradients_match_the_keyword_call(shape, dtype):
+    x = _value(shape, dtype)
+    for body in (lambda s, x: s, lambda s, x: s * 2.0, lambda s, x: np.sin(s) + np.sum(x * x)):
+        fast = cr.value_and_grad(lambda x: body(np.sum(x), x))(x)
+        general = cr.value_and_grad(lambda x: body(np.sum(x, axis=None), x))(x)
+        _same(fast[0], general[0])
+        _same(fast[1], general[1])
+        # the general entry (argnums as a tuple) agrees too
+        _same(cr.grad(lambda x: body(np.sum(x), x), argnums=(0,))(x)[0], fast[1])
+    g1 = cr.grad(lambda x: np.sum(x))(x)
+    g2 = cr.grad(lambda x: np.sum(x))(x)
+    # a user's gradient is an array of its own, writeable
+    assert g1 is not g2 and g1.flags.writeable and not np.shares_memory(g1, g2)
+    g1[...] = 5
+    _same(g2, np.ones(shape, dtype))
+    _same(cr.grad(lambda x: np.sum(x))(x), np.ones(shape, dtype))
+
+
+def test_sum_of_pytrees_scalars_and_complex_cotangents():
+    tree = {"a": np.array([1.0, 2.0]), "b": (np.float32(3.0), np.ones((2, 2)))}
+
+    def f(t, **kw):
+        return np.sum(t["a"], **kw) * 3 + np.sum(t["b"][1], **kw) + t["b"][0]
+
+    fast = cr.value_and_grad(f)(tree)
+    general = cr.value_and_grad(lambda t: f(t, axis=None))(tree)
+    _same(fast[0], general[0])
+    _same(fast[1]["a"], general[1]["a"])
+    _same(fast[1]["b"][0], general[1]["b"][0])
+    _same(fast[1]["b"][1], general[1]["b"][1])
+    _same(fast[1]["a"], np.full(2, 3.0))
+    for x in (2.0, np.float32(2.0), np.float64(-1.0)):
+        _same(cr.grad(lambda x: np.sum(x))(x), cr.grad(lambda x: np.sum(x, axis=None))(x))
+    xc = _value((3,), np.complex128)
+    ct = np.complex128(2 - 3j)
+    for call in (lambda x: np.sum(x), lambda x: np.sum(x, axis=None)):
+        out, pb = cr.vjp(call, xc)
+        _same(pb(ct)[0], np.full(3, ct))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sum_hvp_and_jacobians_match_the_keyword_call(dtype):
+    x = _value((4,), dtype)
+    v = _value((4,), dtype, 3)
+    _same(cr.hvp(lambda x: np.sum(x ** 3), x, v), cr.hvp(lambda x: np.sum(x ** 3, axis=None), x, v))
+    _same(cr.hessian(lambda x: np.sum(np.sin(x) * x))(x),
+          cr.hessian(lambda x: np.sum(np.sin(x) * x, axis=None))(x))
+    _same(cr.jacobian(lambda x: np.sum(x) * x)(x), cr.jacobian(lambda x: np.sum(x, axis=None) * x)(x))
 
 
 # -- fuse on small tapes ---------------------------------------------------------
