@@ -25,7 +25,7 @@ from .arrays import ones_like_value, zeros_like_value
 from .errors import NonDifferentiableInputError, TangentShapeError
 from .fp_warnings import at_user_line
 from .fused_sweeps import fuse
-from .graph import Tape
+from .graph import _NO_REPLAYS, Tape
 from .rule import node_ids
 from .tangents import ZERO, Structural
 from .copies import stop_gradient
@@ -116,6 +116,7 @@ _SWITCH = fp_warnings._AT_USER_LINE
 #: has its own dtype as the seed's (``scalar_output_dtype``'s common output)
 _REAL_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble))
 _new = object.__new__
+_ndarray = np.ndarray
 _NODE0 = node_ids(0)
 
 
@@ -188,7 +189,7 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
             if first_only and len(args) == 1:
                 arg = args[0]
                 ta = type(arg)
-                if ta is np.ndarray:
+                if ta is _ndarray:
                     if arg.dtype.kind in "fc":
                         v, scalar = arg, False
                 elif ta is float:
@@ -206,34 +207,40 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
             tx.node = nid
             tx.tape = tape
             try:
-                out = f(tx, **kwargs)
+                out = f(tx, **kwargs) if kwargs else f(tx)
                 aux = None
                 if has_aux:
                     out, aux = _split_aux(out, fname)
-                if type(out) is Traced and out.tape is tape and type(
-                        out.value) in _REAL_SCALARS:
-                    dtype = out.value.dtype  # the common output
+                ours = type(out) is Traced and out.tape is tape
+                if ours and type(out.value) in _REAL_SCALARS:  # the common output
+                    dtype = out.value.dtype
+                    seed = _SEEDS.get(dtype)
                 else:
                     dtype = scalar_output_dtype(out, tape, fname)
+                    seed = None
             finally:
                 if tape.refused is None:
                     tape.active = False  # (close, without its call)
                 else:
                     tape.close()
-            if type(out) is Traced and out.tape is tape:
+            if ours:
                 value = out.value
-                fuse(tape, (out.node,))
-                tv = type(value)
-                seed = _SEEDS.get(dtype) if tv in _REAL_SCALARS else None
+                node = out.node
+                fuse(tape, (node,))
                 if seed is None:
-                    seed = gradient_seed(value if tv is not Traced else untraced(value), dtype)
-                c = tape._reverse([out.node], [seed], None, None, None, False,
+                    seed = gradient_seed(value if type(value) is not Traced else untraced(value),
+                                         dtype)
+                c = tape._reverse([node], [seed], None, None, None, False,
                                   None)[0]._store.get(nid, ZERO)
+                # free(), without the call: the sweep consumed the tape and
+                # dropped the rules it ran, these are the others
+                tape.rules = [None] * len(tape.rules)
+                tape.replays = _NO_REPLAYS
             else:
                 value = unwrap_level(out, tape)
                 c = ZERO
-            tape.free()
-            if type(c) is np.ndarray and not scalar:
+                tape.free()
+            if type(c) is _ndarray and not scalar:
                 # leaf_cotangent of an array input's array, without the call: a
                 # read-only one (the broadcast cotangent of a sum) copied
                 g = c if c.flags.writeable else c.copy()
@@ -241,7 +248,7 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
                 g = leaf_cotangent(c, arg, scalar)
             if not with_value:  # grad
                 return (g, unwrap_level(aux, tape)) if has_aux else g
-            if type(value) is np.ndarray and ta is np.ndarray and _may_share_memory(value,
+            if type(value) is _ndarray and ta is _ndarray and _may_share_memory(value,
                                                                                     arg):
                 value = value.copy()  # f returned (a view of) its input
             if has_aux:

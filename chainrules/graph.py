@@ -121,21 +121,20 @@ def record(tape, rule, out, traced=None):
         if out.entry is not None:
             tape.keep_replay(out.entry)
         rule, out = out.rule, out.out
-    if type(out) is MultiOutput:
-        return _record_multi(tape, rule, out.values, traced)
     try:
         dtype = out.dtype
         shape = out.shape
     except AttributeError:
+        if type(out) is MultiOutput:  # (which has neither)
+            return _record_multi(tape, rule, out.values, traced)
         shape, dtype = _meta(out)
     if dtype is not _F64 and dtype.kind not in "fc":
         return None if traced is None else out
     rules = tape.rules
-    n = len(rules)
     try:
-        nid = NODE_IDS[n]
+        nid = NODE_IDS[len(rules)]
     except IndexError:
-        nid = node_ids(n)
+        nid = node_ids(len(rules))
     rules.append(rule)
     tape.shapes.append(shape)
     tape.dtypes.append(dtype)
@@ -214,7 +213,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # user's source line of each node (empty when off)
         anomaly = HOOKS.anomaly
         # (anomaly_mode holds a bool: set_anomaly_mode stores bool(enabled))
-        self.anomaly = anomaly is not None and anomaly.anomaly_mode.get()
+        self.anomaly = on = anomaly is not None and anomaly.anomaly_mode.get()
         self.sources = []
         # what a replay of a rule without pullback_with_tangents needs, by the
         # rule's NodeId: (rule, maker, ids, args, kwargs) (``keep_replay``);
@@ -226,7 +225,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # a refused conversion of one of its values that compiled code may
         # have dropped (``close`` raises it)
         self.refused = None
-        if self.anomaly and first is not _NO_LEAF:
+        if on and first is not _NO_LEAF:
             anomaly.on_leaf(self, first)
 
     def close(self) -> None:

@@ -286,10 +286,16 @@ class ReverseSweeps:
                         c = _asarray(c)  # what _project makes of it, without the call
                     else:
                         c = self._project(c, nid, rule)
-                    if cots[nid] is None:  # the common case, without a call
+                    prev = cots[nid]
+                    if prev is None:  # the common case, without a call
                         cots[nid] = c
-                    else:
+                    elif owned[nid] or type(prev) is not _ndarray or type(c) is not _ndarray:
                         accumulate(cots, owned, 1, nid, c)
+                    else:  # accumulate's sum into a new array, without the call
+                        prev = prev + c
+                        cots[nid] = prev
+                        if type(prev) is _ndarray:  # (not a NumPy scalar, of 0-d arrays)
+                            owned[nid] = 1
             grads = _new(Gradients)
             grads._store = store
             return grads, None

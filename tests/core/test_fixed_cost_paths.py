@@ -250,3 +250,83 @@ def test_fused_gradients_are_found_from_the_threshold(monkeypatch):
         out = f(t)
         tape.active = False
         assert (fusion.fuse(tape, (out.node,)) > 0) == bool(fused), n
+
+
+# -- the plain loop's own sums ------------------------------------------------------
+def _thrice(x):
+    """x read three times and a 0-d intermediate read twice: sums into new
+    arrays, then in place, and sums of 0-d arrays (NumPy scalars)."""
+    s = np.sum(x * x)
+    return np.sum(np.sin(x) * x + x) + s * s
+
+
+def _sweep(x, check):
+    tape, tx = _traced(x)
+    out = _thrice(tx)
+    tape.active = False
+    seed = gradient_seed(out.value, out.value.dtype)
+    return tape.backward([out.node], [seed], check=check).get(tx.node)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_plain_loop_adds_as_the_general_loop(shape, dtype):
+    x = _value(shape, dtype)
+    seen = []
+    fast = _sweep(x, None)
+    general = _sweep(x, lambda tape, i, g, results: seen.append(i))
+    assert seen
+    _same(fast, general)
+    g = cr.grad(_thrice)(x)
+    _same(g, cr.grad(_thrice, argnums=(0,))(x)[0])
+    np.testing.assert_array_equal(g, general)
+    assert g.dtype == general.dtype
+
+
+def test_complex_cotangents_add_as_in_the_general_loop():
+    x = _value((3,), np.complex128)
+    f = lambda x: np.sin(x) * x + x  # noqa: E731
+    ct = _value((3,), np.complex128, 5)
+    out, pb = cr.vjp(f, x)
+    tape, tx = _traced(x)
+    o = f(tx)
+    tape.active = False
+    general = tape.backward([o.node], [ct], check=lambda *a: None).get(tx.node)
+    _same(pb(ct)[0], general)
+
+
+# -- the gradient call of one argument -------------------------------------------------
+@pytest.mark.parametrize("x", [np.array([0.3, -1.2, 0.8]), np.float32(0.7), 1.5,
+                               np.array(2.0), np.zeros(0), np.array([4.0], np.float32)])
+def test_one_argument_calls_match_the_general_entry(x):
+    fns = [lambda x: np.sum(np.sin(x) * x), lambda x: np.sum(x), lambda x: 3.0,
+           lambda x: np.float32(2.0) * np.sum(x), lambda x: np.sum(x).astype(np.float32),
+           lambda x, k=2.0: np.sum(x ** 2) * k]
+    for f in fns:
+        v, g = cr.value_and_grad(f)(x)
+        (v2, (g2,)) = cr.value_and_grad(f, argnums=(0,))(x)
+        _same(v, v2)
+        _same(g, g2)
+    v, g = cr.value_and_grad(fns[-1])(x, k=3.0)
+    v2, (g2,) = cr.value_and_grad(fns[-1], argnums=(0,))(x, k=3.0)
+    _same(v, v2)
+    _same(g, g2)
+
+
+def test_the_tape_of_a_one_argument_call_is_freed():
+    kept = []
+
+    def f(x):
+        y = np.cos(x)  # not on the output's path: the sweep leaves its rule
+        kept.append(y)
+        return np.sum(np.sin(x) * x)
+
+    for entry in (cr.value_and_grad(f), cr.value_and_grad(f, argnums=(0,))):
+        kept.clear()
+        entry(np.array([0.5, 1.5]))
+        tape = kept[0].tape
+        assert not tape.active and tape.freed is not None
+        assert all(r is None for r in tape.rules) and len(tape.rules) == 5
+        assert not tape.replays
+        with pytest.raises(cr.AutodiffError):
+            tape.backward([kept[0].node], [np.ones(2)])
