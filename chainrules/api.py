@@ -417,6 +417,9 @@ def jvp(f: Callable[..., R], primals: Sequence[Any], tangents: Sequence[Any]) ->
 def _hvp_fast(f, x, v, fname=None, want_grad=True):
     """``(gradient or None, Hessian times v)`` (``grad_and_hvp`` and ``hvp``
     call it under ``at_user_line``: ``_hvp_at_user_line``)."""
+    if type(x) is _ndarray and type(v) is _ndarray and x.dtype.kind in "fc" and (
+            v.shape == x.shape and v.dtype == x.dtype):
+        return _hvp_one_array(f, x, v, fname, want_grad)
     if fname is None:
         fname = function_name(f)
     tape = Tape()
@@ -444,6 +447,44 @@ def _hvp_fast(f, x, v, fname=None, want_grad=True):
     # hvp discards the gradient: no zero arrays are made for it
     grads = collect_cotangents(spec, g, users) if want_grad else None
     return grads, collect_cotangents(spec, hv, users)
+
+
+def _hvp_one_array(f, x, v, fname, want_grad):
+    """``_hvp_fast`` of an inexact array ``x`` and a direction ``v`` of its
+    shape and dtype, the common call: what the general path does (x as the
+    tape's node 0, ``v`` as its tangent, as ``trace_arg`` and
+    ``check_tangent`` take them), without the argument's spec, the frames of
+    ``trace_arg``, ``check_tangent``, ``scalar_output_dtype`` (for the common
+    output) and ``collect_cotangents``, and ``f``'s name unless an error
+    needs it."""
+    tape = Tape(x)  # x its leaf, node 0
+    tx = _new(Traced)
+    tx.value = x
+    tx.node = _NODE0
+    tx.tape = tape
+    try:
+        out = f(tx)
+        ours = type(out) is Traced and out.tape is tape
+        if ours and type(out.value) in _REAL_SCALARS:  # the common output
+            dtype = out.value.dtype
+        else:
+            dtype = scalar_output_dtype(out, tape, function_name(f) if fname is None else fname)
+    finally:
+        tape.close()
+    if not ours:  # collect_cotangents of no gradients, twice
+        return leaf_cotangent(ZERO, x, False), leaf_cotangent(ZERO, x, False)
+    node = out.node
+    fuse(tape, (node,), second_order=True)
+    tans = tape.forward({_NODE0: v}, needed=tape.tangent_demand([node]))
+    value = out.value
+    seed = gradient_seed(value if type(value) is not Traced else untraced(value), dtype)
+    g, hv = tape.backward_with_tangents([node], [seed], [ZERO], tans,
+                                        retain_graph=False, leaf_cotangents=want_grad)
+    tape.free()
+    users = (x, v)
+    # hvp discards the gradient: no zero arrays are made for it
+    grads = unaliased(leaf_cotangent(g.get(_NODE0), x, False), users) if want_grad else None
+    return grads, unaliased(leaf_cotangent(hv.get(_NODE0), x, False), users)
 
 
 _hvp_at_user_line = at_user_line(_hvp_fast)

@@ -330,3 +330,115 @@ def test_the_tape_of_a_one_argument_call_is_freed():
         assert not tape.replays
         with pytest.raises(cr.AutodiffError):
             tape.backward([kept[0].node], [np.ones(2)])
+
+
+# -- hvp of one array ------------------------------------------------------------------
+def _real_of(x):
+    return np.real(x * np.conj(x)) if np.iscomplexobj(x) else x
+
+
+_HVP_FNS = [lambda x: np.sum(np.sin(_real_of(x)) * _real_of(x)),
+            lambda x: np.sum(x * np.conj(x)).real if np.iscomplexobj(x) else 0.5 * np.sum(x * x),
+            lambda x: np.sum(_real_of(x)) * 0.0 + 1.5,
+            lambda x: 2.0,
+            lambda x: np.sum(np.exp(_real_of(x))).astype(np.float32),
+            lambda x: np.reshape(np.sum(_real_of(x) ** 3, keepdims=True), ())]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_hvp_of_one_array_matches_the_general_path(shape, dtype):
+    x = _value(shape, dtype)
+    v = _value(shape, dtype, 7)
+    for f in _HVP_FNS:
+        general = cr.hvp(lambda t: f(t[0]), (x,), (v,))[0]
+        fast = cr.hvp(f, x, v)
+        _same(fast, general)
+        assert not np.shares_memory(fast, x) and not np.shares_memory(fast, v)
+        g, hv = cr.grad_and_hvp(f, x, v)
+        (g2,), (hv2,) = cr.grad_and_hvp(lambda t: f(t[0]), (x,), (v,))
+        _same(g, g2)
+        _same(hv, hv2)
+        _same(hv, fast)
+        assert not np.shares_memory(g, x) and not np.shares_memory(g, v)
+    if shape and shape[0]:
+        with cr.fusion(False):  # the same sweep without fused regions
+            _same(cr.hvp(_HVP_FNS[0], x, v), cr.hvp(lambda t: _HVP_FNS[0](t[0]), (x,), (v,))[0])
+
+
+def test_hvp_of_one_array_keeps_other_directions_on_the_general_path():
+    x = np.array([0.5, -1.0, 2.0])
+    f = lambda x: np.sum(np.sin(x) * x)  # noqa: E731
+    want = cr.hvp(f, x, np.ones(3))
+    _same(cr.hvp(f, x, np.ones(3, np.float32)), want)  # cast to x's dtype
+    _same(cr.hvp(f, x.astype(np.float32), np.ones(3, np.float32)),
+          cr.hvp(lambda t: f(t[0]), (x.astype(np.float32),), (np.ones(3, np.float32),))[0])
+    with pytest.raises(cr.AutodiffError):
+        cr.hvp(f, x, np.ones(4))
+    with pytest.raises(cr.AutodiffError):
+        cr.hvp(f, x, np.ones(3, complex))
+
+
+def test_hvp_of_one_array_errors_name_the_function():
+    def vector_valued(t):
+        x = t[0] if isinstance(t, tuple) else t
+        return x * 2
+
+    x = np.ones(2)
+    with pytest.raises(cr.AutodiffError) as fast:
+        cr.hvp(vector_valued, x, x)
+    with pytest.raises(cr.AutodiffError) as general:
+        cr.hvp(vector_valued, (x,), (x,))
+    assert type(fast.value) is type(general.value)
+    assert str(fast.value) == str(general.value) and "vector_valued" in str(fast.value)
+
+
+def test_hvp_of_one_array_nested_and_in_a_plan():
+    f = lambda x: np.sum(np.sin(x) * x * x)  # noqa: E731
+    x = np.array([0.3, 0.9])
+    v = np.array([1.0, -2.0])
+    outer = cr.grad(lambda y: np.sum(cr.hvp(f, x * y, v)))(np.float64(1.5))
+    outer2 = cr.grad(lambda y: np.sum(cr.hvp(lambda t: f(t[0]), (x * y,), (v,))[0]))(
+        np.float64(1.5))
+    _same(outer, outer2)
+    jitted = cr.jit(lambda x, v: cr.hvp(f, x, v))
+    np.testing.assert_allclose(jitted(x, v), cr.hvp(f, x, v), rtol=1e-14)
+
+
+def test_hvp_of_one_array_never_hands_back_the_callers_arrays():
+    # half the squared norm, whose rule hands the direction on as the
+    # tangent of its cotangent (H = I): the results must be copies
+    class HalfSquare(cr.ReverseRule):
+        def __init__(self, x_id, x):
+            self.x_id, self.x = x_id, x
+
+        def inputs(self):
+            return (self.x_id,)
+
+        def pullback(self, g):
+            return [(self.x_id, g * self.x)]
+
+        def pushforward(self, tangents):
+            return np.sum(self.x * tangents[0])
+
+        def pullback_with_tangents(self, g, gd, tangents):
+            assert g == 1 and isinstance(gd, cr.ZeroTangent)
+            return [(self.x_id, self.x, tangents[0])]
+
+    @cr.primitive
+    def half_square(x):
+        return 0.5 * np.sum(x * x)
+
+    @cr.register(half_square)
+    def _(ids, x):
+        return 0.5 * np.sum(x * x), HalfSquare(ids[0], x)
+
+    x = np.array([0.5, -1.0, 2.0])
+    v = np.array([1.0, 2.0, -1.0])
+    hv = cr.hvp(half_square, x, v)
+    g, hv2 = cr.grad_and_hvp(half_square, x, v)
+    for r in (hv, g, hv2):
+        assert not np.shares_memory(r, v) and not np.shares_memory(r, x)
+    _same(hv, v.copy())
+    _same(g, x.copy())
+    _same(hv2, cr.hvp(lambda t: half_square(t[0]), (x,), (v,))[0])
