@@ -396,9 +396,8 @@ class Traced(ConversionGuards, ArrayMethods):
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if not kwargs and len(inputs) == 1 and method == "__call__" and type(
-                inputs[0]) is Traced and DECOMPOSITIONS.get(ufunc) is None:
+                x := inputs[0]) is Traced and DECOMPOSITIONS.get(ufunc) is None:
             # the unary fast path first: one traced argument, no keywords
-            x = inputs[0]
             tape = x.tape
             if tape.active and tape.level >= _capture_bound:
                 v = x.value
@@ -474,9 +473,8 @@ class Traced(ConversionGuards, ArrayMethods):
         if special is not None:
             return special(func, args, kwargs)
         if not kwargs and DECOMPOSITIONS.get(func) is None:  # array_function, without a call
-            if len(args) == 1 and type(args[0]) is Traced:
+            if len(args) == 1 and type(a := args[0]) is Traced:
                 # one traced argument (np.sum(x)): dispatch's fast path, without its call
-                a = args[0]
                 tape = a.tape
                 if tape.active and tape.level >= _capture_bound:
                     v = a.value

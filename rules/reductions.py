@@ -103,15 +103,14 @@ def _batched_forms(op, transpose_one):
     return op_b, transpose_b
 
 
-#: (shape, dtype) -> a gradient's seed of that dtype at every entry of that
-#: shape (``WholeSumRule``); emptied when it reaches ``_MAX_SEED_UNIFORMS``
+#: shape -> (a gradient's seed, the seed at every entry of that shape)
+#: (``WholeSumRule``; the last seed met, of any dtype); emptied when it
+#: reaches ``_MAX_SEED_UNIFORMS``
 _SEED_UNIFORMS: dict = {}
 _MAX_SEED_UNIFORMS = 256
 _ndarray = np.ndarray
 _new = object.__new__
 _add_reduce = np.add.reduce
-#: the keywords of every ``WholeSumRule`` (read, never written)
-_WHOLE_SUM = {"axis": None, "keepdims": False}
 
 
 class WholeSumRule(LinearRule):
@@ -121,20 +120,29 @@ class WholeSumRule(LinearRule):
     makes of it (the value at every entry, a zero-stride read-only array),
     without the keyword call. A gradient's seed (one read-only 0-d array per
     dtype, ``arguments.gradient_seed``) gives one array per shape, made once
-    and kept: its memory is a bytes object, which nobody can write to."""
+    and kept: its memory is a bytes object, which nobody can write to.
+
+    The fields every such rule has alike are the class's (read, never
+    written): a rule sets only its input and shape."""
 
     __slots__ = ()
+    op = staticmethod(np.sum)
+    transpose = staticmethod(_sum_transpose)
+    args = ()
+    kwargs = {"axis": None, "keepdims": False}
+    forms = None  # np.sum's maker's (_reduction_maker)
 
     def pullback(self, g):
         if type(g) is _ndarray:
-            dtype = g.dtype
-            if g is _SEEDS.get(dtype):  # (a 0-d array)
-                key = (self.shape, dtype)
-                c = _SEED_UNIFORMS.get(key)
-                if c is None:
-                    if len(_SEED_UNIFORMS) >= _MAX_SEED_UNIFORMS:
-                        _SEED_UNIFORMS.clear()
-                    c = _SEED_UNIFORMS[key] = uniform_array(g, self.shape)
+            shape = self.shape
+            kept = _SEED_UNIFORMS.get(shape)
+            if kept is not None and kept[0] is g:  # the seed of a gradient
+                return [(self.x_id, kept[1])]
+            if g is _SEEDS.get(g.dtype):  # (a 0-d array)
+                if len(_SEED_UNIFORMS) >= _MAX_SEED_UNIFORMS:
+                    _SEED_UNIFORMS.clear()
+                c = uniform_array(g, shape)
+                _SEED_UNIFORMS[shape] = (g, c)
                 return [(self.x_id, c)]
             if g.ndim == 0:
                 return [(self.x_id, uniform_array(g, self.shape))]
@@ -143,22 +151,19 @@ class WholeSumRule(LinearRule):
 
 def _reduction_maker(op, params, transpose):
     forms = _batched_forms(op, transpose)
-    whole_sum = op is np.sum
+    whole_sum = op is np.sum and transpose is _sum_transpose
+    if whole_sum:
+        WholeSumRule.forms = forms
 
     def reduction_maker(ids, *args, **kwargs):
         if whole_sum and not kwargs and len(args) == 1 and type(args[0]) is np.ndarray:
             # np.sum(x) of an ndarray, the common call: the reduction np.sum
             # itself makes of it, and the rule the general path below makes
-            # (its fields set without the class's call)
+            # (its own fields set without the class's call)
             x = args[0]
             rule = _new(WholeSumRule)
             rule.x_id = ids[0]
-            rule.op = op
-            rule.transpose = transpose
             rule.shape = x.shape
-            rule.args = ()
-            rule.kwargs = _WHOLE_SUM
-            rule.forms = forms
             return _add_reduce(x, None), rule
         check_static(op, ids, ("axis", "dtype"))
         p = params(*args, **kwargs)

@@ -6,8 +6,10 @@ ones too short to be a region's root; the rule of ``np.sum(x)`` of an ndarray
 (``WholeSumRule``) pulls a 0-d cotangent back without its keyword call, and
 a gradient's seed to one kept zero-stride array per shape and dtype; the
 plain reverse loop adds a second cotangent into a new array itself; a
-gradient call of one argument skips ``Tape.free``'s call. Each is compared
-here with what the general path gives.
+gradient call of one argument skips ``Tape.free``'s call; ``hvp`` and
+``grad_and_hvp`` of one array and a direction of its shape and dtype skip
+the argument's spec. Each is compared here with what the general path
+gives.
 """
 
 from math import prod
