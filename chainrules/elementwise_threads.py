@@ -393,7 +393,7 @@ def _whole(program, env, keep):
     """``program(env, False)`` in one run; with ``keep``, its results that
     ``keep`` names into the arrays kept for them and its intermediates
     from ``keep``'s scratch list."""
-    if keep is None:
+    if keep is None or keep.fresh():
         return program(env, False)
     into = []
     for j, (reads, kind, dtype) in enumerate(zip(program.reads, program.kinds,

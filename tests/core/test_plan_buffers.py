@@ -90,10 +90,13 @@ def test_small_plans_keep_nothing():
     assert not _kept(j, x)
 
 
-@pytest.fixture
-def keep_all(monkeypatch):
-    """Every value kept whatever its size: the kept paths on small data."""
+@pytest.fixture(params=[False, True], ids=["allocator-frees", "allocator-keeps"])
+def keep_all(monkeypatch, request):
+    """Every value kept whatever its size: the kept paths on small data,
+    with a whole region's run taking kept arrays or making new ones (an
+    allocator that keeps freed memory, ``ALLOCATOR_KEEPS_MEMORY``)."""
     monkeypatch.setattr(plan_buffers, "KEEP_MIN_BYTES", 0)
+    monkeypatch.setattr(plan_buffers, "ALLOCATOR_KEEPS_MEMORY", request.param)
 
 
 def _programs():
@@ -319,6 +322,7 @@ def test_a_region_keeps_only_its_private_results(n, mode, monkeypatch):
     from chainrules import elementwise_expr as ee
 
     monkeypatch.setattr(plan_buffers, "KEEP_AFTER", -1)
+    monkeypatch.setattr(plan_buffers, "ALLOCATOR_KEEPS_MEMORY", False)
     from chainrules import kernels
 
     a, b = ee.placeholder("a", np.float64), ee.placeholder("b", np.float64)
@@ -359,6 +363,7 @@ def _run_kept(program, kept, n, outs, kernels):
 def test_kept_arrays_wait_for_replays_and_stay_within_the_budget(monkeypatch):
     import gc
 
+    monkeypatch.setattr(plan_buffers, "ALLOCATOR_KEEPS_MEMORY", False)
     n = 4 * plan_buffers.KEEP_MIN_BYTES // 8
     vg = cr.value_and_grad(_elementwise)
     xs = _inputs(n, 12, seed=4)
