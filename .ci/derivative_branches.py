@@ -34,6 +34,19 @@ DERIVATIVE = re.compile(
 #: branches the sweep cannot take, by (file, function, the branch's source
 #: line): each with why, and what would take it
 EXPLAINED = {
+    ("rules/reductions.py", "pullback", "if kept is not None and kept[0] is g:  # the seed of a gradient"):
+        "WholeSumRule's kept pullback of a gradient's seed: only the engine's gradient "
+        "calls pass the seed itself (arguments._SEEDS), never the rule checker's "
+        "cotangents; tests/core/test_fixed_cost_paths.py compares it with the general rule",
+    ("rules/reductions.py", "pullback", "if g is _SEEDS.get(g.dtype):  # (a 0-d array)"):
+        "WholeSumRule's first pullback of a gradient's seed (as the branch above: the "
+        "engine's seed only; tests/core/test_fixed_cost_paths.py)",
+    ("rules/reductions.py", "pullback", "if len(_SEED_UNIFORMS) >= _MAX_SEED_UNIFORMS:"):
+        "the kept seeds' bound, reached after 256 shapes of gradients' seeds "
+        "(tests/core/test_fixed_cost_paths.py fills a bound of 2)",
+    ("rules/reductions.py", "pullback", "if g.ndim == 0:"):
+        "a whole sum's output is 0-d, so every ndarray cotangent the sweep passes is; "
+        "a wider one (a direct call) takes LinearRule's pullback",
     ("rules/_linalg_util.py", "pushforward", "if all(is_zero(t) for t in xds):"):
         "no sweep pushes forward a rule whose input tangents are all zero; a direct "
         "rule.pushforward call may",
