@@ -332,8 +332,11 @@ def test_lstm_gradient(steps, hidden, vocab, batch):
     # X[t] @ Wx one product; dz @ Wh.T and dy @ Wo.T read copies in rows
     assert _count(plan_steps, np.copy) == 2
     made = {s[4].i: s for s in plan_steps if s[0] == "call" and type(s[4]) is Ref}
-    x_products = [s for s in plan_steps if s[0] == "call" and s[1] is np.matmul
-                  and made[s[2][0].i][1] is np.reshape]
+    # (a product into an array the plan keeps: kept_call(store, key, matmul, a, b))
+    products = [s[2] if s[1] is np.matmul else s[2][3:] for s in plan_steps
+                if s[0] == "call" and (s[1] is np.matmul or s[1] is plan_buffers.kept_call
+                                       and s[2][2] is np.matmul)]
+    x_products = [a for a in products if made[a[0].i][1] is np.reshape]
     assert len(x_products) == 1
     # (X one-hot: its products are exact in any order; the reverse sweep's
     # products within the bound, carried through the loop's derivatives)
