@@ -100,37 +100,20 @@ def _mm_lift(v, batched, own, rank):
     return v
 
 
-#: a batch of matrices times one matrix is folded into one GEMM where each
-#: product is thin (its batched operand's free dimension, the rows of a
-#: batched left operand or the columns of a batched right one, at most
-#: FOLD_MAX_FREE) or the other operand large (FOLD_MIN_OTHER entries or
-#: more); elsewhere NumPy's stacked matmul, one small GEMM per matrix, is
-#: as fast or faster at one BLAS thread ((1280, 30, 30) @ (30, 20): 1.31 ms
-#: stacked, 1.49 folded; with 8 x 8 operands and 30 rows 0.13 against
-#: 0.29), and stays single-threaded where the folded GEMM is split over
-#: BLAS threads (at two threads on a loaded 2-core machine: 1.2 ms stacked,
-#: 20 ms folded). benchmarks/bmm_fold.py measures the crossover.
-FOLD_MAX_FREE = 4
-FOLD_MIN_OTHER = 128 * 128
-
-
 def _bmm(a, b, a_batched, b_batched):
     """``np.matmul(a, b)`` where one side is a batch of matrices (``(k, r,
     c)``) and the other one matrix: one GEMM over the batch folded into the
-    rows, instead of k small products, where that is faster (``FOLD_*``).
-    Anything else: ``np.matmul``. A staged value of an ndarray (cr.jit)
-    takes the ndarray's path: the plan makes the same calls, with eager
-    code's bits (the choice depends on shapes only)."""
+    rows, instead of k small products. Anything else: ``np.matmul``. A
+    staged value of an ndarray (cr.jit) takes the ndarray's path: the plan
+    makes the same GEMM, with eager code's bits."""
     if plain_array(a) and plain_array(b):
         if a_batched and not b_batched and a.ndim == 3 and b.ndim == 2:
             k, r, c = a.shape
-            if r <= FOLD_MAX_FREE or b.size >= FOLD_MIN_OTHER:
-                return np.matmul(a.reshape(k * r, c), b).reshape(k, r, b.shape[1])
-        elif b_batched and not a_batched and b.ndim == 3 and a.ndim == 2:
+            return np.matmul(a.reshape(k * r, c), b).reshape(k, r, b.shape[1])
+        if b_batched and not a_batched and b.ndim == 3 and a.ndim == 2:
             k, c, q = b.shape
-            if q <= FOLD_MAX_FREE or a.size >= FOLD_MIN_OTHER:
-                bt = np.swapaxes(b, 1, 2).reshape(k * q, c)
-                return np.swapaxes(np.matmul(bt, a.T).reshape(k, q, a.shape[0]), 1, 2)
+            bt = np.swapaxes(b, 1, 2).reshape(k * q, c)
+            return np.swapaxes(np.matmul(bt, a.T).reshape(k, q, a.shape[0]), 1, 2)
     return np.matmul(a, b)
 
 
