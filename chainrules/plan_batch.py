@@ -55,7 +55,7 @@ import operator
 
 import numpy as np
 
-from .plan_join import _BLAS_DTYPES, _fresh_ids, _transposed, _writes
+from .plan_join import _blas_operands, _fresh_ids, _transposed, _writes
 from .plan_passes import _uses
 from .staging import Ref
 
@@ -147,14 +147,10 @@ def _product(s, meta):
     a, b = s[2]
     if type(a) is not Ref or type(b) is not Ref:
         return None
-    ma, mb, mm = meta.get(a.i), meta.get(b.i), meta.get(s[4].i)
-    if ma is None or mb is None or mm is None:
+    found = _blas_operands(a.i, b.i, s[4].i, meta)
+    if found is None:
         return None
-    dtype = ma[0]
-    if dtype not in _BLAS_DTYPES or mb[0] != dtype or mm[0] != dtype \
-            or len(ma[1]) != 2 or len(mb[1]) != 2:
-        return None
-    return a.i, b.i, dtype
+    return a.i, b.i, found[0][0]
 
 
 def _unwritten(ids, first, last, find, written_at):

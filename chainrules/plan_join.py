@@ -174,14 +174,24 @@ def _term(i, steps, made_at, readers, meta):
     a, b = s[2]
     if type(a) is not Ref or type(b) is not Ref:
         return None
-    ma, mb, mm = meta.get(a.i), meta.get(b.i), meta.get(i)
+    ma = _blas_operands(a.i, b.i, i, meta)
+    if ma is None:
+        return None
+    ma, mb = ma
+    return _Term(k, a.i, b.i, (ma[0], tuple(ma[1]), tuple(mb[1])))
+
+
+def _blas_operands(a, b, out, meta):
+    """``(meta[a], meta[b])`` when ``a @ b`` (giving ``out``) is a product of
+    two 2-D values of one BLAS dtype giving that dtype, else None."""
+    ma, mb, mm = meta.get(a), meta.get(b), meta.get(out)
     if ma is None or mb is None or mm is None:
         return None
     dtype = ma[0]
     if dtype not in _BLAS_DTYPES or mb[0] != dtype or mm[0] != dtype \
             or len(ma[1]) != 2 or len(mb[1]) != 2:
         return None
-    return _Term(k, a.i, b.i, (dtype, tuple(ma[1]), tuple(mb[1])))
+    return ma, mb
 
 
 def _added_term(s, acc):
