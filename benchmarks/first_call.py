@@ -9,7 +9,10 @@ after also writes the plan's source ("writing"), the next compiles its
 first segment ("compiling"; each later one compiles one more,
 ``plan._segment_size`` lines each), and later calls run that code
 ("steady": the median of calls after, a few of which may compile a
-segment of a long plan). Each round times these calls,
+segment of a long plan). "worst later": the slowest call after the second
+(the replays that run a stage of the plan's passes first, the one that
+writes the source, those that compile a segment each), the most any one
+call of a signature costs once it is checked. Each round times these calls,
 in turn, of a *new* jitted function, after one eager call; the table gives
 the medians over the rounds (steady: the median of ``--replays`` calls per
 round) and their ratios to the eager call. "record + check" is the first
@@ -23,8 +26,12 @@ default every round starts with that cache empty ("cold"); ``--warm``
 keeps it (a program that re-creates its jitted functions, or many
 signatures with the same code).
 
+The process runs with glibc's default allocator settings (a user's
+process); ``--allocator fixed`` re-runs it with ``run.py``'s (no trim: no
+page faults for arrays freed and made again).
+
 Run: python benchmarks/first_call.py [--rounds 15] [--warm]
-         [--scipy-src PATH] [--only NAME,...]
+         [--allocator default|fixed] [--scipy-src PATH] [--only NAME,...]
 """
 
 import argparse
@@ -113,7 +120,7 @@ def measure(f, args, rounds, replays, warm):
     # before plans replayed their steps first)
     stepped = getattr(_plan, "COMPILE_AFTER", 0) - 1
     rows = {"eager": [], "first": [], "second": [], "stepped": [], "writing": [],
-            "compiling": [], "steady": []}
+            "compiling": [], "steady": [], "worst": []}
     for _ in range(rounds):
         gc.collect()
         rows["eager"].append(min(_once(vg, *args) for _ in range(3)))
@@ -122,13 +129,18 @@ def measure(f, args, rounds, replays, warm):
         j = cr.jit(cr.value_and_grad(f))
         rows["first"].append(_once(j, *args))
         rows["second"].append(_once(j, *args))
+        later = []
         if stepped > 1:
-            rows["stepped"].append(sum(_once(j, *args) for _ in range(stepped - 1))
-                                   / (stepped - 1))
+            times = [_once(j, *args) for _ in range(stepped - 1)]
+            rows["stepped"].append(sum(times) / (stepped - 1))
+            later += times
         if stepped > 0:  # the last stepped replay writes the plan's source
             rows["writing"].append(_once(j, *args))
+            later.append(rows["writing"][-1])
         rows["compiling"].append(_once(j, *args))
-        rows["steady"].append(statistics.median(_once(j, *args) for _ in range(replays)))
+        times = [_once(j, *args) for _ in range(replays)]
+        rows["steady"].append(statistics.median(times))
+        rows["worst"].append(max(later + rows["compiling"][-1:] + times))
         info = j.cache_info()
         if info["eager"]:
             raise RuntimeError(f"not staged: {j.eager_reasons()}")
@@ -146,16 +158,26 @@ def main():
     ap.add_argument("--go", default="Zettl,Treccani,Ackley01,Rastrigin,Schwefel26",
                     help="which go functions (with --scipy-src)")
     ap.add_argument("--only", default=None, help="comma-separated workload names")
+    ap.add_argument("--allocator", choices=("default", "fixed"), default="default",
+                    help="glibc's allocator settings: a user's (default) or run.py's")
     args = ap.parse_args()
+    if args.allocator == "fixed":
+        from common import MALLOC_ENV
+        if any(os.environ.get(k) != v for k, v in MALLOC_ENV.items()):
+            os.execve(sys.executable, [sys.executable] + sys.argv,
+                      {**os.environ, **MALLOC_ENV})
+    elif any(k.startswith("MALLOC_") for k in os.environ):
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")})
     warnings.simplefilter("error", cr.StagingWarning)
     only = set(args.only.split(",")) if args.only else None
-    print(f"code cache {'warm' if args.warm else 'cold'}; medians of {args.rounds} "
-          f"rounds; times in us")
+    print(f"code cache {'warm' if args.warm else 'cold'}; glibc allocator {args.allocator}; "
+          f"medians of {args.rounds} rounds; times in us")
     print()
     print("| function | eager | first | second | 3rd.. | writing | compiling | steady | "
           "first / eager | second / eager | record + check / eager | writing / eager | "
-          "compiling / eager | steady / eager |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "compiling / eager | steady / eager | worst later / eager |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, f, fargs in _workloads(args.scipy_src, set(args.go.split(","))):
         if only and name not in only:
             continue
@@ -167,7 +189,7 @@ def main():
               f"{m['steady'] * 1e6:.1f} | {m['first'] / e:.2f} | {m['second'] / e:.2f} | "
               f"{(m['first'] + m['second']) / e:.2f} | {m['writing'] / e:.2f} | "
               f"{m['compiling'] / e:.2f} | "
-              f"{m['steady'] / e:.3f} |", flush=True)
+              f"{m['steady'] / e:.3f} | {m['worst'] / e:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from .plan import GuardFailed, Plan
 from .plan_join import join_products
 from .plan_batch import batch_products
 from .plan_buffers import keep_buffers
-from .plan_regions import absorb
+from .plan_regions import absorb_stages
 from .pytree import flatten, unflatten
 from .staging import Recorder, Ref, Staged
 
@@ -428,22 +428,21 @@ class Jitted(Generic[P, R]):
             return result
         meta = rec.meta
 
-        def regions(steps, outputs):
-            # sums of matrix products become one product (plan_join), and
-            # products sharing a right operand one product (plan_batch);
-            # fused regions take in the elementwise calls that feed them alone
-            steps = batch_products(join_products(steps, outputs, meta), outputs, meta)
-            return absorb(steps, outputs, meta, _is_region)
+        # the regions' passes, a stage each (run over the plan's replays):
+        # sums of matrix products become one product (plan_join), and
+        # products sharing a right operand one product (plan_batch);
+        # fused regions take in the elementwise calls that feed them alone
+        def products(steps, outputs):
+            return batch_products(join_products(steps, outputs, meta), outputs, meta)
 
-        # (the plan's passes run at its first replay: not for a signature
-        # called once)
         def kept(steps, inputs, outputs):
             # large values no result reaches are computed into arrays the
             # plan keeps between its replays (plan_buffers)
             return keep_buffers(steps, inputs, outputs, meta, _is_kept_region)
 
         plan = Plan(rec.steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun),
-                    scalars=rec.scalars, prepare=regions, finish=kept)
+                    scalars=rec.scalars, prepare=(products, *absorb_stages(meta, _is_region)),
+                    finish=kept)
         with self._lock:
             entry.variants.insert(0, plan)
         return result

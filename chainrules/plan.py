@@ -24,7 +24,7 @@ from .fp_warnings import eager_on_warning
 from .plan_passes import (_FRESH, _OPERATOR_FNS, _defines, _is_scalar, _key,  # noqa: F401
                           _reads, _rename, _uses, common_subexpressions, fold_constants,
                           forward_scalar_buffers, live_steps)
-from .plan_buffers import Kept
+from .plan_stages import Stages
 from .pytree import LEAF, unflatten
 from .staging import Ref, _constant
 
@@ -375,56 +375,37 @@ class Plan:
     (``segments``), and from then on the code runs."""
 
     def __init__(self, steps, inputs, outputs, out_tree, name="plan", scalars=None,
-                 prepare=None, finish=None):
+                 prepare=(), finish=None):
         self.recorded_steps = len(steps)
-        # the passes run at the first replay (``_prepared``): a signature
-        # called once pays its recording only. ``prepare(steps, outputs)``:
-        # steps before the passes (the fused regions' absorption, ``jit``)
-        self._raw = (steps, outputs, scalars, prepare)
-        # ``finish(steps, inputs, outputs)``, after the other passes:
-        # ``(steps, store)``, ``store`` the value given the replay's kept
-        # arrays (``plan_buffers``), or None
-        self._finish = finish
-        self._kept = None  # the plan's ``plan_buffers.Kept``, if it keeps arrays
-        self._inputs = inputs
+        # the passes run a stage per replay from the second on
+        # (``plan_stages``): a signature called once pays its recording
+        # only, and its first replay (the purity check) replays the
+        # recorded steps. ``prepare``: functions ``(steps, outputs) ->
+        # steps``, run first (the regions' passes, ``jit``);
+        # ``finish(steps, inputs, outputs) -> (steps, store)`` last,
+        # ``store`` the value given the replay's kept arrays
+        # (``plan_buffers``), or None
+        self._stages = Stages(steps, inputs, outputs, prepare, scalars, finish)
         self._name = name
-        self._ready = None  # (steps, inputs, outputs, name) after the passes
         self.out_tree = out_tree
         self.checked = False
         self._written = None  # (source, namespace, segments) once written
         self._fn = None  # the compiled function
         self._compiled = 0  # how many of the code's segments are compiled
         self._replays = 0
-        self._stepped = None  # the _Replay, made at the first replay
         # (a bound method of one wrapper: no wrapper made per plan)
         self.run = self._stepped_runs
 
     @property
     def _parts(self):
-        """``(steps, inputs, outputs, name)`` after the plan's passes (run
-        once, at the first replay or the first look at the plan)."""
-        ready = self._ready
-        if ready is None:
-            raw = self._raw
-            if raw is None:  # prepared by another thread meanwhile
-                return self._ready
-            steps, outputs, scalars, prepare = raw
-            if prepare is not None:
-                steps = prepare(steps, outputs)
-            if scalars:
-                steps = forward_scalar_buffers(steps, scalars)
-            steps, outputs, reads = fold_constants(steps, outputs)
-            steps, outputs, reads = common_subexpressions(steps, outputs, reads)
-            steps = live_steps(steps, [o for o in outputs if type(o) is Ref], reads)
-            inputs = self._inputs
-            if self._finish is not None:
-                steps, store = self._finish(steps, inputs, outputs)
-                if store is not None:
-                    inputs = inputs + [store]
-                    self._kept = Kept()
-            ready = self._ready = (steps, inputs, outputs, self._name)
-            self._raw = None
-        return ready
+        """``(steps, inputs, outputs, name)`` after every pass (the stages
+        left run now)."""
+        state = self._stages.finished()
+        return state.steps, state.inputs, state.outputs, self._name
+
+    @property
+    def _kept(self):
+        return self._stages.state.kept
 
     @property
     def num_steps(self):
@@ -446,20 +427,23 @@ class Plan:
             if self._compile_next():
                 return self._fn(*dynamic)
             return self._replay(dynamic)
-        out = self._replay(dynamic)
+        out = self._replay(dynamic, n > 1)
         if n == COMPILE_AFTER:
             self._write()  # (after the replay: a replay that raises writes nothing)
         return out
 
     _stepped_runs = eager_on_warning(_first_runs)
 
-    def _replay(self, dynamic):
-        """Run the steps as data (``_Replay``)."""
-        stepped = self._stepped
+    def _replay(self, dynamic, advance=False):
+        """Run the steps as data (``_Replay``), after the next stage of the
+        passes if ``advance``."""
+        stages = self._stages
+        state = stages.advance() if advance else stages.state
+        stepped = state.stepped
         if stepped is None:
-            steps, inputs, outputs, _ = self._parts
-            stepped = self._stepped = _Replay(steps, inputs, outputs, self.out_tree)
-        kept = self._kept
+            stepped = state.stepped = _Replay(state.steps, state.inputs, state.outputs,
+                                              self.out_tree)
+        kept = state.kept
         if kept is None:
             return stepped.run(dynamic)
         store = kept.acquire()
@@ -491,7 +475,6 @@ class Plan:
             fn = self._kept.wrap(fn)
         self.run = eager_on_warning(fn)
         self._fn = fn
-        self._stepped = None  # (a replay still stepping makes it again)
         return True
 
     @property

@@ -47,7 +47,7 @@ from .plan_grid import scatter_grids
 from .plan_merge import merge_regions
 from .staging import Ref, _astype, _constant
 
-__all__ = ["absorb", "scatter_pairs", "fuse_chains", "drop_copies"]
+__all__ = ["absorb", "absorb_stages", "scatter_pairs", "fuse_chains", "drop_copies"]
 
 #: the least elements of a chain's result for ``fuse_chains`` to write it as
 #: a program: below, a NumPy call per operation costs less than a program
@@ -159,36 +159,62 @@ def absorb(steps, outputs, meta, is_region):
     ``(dtype, shape)`` at recording; ``is_region(fn)``: whether a call's
     function runs a region's program (its arguments ``(program, env,
     threads)``)."""
-    regions = copies = False
-    for s in steps:  # (one look at each step: most plans need no pass here)
-        if s[0] == "call":
-            if s[1] is _astype:
-                copies = True
-            elif not regions and is_region(s[1]) and _is_region_call(s):
-                regions = True
-    if regions:
-        steps = _absorb(steps, outputs, meta, is_region)
-        steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
-                              is_region)
-    # (each pass only where it may apply: they run at every recording)
-    chains = False
-    if _any_large(meta) and any(_large_ufunc_call(s, meta) for s in steps):
-        steps = fuse_chains(steps, outputs, meta, is_region)
-        regions = chains = True
-    if regions:
-        steps = _absorb(steps, outputs, meta, is_region, shared=True)
-        steps, merged = merge_regions(
-            steps, outputs, meta, lambda s: is_region(s[1]) and _is_region_call(s),
-            _Counts.of, lambda steps: _written(steps, is_region))
-        if merged or chains:
+    for stage in absorb_stages(meta, is_region):
+        steps = stage(steps, outputs)
+    return steps
+
+
+def absorb_stages(meta, is_region):
+    """``absorb`` as passes run one after the other, each a function
+    ``(steps, outputs) -> steps`` giving a complete plan (a staged plan
+    runs one per replay: ``plan_stages``)."""
+    seen = {"regions": False, "copies": False, "chains": False}
+
+    def regions(steps, outputs):
+        regions = copies = False
+        for s in steps:  # (one look at each step: most plans need no pass here)
+            if s[0] == "call":
+                if s[1] is _astype:
+                    copies = True
+                elif not regions and is_region(s[1]) and _is_region_call(s):
+                    regions = True
+        seen["regions"], seen["copies"] = regions, copies
+        if regions:
+            steps = _absorb(steps, outputs, meta, is_region)
             steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
                                   is_region)
-    if copies and (not regions or any(s[0] == "call" and s[1] is _astype for s in steps)):
-        steps = drop_copies(steps, outputs, meta, is_region)
-    if regions and any(s[0] == "call" and s[1] is np.add and "out" in s[3] for s in steps):
-        steps = scatter_grids(steps, outputs, meta, is_region, _Counts.of(steps, outputs),
-                              _written(steps, is_region))
-    return steps
+        return steps
+
+    # (each pass only where it may apply: they run at every recording)
+    def chains(steps, outputs):
+        if _any_large(meta) and any(_large_ufunc_call(s, meta) for s in steps):
+            steps = fuse_chains(steps, outputs, meta, is_region)
+            seen["regions"] = seen["chains"] = True
+        return steps
+
+    def merged(steps, outputs):
+        if seen["regions"]:
+            steps = _absorb(steps, outputs, meta, is_region, shared=True)
+            steps, merged = merge_regions(
+                steps, outputs, meta, lambda s: is_region(s[1]) and _is_region_call(s),
+                _Counts.of, lambda steps: _written(steps, is_region))
+            if merged or seen["chains"]:
+                steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
+                                      is_region)
+        return steps
+
+    def copies(steps, outputs):
+        regions = seen["regions"]
+        if seen["copies"] and (not regions or any(s[0] == "call" and s[1] is _astype
+                                                  for s in steps)):
+            steps = drop_copies(steps, outputs, meta, is_region)
+        if regions and any(s[0] == "call" and s[1] is np.add and "out" in s[3]
+                           for s in steps):
+            steps = scatter_grids(steps, outputs, meta, is_region, _Counts.of(steps, outputs),
+                                  _written(steps, is_region))
+        return steps
+
+    return [regions, chains, merged, copies]
 
 
 def uniform_values(steps, meta, is_region):

@@ -49,7 +49,7 @@ def _warned(run):
 
 def _staged(name):
     j = cr.jit(TRANSFORMS[name](logsum))
-    for _ in range(3):  # recorded, checked, replayed
+    for _ in range(8):  # recorded, checked, replayed after every stage of the passes
         j(GOOD)
     assert j.cache_info()["plans"] == 1
     return j

@@ -26,7 +26,7 @@ PKG = pathlib.Path(chainrules.__file__).parent
 
 LAYERS = [
     {"errors", "arrays", "pytree", "array_methods", "guards", "user_code", "fp_warnings",
-     "transformed", "staging", "staging_tables", "staging_operators", "opaque", "plan", "plan_passes",
+     "transformed", "staging", "staging_tables", "staging_operators", "opaque", "plan", "plan_passes", "plan_stages",
      "plan_join", "plan_batch", "plan_buffers"},
     {"tangents"},
     {"rule"},

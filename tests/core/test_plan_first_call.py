@@ -1,6 +1,7 @@
 """What the first calls of a staged signature do (docs/guide/jit.md,
 "Costs"): the first records and runs no plan pass (a signature called once
-pays its recording only), the first replay runs the passes, the last
+pays its recording only), the first replay (the purity check) replays the
+recorded steps, each later one runs a stage of the passes first; the last
 stepped replay writes the plan's source and the next compiles it; each
 call's result is the eager one."""
 
@@ -8,6 +9,8 @@ import numpy as np
 
 import chainrules as cr
 from chainrules import plan as plan_mod
+from chainrules import plan_regions as regions_mod
+from chainrules import plan_stages as stages_mod
 
 
 def _loss(x):
@@ -15,20 +18,26 @@ def _loss(x):
     return np.sum(y * y) + np.sum(np.sin(x) * x)  # a repeated product: a pass removes it
 
 
-def _counting(monkeypatch, name, calls):
-    orig = getattr(plan_mod, name)
+def _counting(monkeypatch, module, name, calls):
+    orig = getattr(module, name)
 
     def counted(*a, **k):
         calls.append(name)
         return orig(*a, **k)
 
-    monkeypatch.setattr(plan_mod, name, counted)
+    monkeypatch.setattr(module, name, counted)
 
 
-def test_passes_run_at_the_first_replay_only(monkeypatch):
+def test_passes_run_a_stage_per_replay_after_the_check(monkeypatch):
+    import importlib
+    jit_mod = importlib.import_module("chainrules.jit")
     calls = []
     for name in ("fold_constants", "common_subexpressions", "live_steps"):
-        _counting(monkeypatch, name, calls)
+        _counting(monkeypatch, stages_mod, name, calls)
+    for name in ("join_products", "keep_buffers"):
+        _counting(monkeypatch, jit_mod, name, calls)
+    for name in ("_absorb", "fuse_chains", "merge_regions"):
+        _counting(monkeypatch, regions_mod, name, calls)
     x = np.linspace(-1.0, 2.0, 7)
     want = cr.value_and_grad(_loss)(x)
     f = cr.jit(cr.value_and_grad(_loss))
@@ -36,14 +45,45 @@ def test_passes_run_at_the_first_replay_only(monkeypatch):
     assert calls == []  # the recording: no pass
     np.testing.assert_array_equal(got[1], want[1])
     assert got[0] == want[0]
-    got = f(x)  # the check replays: the passes run once
-    assert calls == ["fold_constants", "common_subexpressions", "live_steps"]
+    plan = f._cache[next(iter(f._cache))].variants[0]
+    assert plan._stages.left == 7
+    got = f(x)  # the check replays the recorded steps: no pass
+    assert calls == [] and plan._stages.state.steps is not None
+    assert len(plan._stages.state.steps) == plan.recorded_steps
     np.testing.assert_array_equal(got[1], want[1])
+    assert got[0] == want[0]
+    # then one stage per replay: products, regions, the base passes, the
+    # kept arrays; every replay's result the eager one
+    # (this plan's regions: none, so no region pass does anything)
+    expected = [["join_products"], [], [], [], [],
+                ["fold_constants", "common_subexpressions", "live_steps"], ["keep_buffers"]]
+    for k, names in enumerate(expected):
+        del calls[:]
+        got = f(x)
+        assert calls == names, k
+        assert plan._stages.left == len(expected) - k - 1
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[0] == want[0]
+    del calls[:]
     for _ in range(5):
         f(x)
-    assert len(calls) == 3
-    plan = f.plan(x)
+    assert calls == []
     assert plan.recorded_steps > plan.num_steps  # the repeated product went
+
+
+def test_looking_at_a_plan_runs_the_stages_left():
+    x = np.linspace(-1.0, 2.0, 7)
+    f = cr.jit(cr.value_and_grad(_loss))
+    f(x)
+    f(x)
+    plan = f.plan(x)
+    n = plan.num_steps  # (every stage run: the plan as its code will be)
+    assert plan._stages.left == 0 and n < plan.recorded_steps
+    want = cr.value_and_grad(_loss)(x)
+    for _ in range(3):
+        got = f(x)
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[0] == want[0]
 
 
 def test_source_written_a_call_before_it_compiles(monkeypatch):

@@ -69,6 +69,8 @@ pytestmark = pytest.mark.usefixtures("without_joined_products")
 
 
 SHAPE = (4, 5)
+#: the stages of a plan's passes, one per replay after the check (plan_stages)
+STAGES = 7
 #: large enough that the sweeps fuse, in blocks, on threads
 LARGE = (256, 300)
 W = np.random.default_rng(99).standard_normal((300, 300))
@@ -285,8 +287,9 @@ def _check(program, seed, shape, hessian, family=(UNARY, _mixing), exact=True):
     if hessian:  # the whole Hessian, one batched sweep
         hess = cr.hessian(f)(x).reshape(x.size, x.size)
         assert _close(hess @ v.ravel(), ref_hvp.ravel(), value), program
-    # staged plans (cr.jit): recorded, checked, then replayed, here and at a
-    # second point of the same signature, each against JAX
+    # staged plans (cr.jit): recorded, checked, then replayed after each
+    # stage of the plan's passes (one per call), here and at a second point
+    # of the same signature, each against JAX
     x2 = rng.standard_normal(shape)
     ref2 = np.asarray(jax.grad(fj)(jnp.asarray(x2)))
     staged_vg = cr.jit(cr.value_and_grad(f))
@@ -294,17 +297,20 @@ def _check(program, seed, shape, hessian, family=(UNARY, _mixing), exact=True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cr.StagingWarning)
         eager_hvp = cr.hvp(f, x, v)
-        for point, ref_g in ((x, ref_grad), (x, ref_grad), (x, ref_grad), (x2, ref2)):
+        for point, ref_g in [(x, ref_grad)] * (2 + STAGES) + [(x2, ref2)]:
             sv, sg = staged_vg(point)
             assert _close(sg, ref_g, sv), ("staged", program)
             if exact and shape == SHAPE:  # (no fused region reorders: eager's bits)
                 ev, eg = cr.value_and_grad(f)(point)
                 assert _same_bits(sg, eg) and _same_bits(sv, ev), ("staged bits", program)
-        for _ in range(3):
+        for _ in range(2 + STAGES):
             sh = staged_hvp(x, v)
             assert _close(sh, ref_hvp, value), ("staged hvp", program)
             assert not exact or shape != SHAPE or _same_bits(sh, eager_hvp), (
                 "staged hvp bits", program)
+    for staged, args in ((staged_vg, (x,)), (staged_hvp, (x, v))):
+        plan = staged.plan(*args)
+        assert plan is None or plan._stages.left == 0  # (every stage replayed above)
     if family[0] is UNARY:  # NumPy's own steps are all staged
         assert staged_vg.cache_info()["eager"] == 0, staged_vg.eager_reasons()
         assert staged_hvp.cache_info()["eager"] == 0, staged_hvp.eager_reasons()

@@ -30,14 +30,16 @@ def _same_bits(a, b):
 
 
 def _staged_equals_eager(fn, *calls, strict=True):
-    """``cr.jit(fn)`` at each argument tuple of ``calls`` (each called three
-    times: record, check, replay) equals ``fn`` bit for bit; returns the
-    jitted function."""
+    """``cr.jit(fn)`` at each argument tuple of ``calls`` (each called four
+    times: record, check, then, every stage of the plan's passes run, two
+    replays) equals ``fn`` bit for bit; returns the jitted function."""
     staged = cr.jit(fn, strict=strict)
     for args in calls:
         want = fn(*args)
-        for _ in range(3):
+        for k in range(4):
             assert _same_bits(staged(*args), want)
+            if k == 1:
+                staged.plan(*args).num_steps
     assert staged.cache_info()["eager"] == 0, staged.eager_reasons()
     return staged
 
