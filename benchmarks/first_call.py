@@ -67,7 +67,7 @@ def _workloads(scipy_src, go_names):
     def two_ops(x):
         return np.sin(x) * x
 
-    out.append(("2 ops, 0-d", two_ops, (np.array(0.3),)))
+    out.append(("2 ops (0-d)", two_ops, (np.array(0.3),)))
 
     sizes = MLP_SIZES
     params = tuple(a for i in range(3) for a in (

@@ -168,7 +168,7 @@ def absorb_stages(meta, is_region):
     """``absorb`` as passes run one after the other, each a function
     ``(steps, outputs) -> steps`` giving a complete plan (a staged plan
     runs one per replay: ``plan_stages``)."""
-    seen = {"regions": False, "copies": False, "chains": False}
+    seen = {"regions": False, "copies": False, "chains": False, "merged": False}
 
     def regions(steps, outputs):
         regions = copies = False
@@ -181,8 +181,16 @@ def absorb_stages(meta, is_region):
         seen["regions"], seen["copies"] = regions, copies
         if regions:
             steps = _absorb(steps, outputs, meta, is_region)
-            steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
-                                  is_region)
+        return steps
+
+    def uniform(steps, outputs):
+        if seen["regions"]:
+            steps = uniform_values(steps, meta, is_region)
+        return steps
+
+    def scatters(steps, outputs):
+        if seen["regions"]:
+            steps = scatter_pairs(steps, outputs, meta, is_region)
         return steps
 
     # (each pass only where it may apply: they run at every recording)
@@ -192,15 +200,27 @@ def absorb_stages(meta, is_region):
             seen["regions"] = seen["chains"] = True
         return steps
 
-    def merged(steps, outputs):
+    def shared(steps, outputs):
         if seen["regions"]:
             steps = _absorb(steps, outputs, meta, is_region, shared=True)
+        return steps
+
+    def merged(steps, outputs):
+        if seen["regions"]:
             steps, merged = merge_regions(
                 steps, outputs, meta, lambda s: is_region(s[1]) and _is_region_call(s),
                 _Counts.of, lambda steps: _written(steps, is_region))
-            if merged or seen["chains"]:
-                steps = scatter_pairs(uniform_values(steps, meta, is_region), outputs, meta,
-                                      is_region)
+            seen["merged"] = merged
+        return steps
+
+    def merged_uniform(steps, outputs):
+        if seen["regions"] and (seen["merged"] or seen["chains"]):
+            steps = uniform_values(steps, meta, is_region)
+        return steps
+
+    def merged_scatters(steps, outputs):
+        if seen["regions"] and (seen["merged"] or seen["chains"]):
+            steps = scatter_pairs(steps, outputs, meta, is_region)
         return steps
 
     def copies(steps, outputs):
@@ -214,7 +234,8 @@ def absorb_stages(meta, is_region):
                                   _written(steps, is_region))
         return steps
 
-    return [regions, chains, merged, copies]
+    return [regions, uniform, scatters, chains, shared, merged, merged_uniform,
+            merged_scatters, copies]
 
 
 def uniform_values(steps, meta, is_region):

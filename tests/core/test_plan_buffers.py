@@ -36,9 +36,11 @@ def _inputs(n, k, dtype=np.float64, seed=0):
     return [(1.0 + 0.3 * rng.standard_normal(n)).astype(dtype) for _ in range(k)]
 
 
-#: the calls of a signature until its plan is prepared: the recording, the
-#: check, and a replay per stage of the passes (``plan_stages``)
-_PREPARED = 9
+def _prepared(jitted, *args):
+    """``jitted(*args)`` recorded, and every stage of its plan's passes run
+    (a replay runs one per call after the check: ``plan_stages``)."""
+    jitted(*args)
+    jitted.plan(*args).num_steps
 
 
 def _kept(jitted, *args):
@@ -382,27 +384,25 @@ def test_kept_arrays_wait_for_replays_and_stay_within_the_budget(monkeypatch):
         m.setattr(plan_buffers, "KEEP_MIN_BYTES", 1 << 62)
         want = {}
         for x in xs + others:
-            for _ in range(_PREPARED):
-                want[id(x)] = plain(x)
+            _prepared(plain, x)
+            want[id(x)] = plain(x)
     gc.collect()  # (the plans of other tests given back first)
     base = plan_buffers.held_bytes()
     j = cr.jit(vg)
-    for x in xs[:plan_buffers.KEEP_AFTER + 1]:  # (the recording, the check, replays)
-        j(x)
+    _prepared(j, xs[0])
+    for x in xs[1:plan_buffers.KEEP_AFTER + 1]:  # (the check, replays)
+        _same(j(x), want[id(x)])
     assert plan_buffers.held_bytes() == base  # nothing kept yet
-    for k, x in enumerate(xs):
-        out = j(x)
-        if k + plan_buffers.KEEP_AFTER + 1 >= _PREPARED - 1:  # (prepared)
-            _same(out, want[id(x)])
+    for x in xs:
+        _same(j(x), want[id(x)])
     one = plan_buffers.held_bytes() - base
     assert one >= n * 8  # at least one array of the plan kept
     # signatures of other shapes: beyond the budget nothing more is kept
     monkeypatch.setattr(plan_buffers, "KEEP_BUDGET_BYTES", base + 2 * one)
     for x in others:
-        for k in range(_PREPARED + plan_buffers.KEEP_AFTER + 2):
-            out = j(x)
-            if k >= _PREPARED - 1:
-                _same(out, want[id(x)])
+        _prepared(j, x)
+        for _ in range(plan_buffers.KEEP_AFTER + 2):
+            _same(j(x), want[id(x)])
     assert base + one < plan_buffers.held_bytes() <= base + 2 * one
     j.clear_cache()
     del j
