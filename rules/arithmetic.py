@@ -275,12 +275,14 @@ def _multiply_ty(g, x, yshape):
 
 def _same_plain(g, y):
     """g and y are NumPy arrays (or staged values of them: cr.jit's plan
-    then sums as eager code does) of one shape and dtype, float64 or
-    complex128, and g is not a broadcast scalar (a sum's cotangent: raveling
-    it would materialise it; ``g * y`` reads it as it is)."""
-    return (plain_array(g) and plain_array(y) and g.shape == y.shape
+    then sums as eager code does) of one shape, not 0-d, and dtype, float64
+    or complex128, and g is not a broadcast scalar (a sum's cotangent:
+    raveling it would materialise it; ``g * y`` reads it as it is). (0-d
+    factors multiply: a sum starts from +0.0, and ``0.0 + -0.0`` would lose
+    the product's sign.)"""
+    return (plain_array(g) and plain_array(y) and g.shape == y.shape and g.ndim != 0
             and g.dtype == y.dtype and (g.dtype == np.float64 or g.dtype == np.complex128)
-            and (g.ndim == 0 or 0 not in _strides(g)))
+            and 0 not in _strides(g))
 
 
 def _strides(v):

@@ -378,3 +378,24 @@ def test_mixed_dtypes_give_cotangents_of_each_primal_kind(op):
     # and through the API: d/dx Re(sum(x * z)) for real x is Re(z)
     g = cr.grad(lambda x: np.sum(np.real(x * z)))(np.array([0.5, 1.5]))
     np.testing.assert_array_equal(g, z.real)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_the_cotangent_of_a_0d_factor_keeps_the_sign_of_zero(wrt, dtype):
+    # the cotangent of a 0-d factor is the product itself (a sum of one
+    # product from +0.0 would give +0.0 where the product is -0.0), eagerly
+    # and staged alike
+    x = np.array(0.3, dtype)
+    w = np.array(-0.0, dtype)
+    args = (x, w) if wrt == 0 else (w, x)
+
+    def f(a, b):
+        return np.sin(a) * b if wrt == 0 else a * np.sin(b)
+
+    g = cr.grad(f, argnums=wrt)
+    staged = cr.jit(g)
+    for _ in range(4):
+        for got in (g(*args), staged(*args)):
+            assert type(got) is np.ndarray and got.shape == () and got.dtype == dtype
+            assert got == 0 and np.signbit(got), repr(got)
