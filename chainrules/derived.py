@@ -22,9 +22,10 @@ import numpy as np
 from .arrays import uniform_value
 from .broadcast import (CastCotangents, expand_batched, narrower_inputs,  # noqa: F401
                         unbroadcast, unbroadcast_batched)
-from .derived_common import (PYTHON_NUMBERS, broadcast_tangent, call_partial, cast_mixed,
-                             first_times_sum, is_zero_const, NotKept, plus, plus_second,
-                             replayed, saved_values, signed_sum, times, widened)
+from .derived_common import (PYTHON_NUMBERS, SCALAR_OPERATORS, UNARY_SCALAR_OPERATORS,
+                             broadcast_tangent, call_partial, cast_mixed, f64_operands, first_times_sum,
+                             is_zero_const, NotKept, plus, plus_second, product, replayed,
+                             saved_values, signed_sum, times, widened)
 from .derived_linear import (BilinearRule, ConstPartialRule,  # noqa: F401  (re-exported)
                              LinearRule, SelfProductRule, bilinear_rule, linear_rule)
 from .errors import HvpNotSupported
@@ -35,6 +36,7 @@ from .tangents import ZERO, Structural
 
 _ndarray = np.ndarray
 _new = object.__new__
+_f64 = np.float64
 #: NumPy's scalar types of inexact dtypes
 _INEXACT_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble, np.complex64,
                               np.complex128, np.clongdouble))
@@ -118,7 +120,7 @@ class UnaryScalarRule(ReverseRule):
                 if c is not None:
                     return [(self.x_id, c)]
             d = spec.d(self.x, self.y)
-        return [(self.x_id, g * d if type(g) is np.ndarray else times(g, d))]
+        return [(self.x_id, product(g, d) if type(g) is np.ndarray else times(g, d))]
 
     def pushforward(self, tangents):
         return times(tangents[0], self._d())
@@ -404,8 +406,15 @@ def _unary_scalar_rule(op, name, d, second, second_ratio, saves, types):
     # what the rule holds in place of a value it does not keep
     no_x, no_y = NotKept(name, "x"), NotKept(name, "y")
 
+    scalar_op = UNARY_SCALAR_OPERATORS.get(op)
+
     def unary_maker(ids, x, **kwargs):
-        y = op(x, **kwargs) if kwargs else op(x)
+        if kwargs:
+            y = op(x, **kwargs)
+        elif scalar_op is not None and type(x) is _f64:
+            y = scalar_op(x)  # NumPy's scalar arithmetic: the ufunc's result
+        else:
+            y = op(x)
         xdt, ydt = x.dtype, y.dtype
         if xdt is ydt or xdt == ydt:
             # UnaryScalarRule(...), without the calls of its constructor
@@ -448,8 +457,15 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
     dx_const = not callable(spec.dx) and spec.dxx == 0 and spec.dxy == 0
     dy_const = not callable(spec.dy) and spec.dyy == 0 and spec.dxy == 0
 
+    scalar_op = SCALAR_OPERATORS.get(op)
+
     def binary_maker(ids, x, y, **kwargs):
-        z = op(x, y, **kwargs) if kwargs else op(x, y)
+        if kwargs:
+            z = op(x, y, **kwargs)
+        elif scalar_op is not None and f64_operands(x, type(x), y, type(y)):
+            z = scalar_op(x, y)  # NumPy's scalar arithmetic: the ufunc's result
+        else:
+            z = op(x, y)
         xi, yi = ids
         # x + c, c - x, ...: one traced side with a constant partial and no
         # broadcasting is a plain (signed) identity

@@ -4,6 +4,7 @@ partials, sums of possibly structural tangents, and the cotangent casts of
 inputs narrower than the output."""
 
 import inspect
+import operator
 
 import numpy as np
 
@@ -98,6 +99,43 @@ PYTHON_NUMBERS = {bool: np.float64, int: np.float64, float: np.float64,
                   complex: np.complex128}
 
 
+#: the Python operators of NumPy's elementwise arithmetic: on two float64
+#: scalars (or one and a Python number, ``f64_operands``) NumPy's scalar
+#: arithmetic computes the same IEEE operation as the ufunc, and its result
+#: is of the same type, without the ufunc's dispatch
+SCALAR_OPERATORS = {np.add: operator.add, np.subtract: operator.sub,
+                    np.multiply: operator.mul, np.true_divide: operator.truediv}
+#: the same for one argument (a float64 scalar)
+UNARY_SCALAR_OPERATORS = {np.negative: operator.neg, np.square: lambda v: v * v}
+_f64 = np.float64
+#: the largest magnitude of integers exactly representable in float64
+_EXACT_INT = 2 ** 53
+
+
+def f64_operands(x, tx, y, ty):
+    """Whether ``x`` and ``y`` (of types ``tx``, ``ty``) are a NumPy float64
+    scalar and another one, a Python float or an int that float64 holds
+    exactly: operands that ``SCALAR_OPERATORS`` compute as the ufuncs do."""
+    if tx is _f64:
+        return ty is _f64 or ty is float or (ty is int and -_EXACT_INT <= y <= _EXACT_INT)
+    return ty is _f64 and (tx is float or (tx is int and -_EXACT_INT <= x <= _EXACT_INT))
+
+
+_F64 = np.dtype(np.float64)
+
+
+def product(g, d):
+    """``g * d`` for an ndarray ``g``: a 0-d float64 ``g`` times a float64
+    scalar or Python number by NumPy's scalar arithmetic (the ufunc's
+    product, a float64 scalar as the ufunc's result is, without its
+    dispatch)."""
+    td = type(d)
+    if (td is _f64 or td is float or (td is int and -_EXACT_INT <= d <= _EXACT_INT)) and (
+            g.dtype is _F64 and not g.shape):
+        return g[()] * d
+    return g * d
+
+
 def call_partial(d, *args):
     """The partial ``d`` (a function of the values, or a constant) at
     ``args``. A partial written with Python arithmetic raises on a Python
@@ -151,7 +189,7 @@ def scale(g, c):
     if tg is _ndarray:  # uniform_value of an ndarray, without the call
         if g.ndim and not any(g.strides) and g.size:
             return uniform_array(g.flat[0] * c, g.shape, g)
-        return g * c
+        return product(g, c)
     if tg is np.float64:
         return g * c
     u = uniform_value(g)

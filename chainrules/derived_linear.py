@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from .arrays import shape_of, uniform_value
-from .derived_common import cast_mixed, plus, times
+from .derived_common import SCALAR_OPERATORS, cast_mixed, f64_operands, plus, times
 from .registry import op_name, register
 from .rule import ReverseRule
 from .tangents import ZERO, Structural
@@ -401,8 +401,14 @@ def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callabl
 
     name = op_name(op)
 
+    scalar_op = SCALAR_OPERATORS.get(op) if elementwise else None
+
     def bilinear_maker(ids, x, y, *args, **kwargs):
-        z = op(x, y, *args, **kwargs)
+        if scalar_op is not None and not args and not kwargs and f64_operands(
+                x, type(x), y, type(y)):
+            z = scalar_op(x, y)  # NumPy's scalar arithmetic: the ufunc's result
+        else:
+            z = op(x, y, *args, **kwargs)
         xi, yi = ids
         if elementwise and not args and not kwargs and (
                 (yi is None and type(y) in _SCALARS) or (xi is None and type(x) in _SCALARS)):

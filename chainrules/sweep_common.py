@@ -17,6 +17,7 @@ from .rule import NodeId, rule_name
 from .tangents import ZERO, NoTangent, ZeroTangent
 
 _ndarray = np.ndarray
+_F64 = np.dtype(np.float64)
 #: the shape recorded for a node with several outputs
 MULTI = object()
 #: the types of structural (never materialised) cotangents
@@ -166,6 +167,8 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     if type(target) is _ndarray or like is not None and _staged_buffer(target):  # a view
         target += g
     else:  # every axis indexed by an int: a scalar copy
+        if type(g) is _ndarray and g.dtype is _F64 and not g.shape:
+            g = g[()]  # a float64 scalar: NumPy's scalar sum, the ufunc's
         acc[index] = target + g
     buf[nid] = acc
     owned[nid] |= bit

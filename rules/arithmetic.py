@@ -59,7 +59,7 @@ from chainrules.arrays import computes_eagerly, is_array, real_dtype as _real_dt
 from chainrules.broadcast import expand_batched, unbroadcast_batched
 from chainrules.derived import (CastCotangents, UnaryScalarRule, bilinear_rule,  # noqa: F401
                                 narrower_inputs as _narrower_inputs, scalar_rule, unbroadcast)
-from chainrules.derived_common import widened
+from chainrules.derived_common import product, widened
 from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
@@ -258,8 +258,9 @@ scalar_rule(np.positive, 1, second=0)
 def _multiply_tx(g, y, xshape):
     if xshape == () and _same_plain(g, y):
         return _sum_of_products(g, y)
-    c = g * y
-    if type(c) is np.ndarray and c.shape == xshape:
+    c = product(g, y) if type(g) is np.ndarray else g * y
+    tc = type(c)
+    if (tc is np.ndarray or tc is np.float64) and c.shape == xshape:
         return c  # nothing to unbroadcast (the common case, without the call)
     return unbroadcast(c, xshape)
 
@@ -267,8 +268,9 @@ def _multiply_tx(g, y, xshape):
 def _multiply_ty(g, x, yshape):
     if yshape == () and _same_plain(g, x):
         return _sum_of_products(g, x)
-    c = g * x
-    if type(c) is np.ndarray and c.shape == yshape:
+    c = product(g, x) if type(g) is np.ndarray else g * x
+    tc = type(c)
+    if (tc is np.ndarray or tc is np.float64) and c.shape == yshape:
         return c
     return unbroadcast(c, yshape)
 
@@ -465,8 +467,11 @@ def _register_power(op, fast_path):
                 # takes eager code's scalar-exponent path, not the general one
                 y = type(y.value)(y.item())
             if fast_path and not kwargs and type(y) in _SCALAR_EXPONENTS:
-                if y == 2 and type(y) in (int, float) and x.dtype.kind == "f":
-                    z = np.square(x)  # as NumPy's own x ** 2, and 2x faster than pow
+                if y == 2 and type(y) in (int, float) and (type(x) is np.float64
+                                                           or x.dtype.kind == "f"):
+                    # as NumPy's own x ** 2, and 2x faster than pow (a float64
+                    # scalar's square by scalar arithmetic: the same product)
+                    z = x * x if type(x) is np.float64 else np.square(x)
                 else:
                     z = op(x, y)
                     if type(y) is np.float32 and z.dtype != y.dtype:
@@ -478,7 +483,7 @@ def _register_power(op, fast_path):
                         _power_specs.clear()
                     spec = _power_specs[key] = _PowerSpec(y, name)
                 rule = UnaryScalarRule(ids[0], x if callable(spec.d) else None, None, spec)
-                if z.dtype == x.dtype:
+                if type(z) is np.float64 and type(x) is np.float64 or z.dtype == x.dtype:
                     return z, rule
                 return z, CastCotangents(rule, {ids[0]: x.dtype}, z.dtype)
         else:
