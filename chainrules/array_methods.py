@@ -2,10 +2,17 @@
 ``x.reshape(...)``, ``x.T``, ...) and the operators without a fast path of
 their own (``//``, ``%``, ``divmod``, ``-x``, ``abs``, comparisons), each the
 NumPy function it stands for, so that they dispatch through NumPy's
-protocols like ``np.sum(x)``.
+protocols like ``np.sum(x)``, and the array-API namespace of a traced value.
 ``ArrayMethods`` is a mixin of ``chainrules.tracing.Traced``."""
 
+import sys
+
 import numpy as np
+
+#: where SciPy keeps its copy of array_api_compat's NumPy namespace (it moved
+#: from scipy._lib to scipy._external in SciPy 1.18)
+_SCIPY_COMPAT_NUMPY = ("scipy._external.array_api_compat.numpy",
+                       "scipy._lib.array_api_compat.numpy")
 
 
 class ArrayMethods:
@@ -58,6 +65,18 @@ class ArrayMethods:
         return np.greater_equal(self, other)
 
     __hash__ = None  # mutable, compared elementwise, as ndarray
+
+    def __array_namespace__(self, api_version=None):
+        # NumPy's namespace, whose functions reach chainrules through NumPy's
+        # protocols: array-API code (SciPy under SCIPY_ARRAY_API=1) then calls
+        # NumPy on traced values. The namespace object is the one SciPy's
+        # array_api_compat gives plain ndarrays, so traced and plain
+        # arguments of one call agree on it
+        for name in _SCIPY_COMPAT_NUMPY:
+            compat = sys.modules.get(name)
+            if compat is not None:
+                return compat
+        return np
 
     # -- attributes ------------------------------------------------------------------
     @property

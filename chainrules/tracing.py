@@ -43,6 +43,7 @@ from .graph import Tape, record as _record
 from .registry import (ALL, DECOMPOSITIONS, SEQUENCE_ARGS, GENERIC_MAKERS,
                        keywords_to_positions, lookup, op_name)
 from .rule import NodeId
+from .ufunc_methods import ufunc_method
 
 __all__ = ["Traced", "dispatch", "getitem", "untraced", "is_traced",
            "top_tape"]
@@ -305,10 +306,49 @@ def _binary_operator(op, reflected=False):
     return operator
 
 
-#: where SciPy keeps its copy of array_api_compat's NumPy namespace (it moved
-#: from scipy._lib to scipy._external in SciPy 1.18)
-_SCIPY_COMPAT_NUMPY = ("scipy._external.array_api_compat.numpy",
-                       "scipy._lib.array_api_compat.numpy")
+def _binary(op, a, b):
+    """``dispatch(op, (a, b), None)`` for a call of two arguments, one or both
+    traced: the operators' fast path (one tape, active, constants of types
+    in ``_PLAIN``) without dispatch's loops; anything else goes through
+    dispatch."""
+    ta = type(a)
+    tb = type(b)
+    if ta is Traced:
+        tape = a.tape
+        va = a.value
+        if tb is Traced:
+            if b.tape is not tape:
+                return dispatch(op, (a, b), None)
+            vb = b.value
+            ids = [a.node, b.node]
+            tb = type(vb)
+            if tb is Traced:
+                tb = _primal_type(vb)
+        elif tb in _PLAIN and tb is not list and tb is not tuple:  # (lists: array_likes)
+            vb = b
+            ids = [a.node, None]
+        else:
+            return dispatch(op, (a, b), None)
+        ta = type(va)
+        if ta is Traced:
+            ta = _primal_type(va)
+    elif tb is Traced and ta in _PLAIN and ta is not list and ta is not tuple:
+        tape = b.tape
+        va = a
+        vb = b.value
+        ids = [None, b.node]
+        tb = type(vb)
+        if tb is Traced:
+            tb = _primal_type(vb)
+    else:
+        return dispatch(op, (a, b), None)
+    if not tape.active or tape.level < _capture_bound:
+        return dispatch(op, (a, b), None)
+    maker = GENERIC_MAKERS.get(op) or lookup(op, (ta, tb))
+    out, rule = maker(ids, va, vb)
+    return _record(tape, rule, out, Traced)
+
+
 # filled below: structural tangent types defer to their own operators
 _STRUCT: set[type] = set()
 # types of constant operands met and found plain (not structural, not a
@@ -356,9 +396,6 @@ _OUT_ALTERNATIVE = (
     "with a plain out is such a call): make the buffer from a traced value, "
     "out = np.zeros_like(x, shape=...)")
 
-_REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
-           "fmax": np.nanmax, "fmin": np.nanmin}
-_ACCUMULATE = {"add": np.cumsum, "multiply": np.cumprod}
 
 
 class Traced(ConversionGuards, ArrayMethods):
@@ -395,18 +432,21 @@ class Traced(ConversionGuards, ArrayMethods):
 
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if not kwargs and len(inputs) == 1 and method == "__call__" and type(
-                x := inputs[0]) is Traced and DECOMPOSITIONS.get(ufunc) is None:
-            # the unary fast path first: one traced argument, no keywords
-            tape = x.tape
-            if tape.active and tape.level >= _capture_bound:
-                v = x.value
-                tv = type(v)
-                maker = GENERIC_MAKERS.get(ufunc) or lookup(
-                    ufunc, (tv if tv is not Traced else _primal_type(v),))
-                out, rule = maker([x.node], v)
-                return _record(tape, rule, out, Traced)
-            return dispatch(ufunc, inputs, None)
+        if not kwargs and method == "__call__" and DECOMPOSITIONS.get(ufunc) is None:
+            n = len(inputs)
+            if n == 1 and type(x := inputs[0]) is Traced:
+                # the unary fast path first: one traced argument, no keywords
+                tape = x.tape
+                if tape.active and tape.level >= _capture_bound:
+                    v = x.value
+                    tv = type(v)
+                    maker = GENERIC_MAKERS.get(ufunc) or lookup(
+                        ufunc, (tv if tv is not Traced else _primal_type(v),))
+                    out, rule = maker([x.node], v)
+                    return _record(tape, rule, out, Traced)
+                return dispatch(ufunc, inputs, None)
+            if n == 2 and ufunc is not np.divmod:  # np.maximum(x, 0.0), x >= y
+                return _binary(ufunc, inputs[0], inputs[1])
         if "out" in kwargs:
             untraceable(f"{op_name(ufunc)}(..., out=...)", _OUT_ALTERNATIVE)
         if method == "__call__":
@@ -422,48 +462,7 @@ class Traced(ConversionGuards, ArrayMethods):
                 # (floor_divide), the remainder is np.remainder's
                 return (np.floor_divide(*inputs, **kwargs), np.remainder(*inputs, **kwargs))
             return dispatch(ufunc, inputs, kwargs)
-        if method == "reduce" and ufunc.__name__ in _REDUCE and "where" not in kwargs \
-                and "initial" not in kwargs:
-            kw = dict(kwargs)
-            kw.setdefault("axis", 0)
-            if ufunc.__name__ in ("add", "multiply"):  # np.sum and np.prod take dtype=
-                return _REDUCE[ufunc.__name__](*inputs, **kw)
-            dtype = kw.pop("dtype", None)  # an extremum is exact in any dtype: cast after
-            out = _REDUCE[ufunc.__name__](*inputs, **kw)
-            return out if dtype is None else out.astype(dtype)
-        if method == "accumulate" and ufunc.__name__ in _ACCUMULATE:
-            kw = dict(kwargs)
-            kw.setdefault("axis", 0)
-            return _ACCUMULATE[ufunc.__name__](*inputs, **kw)
-        if method == "outer" and len(inputs) == 2 and not kwargs:
-            a, b = inputs
-            na, nb = np.ndim(a), np.ndim(b)
-            return ufunc(np.reshape(a, np.shape(a) + (1,) * nb),
-                         np.reshape(b, (1,) * na + np.shape(b)))
-        if method == "at":
-            at = getattr(WRITES, "ufunc_at", None)  # chainrules/writes_buffers.py
-            if at is not None:
-                return at(ufunc, inputs, kwargs)
-            untraceable(f"{op_name(ufunc)}.at (an in-place update)",
-                         "build the result out of place, for example with "
-                         "chainrules.numpy.index_add or np.where")
-        raise MissingRuleError(
-            f"no differentiation rule for {op_name(ufunc)}.{method} with "
-            f"{len(inputs)} argument(s) and keywords {sorted(kwargs)}")
-
-    def __array_namespace__(self, api_version=None):
-        # NumPy's namespace, whose functions reach chainrules through NumPy's
-        # protocols: array-API code (SciPy under SCIPY_ARRAY_API=1) then calls
-        # NumPy on traced values. The namespace object is the one SciPy's
-        # array_api_compat gives plain ndarrays, so traced and plain
-        # arguments of one call agree on it
-        import sys
-
-        for name in _SCIPY_COMPAT_NUMPY:
-            compat = sys.modules.get(name)
-            if compat is not None:
-                return compat
-        return np
+        return ufunc_method(ufunc, method, inputs, kwargs, WRITES)
 
     def __array_function__(self, func, types, args, kwargs):
         if kwargs:

@@ -31,6 +31,7 @@ LAYERS = [
     {"tangents"},
     {"rule"},
     {"registry"},
+    {"ufunc_methods"},
     {"sweep_common", "sweep_batch"},
     {"sweep_reverse", "sweep_forward"},
     {"graph"},

@@ -58,3 +58,16 @@ def test_lists_numpy_converts_before_any_protocol_raise_a_clear_error(f):
     # seen: the conversion refuses, naming the way out
     with pytest.raises(cr.UntraceableError, match="np.stack"):
         cr.grad(lambda x: np.sum(f(x)))(X)
+
+
+def test_a_list_operand_of_a_ufunc_is_an_array_like_once_met_plain():
+    """A plain list met before is remembered among the plain operand types;
+    a list holding traced values is still made an array (not passed to the
+    rule as a constant) by a two-argument ufunc call."""
+    from chainrules import tracing
+
+    np.maximum(cr.stop_gradient(X), [1.0, 2.0, 3.0])
+    tracing._PLAIN.add(list)  # (as the first call of an operator with a plain list does)
+    g = cr.grad(lambda x: np.sum(np.maximum([x[0], 0.0, x[2]], x)))(X)
+    want = cr.grad(lambda x: np.sum(np.maximum(np.stack([x[0], 0.0 * x[1], x[2]]), x)))(X)
+    np.testing.assert_array_equal(g, want)
