@@ -415,8 +415,9 @@ def _unary_scalar_rule(op, name, d, second, second_ratio, saves, types):
             y = scalar_op(x)  # NumPy's scalar arithmetic: the ufunc's result
         else:
             y = op(x)
-        xdt, ydt = x.dtype, y.dtype
-        if xdt is ydt or xdt == ydt:
+        # (float64 scalars in and out: one dtype, without reading it)
+        if (type(x) is _f64 and type(y) is _f64) or (xdt := x.dtype) is (ydt := y.dtype) or (
+                xdt == ydt):
             # UnaryScalarRule(...), without the calls of its constructor
             rule = _new(UnaryScalarRule)
             rule.x_id = ids[0]
@@ -463,7 +464,18 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
         if kwargs:
             z = op(x, y, **kwargs)
         elif scalar_op is not None and f64_operands(x, type(x), y, type(y)):
-            z = scalar_op(x, y)  # NumPy's scalar arithmetic: the ufunc's result
+            # float64 scalars: NumPy's scalar arithmetic gives the ufunc's
+            # result, a float64 scalar, so every shape is () and the dtypes
+            # are one: the rule below, without reading them
+            z = scalar_op(x, y)
+            xi, yi = ids
+            if yi is None and dx_const:
+                return z, ConstPartialRule(xi, spec.dx, spec.name)
+            if xi is None and dy_const:
+                return z, ConstPartialRule(yi, spec.dy, spec.name)
+            return z, BinaryScalarRule(xi, yi, x if save_x else no_x, y if save_y else no_y,
+                                       z if save_z else no_z, None if xi is None else (),
+                                       None if yi is None else (), (), spec)
         else:
             z = op(x, y)
         xi, yi = ids

@@ -404,11 +404,11 @@ def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callabl
     scalar_op = SCALAR_OPERATORS.get(op) if elementwise else None
 
     def bilinear_maker(ids, x, y, *args, **kwargs):
-        if scalar_op is not None and not args and not kwargs and f64_operands(
-                x, type(x), y, type(y)):
-            z = scalar_op(x, y)  # NumPy's scalar arithmetic: the ufunc's result
-        else:
-            z = op(x, y, *args, **kwargs)
+        # float64 scalars: NumPy's scalar arithmetic gives the ufunc's result,
+        # a float64 scalar, so every shape is () and the dtypes are one
+        f64 = scalar_op is not None and not args and not kwargs and f64_operands(
+            x, type(x), y, type(y))
+        z = scalar_op(x, y) if f64 else op(x, y, *args, **kwargs)
         xi, yi = ids
         if elementwise and not args and not kwargs and (
                 (yi is None and type(y) in _SCALARS) or (xi is None and type(x) in _SCALARS)):
@@ -427,17 +427,19 @@ def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callabl
                 rule.x = rule.yshape = None
             else:
                 rule.x = x
-                rule.yshape = y.shape
+                rule.yshape = () if f64 else y.shape
             if xi is None:
                 rule.y = rule.xshape = None
             else:
                 rule.y = y
-                rule.xshape = x.shape
+                rule.xshape = () if f64 else x.shape
             rule.op = op
             rule.tx = transpose_x
             rule.ty = transpose_y
             rule.args = args
             rule.kwargs = kwargs
+        if f64:
+            return z, rule
         zdt = z.dtype
         if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
             return z, rule  # one dtype throughout, the common case: no call

@@ -48,6 +48,7 @@ __all__ = ["Tape", "Gradients", "MultiOutput", "HOOKS", "EngineHooks", "MULTI", 
 
 _ndarray = np.ndarray
 _F64 = np.dtype(np.float64)
+_f64 = np.float64
 _levels = itertools.count(1)
 _new = object.__new__
 
@@ -121,13 +122,17 @@ def record(tape, rule, out, traced=None):
         if out.entry is not None:
             tape.keep_replay(out.entry)
         rule, out = out.rule, out.out
-    try:
-        dtype = out.dtype
-        shape = out.shape
-    except AttributeError:
-        if type(out) is MultiOutput:  # (which has neither)
-            return _record_multi(tape, rule, out.values, traced)
-        shape, dtype = _meta(out)
+    if type(out) is _f64:  # a float64 scalar: its dtype and shape, without reading them
+        dtype = _F64
+        shape = ()
+    else:
+        try:
+            dtype = out.dtype
+            shape = out.shape
+        except AttributeError:
+            if type(out) is MultiOutput:  # (which has neither)
+                return _record_multi(tape, rule, out.values, traced)
+            shape, dtype = _meta(out)
     if dtype is not _F64 and dtype.kind not in "fc":
         return None if traced is None else out
     rules = tape.rules

@@ -21,6 +21,8 @@ from .tangents import ZERO, Structural
 _ndarray = np.ndarray
 _new = object.__new__
 _asarray = np.asarray
+_f64 = np.float64
+_F64 = np.dtype(np.float64)
 #: NumPy's scalar types of inexact dtypes (scalar cotangents)
 _INEXACT_SCALARS = frozenset((np.float16, np.float32, np.float64, np.longdouble, np.complex64,
                               np.complex128, np.clongdouble))
@@ -277,6 +279,8 @@ class ReverseSweeps:
                         if c.shape != shapes[nid] or (c.dtype is not dtypes[nid]
                                                       and c.dtype != dtypes[nid]):
                             c = self._project(c, nid, rule)
+                    elif tc is _f64 and dtypes[nid] is _F64 and shapes[nid] == ():
+                        c = _asarray(c)  # (the case below, without reading c.dtype)
                     elif tc in STRUCT:
                         continue
                     elif shapes[nid] is MULTI:
