@@ -151,7 +151,7 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     like = None if plain else g
     prev = buf[nid]
     if prev is None:
-        acc = _placed(g, index, shape, dtype, like)
+        acc = None if type(index) is int else _placed(g, index, shape, dtype, like)
         if acc is not None:
             buf[nid] = acc
             owned[nid] |= bit

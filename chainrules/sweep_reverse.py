@@ -256,14 +256,13 @@ class ReverseSweeps:
                     index = rule.gather_index
                 except AttributeError:
                     index = None
-                if index is not None:
-                    left = self._gather(rule.inputs()[0], index, g, None, cots, None, owned,
-                                        None)
-                    if left is None:  # all of it added in place
-                        if not retain_graph:
+                if index is not None:  # (_gather's add_at, without its call)
+                    x = rule.inputs()[0]
+                    if add_at(cots, owned, 1, x, index, g, shapes[x], dtypes[x]):
+                        if not retain_graph:  # all of it added in place
                             rules[i] = None
                         continue
-                    g = left[0]  # what add_at could not take goes through the pullback
+                    # what add_at could not take goes through the pullback
                 try:
                     results = rule.pullback(g)
                 except Exception as e:

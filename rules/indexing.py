@@ -86,7 +86,7 @@ _BASIC_FORMS = (_getitem_batched, _getitem_transpose_batched)
 
 @register(getitem)
 def _getitem_maker(ids, x, index):
-    if ids[1] is None and is_basic(index):
+    if ids[1] is None and (type(index) is int or is_basic(index)):
         # a staged value (cr.jit's recording) indexes as an ndarray: a batch
         # of directions is indexed in one step, not one per direction
         rule = BasicIndexRule(ids[0], getitem, _getitem_transpose, shape_of(x), (index,), {},
