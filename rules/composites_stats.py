@@ -17,7 +17,7 @@ from chainrules.arrays import ndim_of, shape_of
 from chainrules.derived_common import widened
 from chainrules.errors import MissingRuleError
 from chainrules.registry import decompose
-from chainrules.tracing import is_traced, untraced
+from chainrules.tracing import dispatch, is_traced, untraced
 
 from ._util import array_like, array_value, normalize_axis, on_plain_values
 
@@ -351,8 +351,6 @@ def _apply_over_axes(func, a, axes):
 def _extreme(op, fill, combine):
     def extreme(a, axis=None, out=None, keepdims=False, initial=np._NoValue,
                 where=np._NoValue):
-        from chainrules.tracing import dispatch
-
         if initial is np._NoValue and where is np._NoValue:
             kw = {"axis": axis, "keepdims": keepdims}
             return dispatch(op, (a,), kw if out is None else dict(kw, out=out))

@@ -386,7 +386,7 @@ def _select_weights(xv, yv, axes):
     cnt = np.sum(mask, axis=axes, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         w = mask / cnt  # a NaN result (count 0) gives a NaN cotangent, honestly
-    return w.astype(real_dtype(xv.dtype))
+    return w.astype(real_dtype(xv.dtype), copy=False)  # (w is this function's own array)
 
 
 def _select_maker(op):
