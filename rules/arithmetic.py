@@ -64,7 +64,7 @@ from chainrules.derived_linear import BatchedBilinear
 from chainrules.errors import DomainError, MissingRuleError, UntraceableError  # noqa: F401
 from chainrules.registry import lookup, op_name, register
 from chainrules.rule import ReverseRule
-from chainrules.staging import is_staged, plain_array
+from chainrules.staging import Staged, is_staged, plain_array
 from chainrules.tangents import ZERO, Structural
 from chainrules.tracing import Traced, untraced
 
@@ -431,6 +431,7 @@ class _PowerSpec:
 
 
 _SCALAR_EXPONENTS = (int, float, np.int64, np.float64, np.float32, np.int32)
+_f64 = np.float64
 _power_specs = {}
 
 
@@ -461,20 +462,22 @@ def _register_power(op, fast_path):
 
     def power_maker(ids, x, y, **kwargs):
         if ids[1] is None:
-            if is_staged(y) and type(y.value) in _SCALAR_EXPONENTS:
+            ty = type(y)
+            if ty is Staged and type(y.value) in _SCALAR_EXPONENTS:
                 # a constant exponent computed from the inputs (a NumPy
                 # scalar eagerly): its value, guarded, so that the recording
                 # takes eager code's scalar-exponent path, not the general one
                 y = type(y.value)(y.item())
-            if fast_path and not kwargs and type(y) in _SCALAR_EXPONENTS:
-                if y == 2 and type(y) in (int, float) and (type(x) is np.float64
-                                                           or x.dtype.kind == "f"):
+                ty = type(y)
+            if fast_path and not kwargs and ty in _SCALAR_EXPONENTS:
+                tx = type(x)
+                if y == 2 and (ty is int or ty is float) and (tx is _f64 or x.dtype.kind == "f"):
                     # as NumPy's own x ** 2, and 2x faster than pow (a float64
                     # scalar's square by scalar arithmetic: the same product)
-                    z = x * x if type(x) is np.float64 else np.square(x)
+                    z = x * x if tx is _f64 else np.square(x)
                 else:
                     z = op(x, y)
-                    if type(y) is np.float32 and z.dtype != y.dtype:
+                    if ty is np.float32 and z.dtype != y.dtype:
                         y = widened(y, z.dtype)  # p - 1 in float64 beside float64
                 key = (type(y), y)
                 spec = _power_specs.get(key)
@@ -483,7 +486,7 @@ def _register_power(op, fast_path):
                         _power_specs.clear()
                     spec = _power_specs[key] = _PowerSpec(y, name)
                 rule = UnaryScalarRule(ids[0], x if callable(spec.d) else None, None, spec)
-                if type(z) is np.float64 and type(x) is np.float64 or z.dtype == x.dtype:
+                if type(z) is _f64 and tx is _f64 or z.dtype == x.dtype:
                     return z, rule
                 return z, CastCotangents(rule, {ids[0]: x.dtype}, z.dtype)
         else:
