@@ -143,6 +143,25 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     """Add ``g`` into ``buf[nid]`` at the basic ``index`` (the pullback of a
     gather ``x[index]``), in place when the engine owns the buffer. Returns
     False, doing nothing, when it cannot (the caller uses the pullback)."""
+    if type(index) is int and type(g) is _ndarray and dtype is _F64 and g.dtype is _F64 and (
+            not g.shape):
+        # x[i] of a float64 vector, the common gather of scalar code: the
+        # general path below, without its other cases
+        prev = buf[nid]
+        if prev is None:
+            acc = np.zeros(shape, dtype)
+        elif type(prev) is _ndarray:
+            acc = prev if owned[nid] & bit else np.array(prev, dtype)
+        else:
+            return False
+        target = acc[index]
+        if type(target) is _ndarray:  # (a row of a matrix: a view)
+            target += g
+        else:
+            acc[index] = target + g[()]  # a float64 scalar: NumPy's scalar sum
+        buf[nid] = acc
+        owned[nid] |= bit
+        return True
     plain = type(g) is _ndarray or isinstance(g, np.generic)
     if not (plain or computes_eagerly(g)) or (g.dtype is not dtype and g.dtype != dtype):
         return False
