@@ -183,6 +183,13 @@ class AngleRule(RealOfComplexRule):
 
 @register(np.absolute)  # also np.abs and abs(x)
 def absolute_maker(ids, x, **kwargs):
+    if type(x) is np.float64 and not kwargs:
+        # a float64 scalar: NumPy's scalar absolute value is the ufunc's, and
+        # the shapes are ()
+        y = abs(x)
+        if ids[0] is None:
+            return y, None
+        return y, PiecewiseLinearRule(np.absolute, (ids[0],), (np.sign(x),), ((),), ())
     y = np.absolute(x, **kwargs)
     if ids[0] is None:
         return y, None
