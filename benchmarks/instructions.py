@@ -8,6 +8,7 @@
     python benchmarks/instructions.py --case hvp      # hvp of the same function
     python benchmarks/instructions.py --case first    # first call of cr.jit of that value_and_grad
     python benchmarks/instructions.py --case rosen-eager / rosen-first   # the same, Rosenbrock n=10
+    python benchmarks/instructions.py --case go:Matyas --scipy-src PATH  # a SciPy go function
 
 Wall-clock timings of the per-op overhead move by tens of percent between
 runs on a shared 2-core machine. Instruction counts do not: valgrind's
@@ -73,6 +74,25 @@ elif case in ("first", "rosen-eager", "rosen-first"):
     else:
         jitted = iter([cr.jit(vg) for _ in range(n + 3)])
         call = lambda: next(jitted)(x)
+elif case.startswith("go:"):
+    # value_and_grad of one SciPy go function (scipy_go.py) at the point
+    # scipy_go.py times it at: the functions in sorted order, one draw each
+    import warnings
+    from scipy_go import _functions
+    warnings.simplefilter("ignore")
+    rng = np.random.default_rng(0)
+    for name, cls in _functions(sys.argv[3]):
+        try:
+            lo, hi = np.array(cls().bounds, dtype=float).T
+        except Exception:  # (scipy_go skips it without a draw)
+            continue
+        x = lo + (hi - lo) * rng.uniform(0.1, 0.9, size=lo.shape)
+        if name == case[3:]:
+            break
+    else:
+        raise SystemExit("no SciPy go function " + case[3:])
+    vg = cr.value_and_grad(cls().fun)
+    call = lambda: vg(x)
 else:
     raise SystemExit("unknown case " + case)
 for _ in range(3):
@@ -84,11 +104,11 @@ for _ in range(n):
 """
 
 
-def count(n, case):
+def count(n, case, scipy_src=""):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           sys.executable, "-c", _CHILD.format(here=HERE), str(n), case]
+           sys.executable, "-c", _CHILD.format(here=HERE), str(n), case, scipy_src]
     if shutil.which("setarch"):
         cmd = ["setarch", platform.machine(), "-R"] + cmd
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -100,15 +120,17 @@ def count(n, case):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--case", default="chain", choices=("chain", "numpy", "sum", "twoop", "grad",
-                                                      "hvp", "first", "rosen-eager",
-                                                      "rosen-first"))
+    ap.add_argument("--case", default="chain",
+                    help="chain, numpy, sum, twoop, grad, hvp, first, rosen-eager, "
+                         "rosen-first, or go:NAME (a SciPy go function; needs --scipy-src)")
+    ap.add_argument("--scipy-src", default=os.environ.get("SCIPY_SRC", ""),
+                    help="root of a SciPy source checkout, for the go:NAME cases")
     ap.add_argument("--calls", default="10,30", help="N1,N2 (default 10,30)")
     a = ap.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     n1, n2 = (int(v) for v in a.calls.split(","))
-    c1, c2 = count(n1, a.case), count(n2, a.case)
+    c1, c2 = count(n1, a.case, a.scipy_src), count(n2, a.case, a.scipy_src)
     per_call = (c2 - c1) / (n2 - n1)
     print(f"{a.case}: {per_call:,.0f} instructions per call "
           f"(callgrind, ({c2:,} - {c1:,}) / {n2 - n1})")
