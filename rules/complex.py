@@ -181,6 +181,15 @@ class AngleRule(RealOfComplexRule):
         return out if zero is None else np.where(zero, 0, out)
 
 
+_ONE, _MINUS_ONE, _ZERO = np.float64(1.0), np.float64(-1.0), np.float64(0.0)
+
+
+def _sign(x):
+    """``np.sign(x)`` of a float64 scalar by comparisons: the same bits (+0.0
+    for either zero, a NaN as it is), without the ufunc's call."""
+    return _ONE if x > 0 else _MINUS_ONE if x < 0 else _ZERO if x == 0 else x
+
+
 @register(np.absolute)  # also np.abs and abs(x)
 def absolute_maker(ids, x, **kwargs):
     if type(x) is np.float64 and not kwargs:
@@ -189,7 +198,7 @@ def absolute_maker(ids, x, **kwargs):
         y = abs(x)
         if ids[0] is None:
             return y, None
-        return y, PiecewiseLinearRule(np.absolute, (ids[0],), (np.sign(x),), ((),), ())
+        return y, PiecewiseLinearRule(np.absolute, (ids[0],), (_sign(x),), ((),), ())
     y = np.absolute(x, **kwargs)
     if ids[0] is None:
         return y, None

@@ -19,6 +19,7 @@ import chainrules.graph as graph
 import chainrules.sweep_common as sweep_common
 import chainrules.sweep_reverse as sweep_reverse
 from chainrules.rules import arithmetic
+from chainrules.rules import complex as complex_rules
 
 VALUES = [0.0, -0.0, 1.0, -1.5, 0.1, 3.0, 1e308, -1e308, 5e-324, np.inf, -np.inf, np.nan,
           2.0 ** 53, 7, -3, 2 ** 53, 2 ** 60]
@@ -53,6 +54,10 @@ def test_unary_scalar_operators_give_the_ufuncs_results():
             x = np.float64(v)
             assert _bits(abs(x)) == _bits(np.absolute(x))
             assert _bits(x * x) == _bits(np.square(x))
+            assert _bits(complex_rules._sign(x)) == _bits(np.sign(x))
+        for bits in (0x7FF0000000000001, 0xFFF8000000000123):  # NaNs keep their payloads
+            x = np.array([bits], np.uint64).view(np.float64)[0]
+            assert _bits(complex_rules._sign(x)) == _bits(np.sign(x))
 
 
 def test_product_of_a_0d_array_is_the_ufuncs():
