@@ -22,8 +22,11 @@ traced, so ``np.sum(x[np.argmax(x)] * np.floor(x))`` differentiates through
 ``x.astype(int)`` and ``x.astype(bool)`` are handled in chainrules.tracing.
 """
 
+import operator
+
 import numpy as np
 
+from chainrules.derived_common import f64_operands
 from chainrules.errors import AutodiffError
 from chainrules.registry import non_differentiable, register
 
@@ -48,6 +51,31 @@ _NONDIFF = (
 
 for _f in _NONDIFF:
     non_differentiable(_f)
+
+#: comparisons, and the comparison with the operands swapped
+_COMPARISONS = {np.less: (operator.lt, operator.gt), np.less_equal: (operator.le, operator.ge),
+                np.greater: (operator.gt, operator.lt),
+                np.greater_equal: (operator.ge, operator.le),
+                np.equal: (operator.eq, operator.eq), np.not_equal: (operator.ne, operator.ne)}
+
+
+def _comparison(op, compare, swapped):
+    def comparison_maker(ids, *args, **kwargs):
+        if not kwargs and len(args) == 2:
+            x, y = args
+            tx = type(x)
+            if f64_operands(x, tx, y, type(y)):
+                # NumPy's scalar comparison, the float64 scalar on the left:
+                # the ufunc's result, a NumPy bool
+                return (compare(x, y) if tx is np.float64 else swapped(y, x)), None
+        return op(*args, **kwargs), None
+
+    comparison_maker._nondiff = True  # type: ignore[attr-defined]
+    register(op)(comparison_maker)
+
+
+for _f, (_compare, _swapped) in _COMPARISONS.items():
+    _comparison(_f, _compare, _swapped)
 
 
 @register(np.full_like)

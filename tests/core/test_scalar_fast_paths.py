@@ -20,6 +20,7 @@ import chainrules.sweep_common as sweep_common
 import chainrules.sweep_reverse as sweep_reverse
 from chainrules.rules import arithmetic
 from chainrules.rules import complex as complex_rules
+from chainrules.rules import nondiff
 
 VALUES = [0.0, -0.0, 1.0, -1.5, 0.1, 3.0, 1e308, -1e308, 5e-324, np.inf, -np.inf, np.nan,
           2.0 ** 53, 7, -3, 2 ** 53, 2 ** 60]
@@ -58,6 +59,15 @@ def test_unary_scalar_operators_give_the_ufuncs_results():
         for bits in (0x7FF0000000000001, 0xFFF8000000000123):  # NaNs keep their payloads
             x = np.array([bits], np.uint64).view(np.float64)[0]
             assert _bits(complex_rules._sign(x)) == _bits(np.sign(x))
+
+
+def test_scalar_comparisons_give_the_ufuncs_results():
+    for ufunc, (compare, swapped) in nondiff._COMPARISONS.items():
+        for a, b in itertools.product(VALUES, VALUES):
+            for x, y in ((np.float64(a), b), (a, np.float64(b))):
+                if common.f64_operands(x, type(x), y, type(y)):
+                    got = compare(x, y) if type(x) is np.float64 else swapped(y, x)
+                    assert _bits(got) == _bits(ufunc(x, y)), (ufunc, x, y)
 
 
 def test_product_of_a_0d_array_is_the_ufuncs():
