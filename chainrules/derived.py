@@ -120,7 +120,9 @@ class UnaryScalarRule(ReverseRule):
                 if c is not None:
                     return [(self.x_id, c)]
             d = spec.d(self.x, self.y)
-        return [(self.x_id, product(g, d) if type(g) is np.ndarray else times(g, d))]
+        if type(g) is np.ndarray:
+            return [(self.x_id, g * d if g.ndim else product(g, d))]
+        return [(self.x_id, times(g, d))]
 
     def pushforward(self, tangents):
         return times(tangents[0], self._d())
@@ -463,7 +465,8 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
     def binary_maker(ids, x, y, **kwargs):
         if kwargs:
             z = op(x, y, **kwargs)
-        elif scalar_op is not None and f64_operands(x, type(x), y, type(y)):
+        elif scalar_op is not None and ((tx := type(x)) is _f64 or (ty := type(y)) is _f64) and (
+                f64_operands(x, tx, y, type(y))):
             # float64 scalars: NumPy's scalar arithmetic gives the ufunc's
             # result, a float64 scalar, so every shape is () and the dtypes
             # are one: the rule below, without reading them

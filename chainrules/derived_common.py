@@ -189,7 +189,7 @@ def scale(g, c):
     if tg is _ndarray:  # uniform_value of an ndarray, without the call
         if g.ndim and not any(g.strides) and g.size:
             return uniform_array(g.flat[0] * c, g.shape, g)
-        return product(g, c)
+        return g * c if g.ndim else product(g, c)
     if tg is np.float64:
         return g * c
     u = uniform_value(g)

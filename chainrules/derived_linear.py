@@ -374,6 +374,7 @@ class BatchedBilinear:
 
 
 _SCALARS = (float, int, np.float64, np.float32)
+_f64 = np.float64
 
 
 def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callable[..., Any],
@@ -406,8 +407,9 @@ def bilinear_rule(op: _Op, transpose_x: Callable[..., Any], transpose_y: Callabl
     def bilinear_maker(ids, x, y, *args, **kwargs):
         # float64 scalars: NumPy's scalar arithmetic gives the ufunc's result,
         # a float64 scalar, so every shape is () and the dtypes are one
-        f64 = scalar_op is not None and not args and not kwargs and f64_operands(
-            x, type(x), y, type(y))
+        tx, ty = type(x), type(y)
+        f64 = (scalar_op is not None and (tx is _f64 or ty is _f64) and not args and not kwargs
+               and f64_operands(x, tx, y, ty))
         z = scalar_op(x, y) if f64 else op(x, y, *args, **kwargs)
         xi, yi = ids
         if elementwise and not args and not kwargs and (

@@ -258,7 +258,7 @@ scalar_rule(np.positive, 1, second=0)
 def _multiply_tx(g, y, xshape):
     if xshape == () and _same_plain(g, y):
         return _sum_of_products(g, y)
-    c = product(g, y) if type(g) is np.ndarray else g * y
+    c = product(g, y) if type(g) is np.ndarray and not g.ndim else g * y
     tc = type(c)
     if (tc is np.ndarray or tc is np.float64) and c.shape == xshape:
         return c  # nothing to unbroadcast (the common case, without the call)
@@ -268,7 +268,7 @@ def _multiply_tx(g, y, xshape):
 def _multiply_ty(g, x, yshape):
     if yshape == () and _same_plain(g, x):
         return _sum_of_products(g, x)
-    c = product(g, x) if type(g) is np.ndarray else g * x
+    c = product(g, x) if type(g) is np.ndarray and not g.ndim else g * x
     tc = type(c)
     if (tc is np.ndarray or tc is np.float64) and c.shape == yshape:
         return c
