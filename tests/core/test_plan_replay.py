@@ -123,11 +123,20 @@ def test_guards_fail_alike_on_both_paths():
 def test_calls_across_the_compile_threshold_stay_right():
     step = cr.jit(cr.value_and_grad(_scalar_ops))
     eager = cr.value_and_grad(_scalar_ops)
-    for k in range(plan_mod.COMPILE_AFTER + 4):
+    plan = None
+    for k in range(plan_mod.COMPILE_AFTER + 64):
         x = np.float64(0.1 * k - 0.3)
         _same_bits(step(x), eager(x))
-    plan = step.plan(np.float64(0.0))
-    assert plan._fn is not None  # compiled once replayed enough
+        plan = step.plan(x)
+        if plan._fn is not None:
+            break
+    # compiled once replayed enough (a segment a call: as many calls as the
+    # segments its code was cut into, as few lines each as compile within
+    # about an eager call's time)
+    assert plan._fn is not None and k <= plan_mod.COMPILE_AFTER + plan.segments + 1
+    for k in range(3):
+        x = np.float64(0.2 * k - 0.1)
+        _same_bits(step(x), eager(x))
 
 
 def test_plans_that_read_alike_share_code_and_keep_their_constants():
