@@ -442,7 +442,7 @@ class Jitted(Generic[P, R]):
             return keep_buffers(steps, inputs, outputs, meta, _is_kept_region)
 
         plan = Plan(rec.steps, [s.i for s in staged], tpl, tree, name=_plan_name(self.fun),
-                    scalars=rec.scalars, prepare=(products, *absorb_stages(meta, _is_region)),
+                    scalars=rec.scalars, prepare=lambda: (products, *absorb_stages(meta, _is_region)),
                     finish=kept)
         with self._lock:
             entry.variants.insert(0, plan)

@@ -381,7 +381,8 @@ class Plan:
         # (``plan_stages``): a signature called once pays its recording
         # only, and its first replay (the purity check) replays the
         # recorded steps. ``prepare``: functions ``(steps, outputs) ->
-        # steps``, run first (the regions' passes, ``jit``);
+        # steps``, run first (the regions' passes, ``jit``; or a function
+        # of no arguments giving them);
         # ``finish(steps, inputs, outputs) -> (steps, store)`` last,
         # ``store`` the value given the replay's kept arrays
         # (``plan_buffers``), or None

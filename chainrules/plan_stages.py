@@ -76,20 +76,33 @@ def _kept_stage(finish):
 
 class Stages:
     """The schedule of one plan's passes. ``regions``: functions
-    ``(steps, outputs) -> steps``, one stage each, run first;
-    ``scalars``: the recording's scalar buffers (``forward_scalar_buffers``);
-    ``finish(steps, inputs, outputs) -> (steps, store)``: the last stage
-    (``store`` not None when the plan keeps arrays)."""
+    ``(steps, outputs) -> steps``, one stage each, run first (or a function
+    of no arguments giving them: made at the first stage, so that a
+    signature called once does not make them); ``scalars``: the
+    recording's scalar buffers (``forward_scalar_buffers``); ``finish(steps,
+    inputs, outputs) -> (steps, store)``: the last stage (``store`` not
+    None when the plan keeps arrays)."""
 
-    __slots__ = ("state", "_stages")
+    __slots__ = ("state", "_made", "_args")
 
     def __init__(self, steps, inputs, outputs, regions=(), scalars=None, finish=None):
-        stages = [_region_stage(fn) for fn in regions]
-        stages.append(_base_stage(scalars))
-        if finish is not None:
-            stages.append(_kept_stage(finish))
-        self._stages = stages
+        self._args = (regions, scalars, finish)
+        self._made = None
         self.state = State(steps, inputs, outputs, 0)
+
+    @property
+    def _stages(self):
+        stages = self._made
+        if stages is None:
+            regions, scalars, finish = self._args
+            if callable(regions):
+                regions = regions()
+            stages = [_region_stage(fn) for fn in regions]
+            stages.append(_base_stage(scalars))
+            if finish is not None:
+                stages.append(_kept_stage(finish))
+            self._made = stages
+        return stages
 
     @property
     def left(self):
@@ -100,8 +113,9 @@ class Stages:
         """The state after one more stage (if any is left)."""
         state = self.state
         k = state.done
-        if k < len(self._stages):
-            steps, inputs, outputs, kept = self._stages[k](
+        stages = self._stages
+        if k < len(stages):
+            steps, inputs, outputs, kept = stages[k](
                 state.steps, state.inputs, state.outputs, state.kept)
             new = State(steps, inputs, outputs, k + 1, kept)
             with _LOCK:
