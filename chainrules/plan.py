@@ -390,9 +390,6 @@ class Plan:
         self._name = name
         self.out_tree = out_tree
         self.checked = False
-        # an eager call's time (``jit``'s check): bounds the lines of a
-        # segment of the code, so compiling one costs about as much
-        self.eager_seconds = None
         self._written = None  # (source, namespace, segments) once written
         self._fn = None  # the compiled function
         self._compiled = 0  # how many of the code's segments are compiled
@@ -497,8 +494,7 @@ class Plan:
 
     def _write(self):
         if self._written is None:
-            self._written = _write_source(*self._parts, self.out_tree,
-                                          _lines_within(self.eager_seconds))
+            self._written = _write_source(*self._parts, self.out_tree)
         return self._written
 
     def __call__(self, *dynamic):
@@ -532,7 +528,7 @@ def _index_source(w, index):
     return w.expr(index)
 
 
-def _write_source(steps, inputs, outputs, name, out_tree, most=None):
+def _write_source(steps, inputs, outputs, name, out_tree):
     """``(source, namespace, segments)`` of a plan's function: its steps
     in ``segments``, ``(function name, source)`` each, of at most
     ``SEGMENT_LINES`` lines (a step's lines are never split), each a
@@ -606,7 +602,7 @@ def _write_source(steps, inputs, outputs, name, out_tree, most=None):
         else:
             rets.append(w.expr(o))
     ret = f"    return {_tree_source(out_tree, iter(rets), w)}"
-    return _segmented(w, starts, inputs, name, ret, most)
+    return _segmented(w, starts, inputs, name, ret)
 
 
 #: the fewest lines of one segment of a plan's code: compiling a line
@@ -621,34 +617,16 @@ def _write_source(steps, inputs, outputs, name, out_tree, most=None):
 SEGMENT_LINES = 8
 
 
-#: what compiling a segment of ``n`` lines costs, about (``compile``; at
-#: least two lines a segment): where an eager call of the function is
-#: cheaper than a segment of ``SEGMENT_LINES``, segments are shorter
-COMPILE_SECONDS = (15e-6, 8e-6)  # (fixed, per line)
-
-
 def _segment_size(n):
     return max(SEGMENT_LINES, math.isqrt(n))
 
 
-def _lines_within(eager_seconds):
-    """The most lines of a segment whose compile costs about an eager call
-    of ``eager_seconds`` (the check's: its caches cold, it costs about two
-    later ones); None: no bound."""
-    if eager_seconds is None:
-        return None
-    fixed, per_line = COMPILE_SECONDS
-    return max(2, int((eager_seconds - fixed) / per_line))
-
-
-def _segmented(w, starts, inputs, name, ret, most=None):
+def _segmented(w, starts, inputs, name, ret):
     """``_write_source``'s result: the lines of ``w`` (step ``k``'s from
-    ``starts[k]``) cut into segments (of at most ``most`` lines, and
-    ``_segment_size``'s)."""
+    ``starts[k]``) cut into segments."""
     lines = w.lines
     # (as many segments as ``_segment_size`` needs, of even lengths)
-    most = _segment_size(len(lines)) if most is None else min(most,
-                                                              _segment_size(len(lines)))
+    most = _segment_size(len(lines))
     size = -(-len(lines) // max(1, -(-len(lines) // most)))
     cuts = [0]  # the first step of each segment
     first = 0
