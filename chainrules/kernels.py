@@ -56,6 +56,7 @@ from . import elementwise_threads as et
 from .kernel_cache import cache_dir, clear_cache, is_cached, module as _module
 from .kernel_source import NotCompilable, kernel_source
 from .plan_buffers import Keep
+from .plan_stages import PREPARING
 
 __all__ = ["run", "available", "mode", "set_mode", "reset_mode", "cache_dir",
            "clear_cache", "stats", "kernel_source"]
@@ -392,7 +393,8 @@ def run(program, env, n, scatter=None, kept=None):
     m = _switch.get()
     if m is None:
         m = _ENV_MODE or _env_mode()
-    if m == "off" or _numba is False:
+    if m == "off" or _numba is False or PREPARING.get():
+        # (a plan with pass stages left: its programs are not yet its own)
         return numpy_run(program, env, n)
     if m == "auto":
         key = (id(program), scatter)

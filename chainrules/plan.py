@@ -24,7 +24,7 @@ from .fp_warnings import eager_on_warning
 from .plan_passes import (_FRESH, _OPERATOR_FNS, _defines, _is_scalar, _key,  # noqa: F401
                           _reads, _rename, _uses, common_subexpressions, fold_constants,
                           forward_scalar_buffers, live_steps)
-from .plan_stages import Stages
+from .plan_stages import PREPARING, Stages
 from .pytree import LEAF, unflatten
 from .staging import Ref, _constant
 
@@ -439,7 +439,18 @@ class Plan:
         """Run the steps as data (``_Replay``), after the next stage of the
         passes if ``advance``."""
         stages = self._stages
+        if stages.done:
+            return self._stepped_run(stages.state, dynamic)
         state = stages.advance() if advance else stages.state
+        if stages.done:
+            return self._stepped_run(state, dynamic)
+        token = PREPARING.set(True)  # (regions as NumPy programs: not the final ones)
+        try:
+            return self._stepped_run(state, dynamic)
+        finally:
+            PREPARING.reset(token)
+
+    def _stepped_run(self, state, dynamic):
         stepped = state.stepped
         if stepped is None:
             stepped = state.stepped = _Replay(state.steps, state.inputs, state.outputs,

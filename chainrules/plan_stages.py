@@ -19,6 +19,7 @@ stage's result is installed only over the state it started from, so a
 slower thread never undoes a later stage.
 """
 
+import contextvars
 import threading
 
 from .plan_buffers import Kept
@@ -26,9 +27,14 @@ from .plan_passes import common_subexpressions, fold_constants, forward_scalar_b
     live_steps
 from .staging import Ref
 
-__all__ = ["Stages", "State"]
+__all__ = ["Stages", "State", "PREPARING"]
 
 _LOCK = threading.Lock()
+
+#: whether the replay running is of a plan with stages left: its fused
+#: regions' programs are not the ones its later replays run, so they run
+#: as NumPy programs (``kernels`` neither times them nor compiles them)
+PREPARING = contextvars.ContextVar("chainrules_preparing", default=False)
 
 
 class State:
@@ -83,12 +89,13 @@ class Stages:
     inputs, outputs) -> (steps, store)``: the last stage (``store`` not
     None when the plan keeps arrays)."""
 
-    __slots__ = ("state", "_made", "_args")
+    __slots__ = ("state", "done", "_made", "_args")
 
     def __init__(self, steps, inputs, outputs, regions=(), scalars=None, finish=None):
         self._args = (regions, scalars, finish)
         self._made = None
         self.state = State(steps, inputs, outputs, 0)
+        self.done = False  # (every stage run)
 
     @property
     def _stages(self):
@@ -121,6 +128,8 @@ class Stages:
             with _LOCK:
                 if self.state is state:  # (else another thread ran it meanwhile)
                     self.state = new
+                    if k + 1 == len(stages):
+                        self.done = True
             state = self.state
         return state
 

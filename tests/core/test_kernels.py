@@ -397,6 +397,28 @@ def test_auto_mode_compiles_a_hot_region_and_drops_a_slow_one(monkeypatch):
 
 
 @needs_numba
+def test_a_plan_with_stages_left_compiles_no_kernel():
+    # the programs of a plan whose passes have stages left are not the ones
+    # its later replays run: they run as NumPy programs, even where every
+    # program is compiled at once
+    kernels._forget()
+    x = np.linspace(-1.2, 1.1, 600)
+    v = np.cos(np.arange(600.0))
+    h = cr.jit(lambda x, v: cr.hvp(_rosen, x, v), warn=False)
+    with cr.fusion(kernels="always"):
+        for _ in range(4):  # recorded, checked, two stages
+            got = h(x, v)
+        assert kernels.stats() == []
+        assert h.plan(x, v).num_steps  # (every stage run now)
+        want = got
+        got = h(x, v)
+    assert kernels.stats() and all(row["compiled"] for row in kernels.stats())
+    with cr.fusion(False):
+        _agree(got, cr.hvp(_rosen, x, v), "hvp")
+        _agree(want, cr.hvp(_rosen, x, v), "hvp")
+
+
+@needs_numba
 def test_a_cold_program_is_only_timed(monkeypatch):
     # before a program has spent the time a compile needs, its calls run
     # the NumPy program, timed, and nothing else (its inputs are not even
@@ -435,7 +457,8 @@ def test_a_second_process_loads_the_kernel_from_disk(tmp_path):
         "print(cache.exists() and any(p.suffix == '.nbi' for p in cache.iterdir()))\n"
         "h = cr.jit(lambda x, v: cr.hvp(rosen, x, v))\n"
         "with cr.fusion(kernels='always'):\n"
-        "    for _ in range(4): h(x, v)\n"
+        "    h(x, v); h.plan(x, v).num_steps\n"
+        "    for _ in range(3): h(x, v)\n"
         "print(kernels.stats()[0]['compiled'])\n")
     env = dict(os.environ, CHAINRULES_CACHE_DIR=str(tmp_path))
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
