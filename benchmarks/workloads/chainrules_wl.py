@@ -20,6 +20,27 @@ def threads():
     return None
 
 
+class _Steady:
+    """``jitted`` whose plan, at the first call, runs every stage of its
+    passes and compiles its code at once (``plan.compile()``): the timed
+    calls replay the plan as it runs from then on, as ``jax.jit``'s and
+    ``torch.compile``'s are timed after their compile (the calls before,
+    each a stage or a segment's compile, are ``first_call.py``'s)."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        self.ready = False
+
+    def __call__(self, *args):
+        out = self.jitted(*args)
+        if not self.ready:
+            plan = self.jitted.plan(*args)
+            if plan is not None:
+                plan.compile()
+            self.ready = True
+        return out
+
+
 def build(workload, d, cfg, jit=False, kernels=True):
     if jit:
         from chainrules import kernels as compiled
@@ -31,8 +52,8 @@ def build(workload, d, cfg, jit=False, kernels=True):
         compiled.COMPILE_SECONDS = compiled.CACHED_SECONDS = compiled.INIT_SECONDS = 0.0
     if jit:  # staged plans: recorded in the warm-up calls, then replayed
         return functional_bench(workload, d, cfg, np,
-                                lambda f: cr.jit(cr.value_and_grad(f)),
-                                lambda f: cr.jit(lambda x, v: cr.hvp(f, x, v)),
+                                lambda f: _Steady(cr.jit(cr.value_and_grad(f))),
+                                lambda f: _Steady(cr.jit(lambda x, v: cr.hvp(f, x, v))),
                                 "hvp (staged plan of the forward-over-reverse sweep)",
                                 sla=crsl)
     return functional_bench(workload, d, cfg, np, cr.value_and_grad,
