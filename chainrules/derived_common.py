@@ -104,8 +104,9 @@ PYTHON_NUMBERS = {bool: np.float64, int: np.float64, float: np.float64,
 #: scalars (or one and a Python number, ``f64_operands``) NumPy's scalar
 #: arithmetic computes the same IEEE operation as the ufunc, and its result
 #: is of the same type, without the ufunc's dispatch
-SCALAR_OPERATORS: dict[Any, Any] = {np.add: operator.add, np.subtract: operator.sub,
-                    np.multiply: operator.mul, np.true_divide: operator.truediv}
+SCALAR_OPERATORS: dict[Any, Any] = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+    np.true_divide: operator.truediv}
 #: the same for one argument (a float64 scalar)
 UNARY_SCALAR_OPERATORS = {np.negative: operator.neg, np.square: lambda v: v * v}
 _f64 = np.float64
