@@ -101,14 +101,18 @@ class Stages:
     def _stages(self):
         stages = self._made
         if stages is None:
-            regions, scalars, finish = self._args
-            if callable(regions):
-                regions = regions()
-            stages = [_region_stage(fn) for fn in regions]
-            stages.append(_base_stage(scalars))
-            if finish is not None:
-                stages.append(_kept_stage(finish))
-            self._made = stages
+            # (once: the region stages share what earlier ones found)
+            with _LOCK:
+                stages = self._made
+                if stages is None:
+                    regions, scalars, finish = self._args
+                    if callable(regions):
+                        regions = regions()
+                    stages = [_region_stage(fn) for fn in regions]
+                    stages.append(_base_stage(scalars))
+                    if finish is not None:
+                        stages.append(_kept_stage(finish))
+                    self._made = stages
         return stages
 
     @property

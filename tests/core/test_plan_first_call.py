@@ -156,3 +156,39 @@ def test_a_function_named_as_a_constant_of_its_plan():
         got = j(x)
         assert got[0] == want[0]
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_threads_calling_a_new_signature_share_its_stages():
+    # every thread's call runs a stage, or replays the state it finds: the
+    # stages run once each and the plan ends as one thread's would
+    import threading
+
+    def rosen(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    x = np.linspace(-1.2, 1.1, 5000)
+    want = cr.value_and_grad(rosen)(x)
+    f = cr.jit(cr.value_and_grad(rosen))
+    f(x)
+    plan = f.plan(x)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(12):
+                value, grad = f(x)
+                np.testing.assert_allclose(grad, want[1], rtol=1e-13, atol=1e-10)
+                assert abs(value - want[0]) <= 1e-12 * abs(want[0])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert plan._stages.left == 0
+    alone = cr.jit(cr.value_and_grad(rosen))
+    alone(x)
+    assert alone.plan(x).num_steps == plan.num_steps
