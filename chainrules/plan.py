@@ -408,6 +408,12 @@ class Plan:
     def _kept(self):
         return self._stages.state.kept
 
+    def prepare(self):
+        """Run every stage of the plan's passes left now (its replays run
+        one per call after the check); the plan then replays as its code
+        will."""
+        self._stages.finished()
+
     @property
     def num_steps(self):
         return len(self._parts[0])

@@ -51,7 +51,7 @@ def _staged(name):
     j = cr.jit(TRANSFORMS[name](logsum))
     for _ in range(3):  # recorded, checked, replayed
         j(GOOD)
-    j.plan(GOOD).num_steps  # (every stage of the plan's passes run)
+    j.plan(GOOD).prepare()  # (every stage of the plan's passes run)
     assert j.cache_info()["plans"] == 1
     return j
 

@@ -32,7 +32,7 @@ def _plan(fun, args, mode, threads=1, calls=4):
     j = cr.jit(fun, warn=False)
     with cr.fusion(kernels=mode, threads=threads):
         out = [j(*args)]
-        j.plan(*args).num_steps  # (every stage of the plan's passes run now)
+        j.plan(*args).prepare()  # (every stage of the plan's passes run now)
         out += [j(*args) for _ in range(calls - 1)]
     return out[-1], j.plan(*args)
 

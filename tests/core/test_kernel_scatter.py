@@ -59,7 +59,7 @@ def _replay(call, args, mode, calls=4):
     j = cr.jit(call, warn=False)
     with cr.fusion(kernels=mode):
         out = [j(*args)]
-        j.plan(*args).num_steps  # (every stage of the plan's passes run now)
+        j.plan(*args).prepare()  # (every stage of the plan's passes run now)
         out += [j(*args) for _ in range(calls - 1)]
     return out[-1], j.plan(*args)
 
@@ -179,7 +179,7 @@ def test_an_overflow_reruns_numpy_with_its_warning():
         for k in range(4):
             got = j(x, v)
             if k == 0:
-                j.plan(x, v).num_steps  # (every stage of the plan's passes run now)
+                j.plan(x, v).prepare()  # (every stage of the plan's passes run now)
     assert any("overflow" in str(w.message) for w in seen), [str(w.message) for w in seen]
     assert _scatters(j.plan(x, v))
     assert _same_bits(got, expect)

@@ -63,7 +63,7 @@ def _prepared(jitted, *args):
     (a replay runs one per call after the check): the calls after replay
     the plan's final programs."""
     jitted(*args)
-    jitted.plan(*args).num_steps
+    jitted.plan(*args).prepare()
 
 
 def _staged(call, args, mode):
@@ -74,7 +74,7 @@ def _staged(call, args, mode):
     jitted = cr.jit(call, warn=False)
     with cr.fusion(kernels=mode):
         out = [jitted(*args)]
-        jitted.plan(*args).num_steps
+        jitted.plan(*args).prepare()
         out += [jitted(*args) for _ in range(3)]
     return out[-1], jitted
 
@@ -409,7 +409,7 @@ def test_a_plan_with_stages_left_compiles_no_kernel():
         for _ in range(4):  # recorded, checked, two stages
             got = h(x, v)
         assert kernels.stats() == []
-        assert h.plan(x, v).num_steps  # (every stage run now)
+        h.plan(x, v).prepare()
         want = got
         got = h(x, v)
     assert kernels.stats() and all(row["compiled"] for row in kernels.stats())
@@ -435,7 +435,7 @@ def test_a_cold_program_is_only_timed(monkeypatch):
         for k in range(10):
             got = h(x, v)
             if k == 0:
-                h.plan(x, v).num_steps  # (every stage of the plan's passes run now)
+                h.plan(x, v).prepare()  # (every stage of the plan's passes run now)
     assert not looked and kernels.stats() == []
     assert kernels._warm and all(w.calls == 9 and w.state == "cold"
                                  for w in kernels._warm.values())
@@ -457,7 +457,7 @@ def test_a_second_process_loads_the_kernel_from_disk(tmp_path):
         "print(cache.exists() and any(p.suffix == '.nbi' for p in cache.iterdir()))\n"
         "h = cr.jit(lambda x, v: cr.hvp(rosen, x, v))\n"
         "with cr.fusion(kernels='always'):\n"
-        "    h(x, v); h.plan(x, v).num_steps\n"
+        "    h(x, v); h.plan(x, v).prepare()\n"
         "    for _ in range(3): h(x, v)\n"
         "print(kernels.stats()[0]['compiled'])\n")
     env = dict(os.environ, CHAINRULES_CACHE_DIR=str(tmp_path))

@@ -40,7 +40,7 @@ def _prepared(jitted, *args):
     """``jitted(*args)`` recorded, and every stage of its plan's passes run
     (a replay runs one per call after the check: ``plan_stages``)."""
     jitted(*args)
-    jitted.plan(*args).num_steps
+    jitted.plan(*args).prepare()
 
 
 def _kept(jitted, *args):
@@ -57,7 +57,7 @@ def _unkept(monkeypatch, fn, *args):
         m.setattr(plan_buffers, "KEEP_MIN_BYTES", 1 << 62)
         j(*args)
         j(*args)
-        j.plan(*args).num_steps
+        j.plan(*args).prepare()
     assert not _kept(j, *args)
     return j
 

@@ -549,7 +549,7 @@ def test_without_the_read_analysis_a_shared_chain_would_be_wrong(monkeypatch):
     j = cr.jit(f, warn=False)
     j(A, C, B)
     plan = j.plan(A, C, B)
-    plan.num_steps  # (every stage of the passes run)
+    plan.prepare()  # (every stage of the passes run)
     with pytest.raises(Exception):
         plan(A, C, B)
 

@@ -36,7 +36,7 @@ def _replays(fun, args, calls=4):
     j = cr.jit(fun, warn=False)
     with cr.fusion(kernels=False):
         out = [j(*args)]
-        j.plan(*args).num_steps  # (every stage of the plan's passes run now)
+        j.plan(*args).prepare()  # (every stage of the plan's passes run now)
         out += [j(*args) for _ in range(calls - 1)]
     return out[-1], j.plan(*args)
 

@@ -33,7 +33,7 @@ def _replays(fun, args, mode=False, calls=4):
     j = cr.jit(fun, warn=False)
     with cr.fusion(kernels=mode):
         out = [j(*args)]
-        j.plan(*args).num_steps  # (every stage of the plan's passes run now)
+        j.plan(*args).prepare()  # (every stage of the plan's passes run now)
         out += [j(*args) for _ in range(calls - 1)]
     return out[-1], j.plan(*args)
 

@@ -104,7 +104,7 @@ def _prepare(staged, *args):
     one replay the plan as its code will be."""
     plan = staged.plan(*args)
     if plan is not None:
-        plan.num_steps
+        plan.prepare()
 
 
 def _run(case, data):

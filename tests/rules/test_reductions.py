@@ -125,7 +125,7 @@ def test_staged_prod_takes_the_eager_branch_guarded(fn):
     staged = cr.jit(vg)
     for _ in range(3):
         got = staged(x)
-    staged.plan(x).num_steps  # (every stage of the plan's passes run)
+    staged.plan(x).prepare()  # (every stage of the plan's passes run)
     tracemalloc.start()
     got = staged(x)
     peak = tracemalloc.get_traced_memory()[1]
