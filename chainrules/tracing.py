@@ -109,21 +109,27 @@ def _bind_traced_kwargs(op, args, kwargs):
     return new_args, new_kwargs
 
 
+def _one_traced(op, a):
+    """``op(a)`` of one traced argument and no keywords, the most common call
+    (``np.sin(x)``, ``np.sum(x)``): recorded on ``a``'s tape by its maker,
+    without ``dispatch``'s loops; None when that tape is not recording at
+    this level (``dispatch`` then decides)."""
+    tape = a.tape
+    if tape.active and tape.level >= _capture_bound:
+        v = a.value
+        tv = type(v)
+        maker = GENERIC_MAKERS.get(op) or lookup(op, (tv if tv is not Traced else _primal_type(v),))
+        out, rule = maker([a.node], v)
+        return _record(tape, rule, out, Traced)
+    return None
+
+
 def dispatch(op, args, kwargs):
     """Record ``op(*args, **kwargs)`` on the highest-level tape involved."""
-    if not kwargs and len(args) == 1:
-        # the common call, one traced argument and no keywords (np.sum(x)):
-        # what the general path below does with it, without its loops
-        a = args[0]
-        if type(a) is Traced:
-            tape = a.tape
-            if tape.active and tape.level >= _capture_bound:
-                v = a.value
-                tv = type(v)
-                maker = GENERIC_MAKERS.get(op) or lookup(
-                    op, (tv if tv is not Traced else _primal_type(v),))
-                out, rule = maker([a.node], v)
-                return _record(tape, rule, out, Traced)
+    if not kwargs and len(args) == 1 and type(args[0]) is Traced:
+        out = _one_traced(op, args[0])
+        if out is not None:
+            return out
     top = top_tape(args, kwargs)
     if top is None:
         return op(*args, **kwargs)
@@ -436,15 +442,8 @@ class Traced(ConversionGuards, ArrayMethods):
             n = len(inputs)
             if n == 1 and type(x := inputs[0]) is Traced:
                 # the unary fast path first: one traced argument, no keywords
-                tape = x.tape
-                if tape.active and tape.level >= _capture_bound:
-                    v = x.value
-                    tv = type(v)
-                    maker = GENERIC_MAKERS.get(ufunc) or lookup(
-                        ufunc, (tv if tv is not Traced else _primal_type(v),))
-                    out, rule = maker([x.node], v)
-                    return _record(tape, rule, out, Traced)
-                return dispatch(ufunc, inputs, None)
+                out = _one_traced(ufunc, x)
+                return dispatch(ufunc, inputs, None) if out is None else out
             if n == 2 and ufunc is not np.divmod:  # np.maximum(x, 0.0), x >= y
                 return _binary(ufunc, inputs[0], inputs[1])
         if "out" in kwargs:
@@ -473,15 +472,10 @@ class Traced(ConversionGuards, ArrayMethods):
             return special(func, args, kwargs)
         if not kwargs and DECOMPOSITIONS.get(func) is None:  # array_function, without a call
             if len(args) == 1 and type(a := args[0]) is Traced:
-                # one traced argument (np.sum(x)): dispatch's fast path, without its call
-                tape = a.tape
-                if tape.active and tape.level >= _capture_bound:
-                    v = a.value
-                    tv = type(v)
-                    maker = GENERIC_MAKERS.get(func) or lookup(
-                        func, (tv if tv is not Traced else _primal_type(v),))
-                    out, rule = maker([a.node], v)
-                    return _record(tape, rule, out, Traced)
+                # one traced argument (np.sum(x)): dispatch's fast path
+                out = _one_traced(func, a)
+                if out is not None:
+                    return out
             return dispatch(func, args, kwargs)
         return array_function(func, args, kwargs)
 
