@@ -463,31 +463,26 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
     scalar_op = SCALAR_OPERATORS.get(op)
 
     def binary_maker(ids, x, y, **kwargs):
-        if kwargs:
-            z = op(x, y, **kwargs)
-        elif scalar_op is not None and ((tx := type(x)) is _f64 or (ty := type(y)) is _f64) and (
-                f64_operands(x, tx, y, type(y))):
-            # float64 scalars: NumPy's scalar arithmetic gives the ufunc's
-            # result, a float64 scalar, so every shape is () and the dtypes
-            # are one: the rule below, without reading them
+        # float64 scalars: NumPy's scalar arithmetic gives the ufunc's
+        # result, a float64 scalar, so every shape is () and the dtypes are
+        # one: the rules below, without reading them
+        f64 = (scalar_op is not None and not kwargs and (type(x) is _f64 or type(y) is _f64)
+               and f64_operands(x, type(x), y, type(y)))
+        if f64:
             z = scalar_op(x, y)
-            xi, yi = ids
-            if yi is None and dx_const:
-                return z, ConstPartialRule(xi, spec.dx, spec.name)
-            if xi is None and dy_const:
-                return z, ConstPartialRule(yi, spec.dy, spec.name)
-            return z, BinaryScalarRule(xi, yi, x if save_x else no_x, y if save_y else no_y,
-                                       z if save_z else no_z, None if xi is None else (),
-                                       None if yi is None else (), (), spec)
         else:
-            z = op(x, y)
+            z = op(x, y, **kwargs) if kwargs else op(x, y)
         xi, yi = ids
         # x + c, c - x, ...: one traced side with a constant partial and no
         # broadcasting is a plain (signed) identity
-        if yi is None and dx_const and x.shape == z.shape:
+        if yi is None and dx_const and (f64 or x.shape == z.shape):
             rule = ConstPartialRule(xi, spec.dx, spec.name)
-        elif xi is None and dy_const and y.shape == z.shape:
+        elif xi is None and dy_const and (f64 or y.shape == z.shape):
             rule = ConstPartialRule(yi, spec.dy, spec.name)
+        elif f64:
+            return z, BinaryScalarRule(xi, yi, x if save_x else no_x, y if save_y else no_y,
+                                       z if save_z else no_z, None if xi is None else (),
+                                       None if yi is None else (), (), spec)
         else:
             # the values the partials read: a float32 operand beside float64
             # ones (a constant np.float32(0.7), a traced float32 array) in
@@ -507,6 +502,8 @@ def _binary_scalar_rule(op, name, partials, second, saves, types):
                 xi, yi, px if save_x else no_x, py if save_y else no_y,
                 z if save_z else no_z, None if xi is None else x.shape,
                 None if yi is None else y.shape, z.shape, spec)
+        if f64:
+            return z, rule
         zdt = z.dtype
         if (xi is None or x.dtype is zdt) and (yi is None or y.dtype is zdt):
             return z, rule  # one dtype throughout, the common case: no call
