@@ -164,14 +164,16 @@ def is_zero_const(d):
 def times(g, d):
     """``g * d`` where ``d`` may be a constant partial (1, -1, 0). A uniform
     ``g`` (zero strides: the cotangent of a sum) times a constant stays
-    uniform, at no cost."""
+    uniform, at no cost. Only the int 0 (a rule's structural partial) gives
+    the structural zero: a float zero is a user's factor, and ``g * -0.0``
+    keeps its sign (and ``inf * 0.0`` its NaN), as NumPy's product does."""
     if type(g) is not _ndarray and isinstance(g, Structural):
         return ZERO
     td = type(d)
     if td is int or td is float:
         if d == 1:
             return g
-        if d == 0:
+        if d == 0 and td is int:
             return ZERO
         return scale(g, d)
     if td is np.float64 or td is np.float32:

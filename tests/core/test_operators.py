@@ -77,3 +77,20 @@ def test_product_of_a_value_with_itself(dtype):
         # a Python float and a 0-d array take the same path
         assert cr.grad(lambda s: s * s)(3.0) == 6.0
         assert cr.grad(lambda s: s * s)(np.array(3.0)) == 6.0
+
+
+@pytest.mark.parametrize("c", [-0.0, 0.0, np.float64(-0.0)])
+def test_a_zero_factor_keeps_its_sign_and_nan(c):
+    # a user's zero factor is a number like any other: the cotangent is
+    # g * c with NumPy's signs (-0.0 where cos(x) > 0) and NaN where g is inf
+    x = np.array([1.0, 2.0])
+    want = np.cos(x) * c
+    for f in (lambda x: np.sum(np.sin(x) * c), lambda x: np.sum(c * np.sin(x))):
+        for g in (cr.grad(f), cr.jit(cr.grad(f))):
+            for _ in range(3):
+                got = g(x)
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = cr.grad(lambda x: np.sum(np.exp(1000 * x) * c))(x)
+    assert np.isnan(got).all()
