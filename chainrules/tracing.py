@@ -285,6 +285,8 @@ def _binary_operator(op, reflected=False):
                 tb = type(b)
                 if tb not in _PLAIN and _unusual_operand(tb, op):
                     return NotImplemented
+                if tb is list or tb is tuple:  # an array_like that may hold traced values
+                    return dispatch(op, (a, b), None)
                 vb = b
                 ids = [a.node, None]
             ta = type(va)
@@ -294,6 +296,8 @@ def _binary_operator(op, reflected=False):
             ta = type(a)
             if ta not in _PLAIN and _unusual_operand(ta, op):
                 return NotImplemented
+            if ta is list or ta is tuple:
+                return dispatch(op, (a, b), None)
             tape = b.tape
             va = a
             vb = b.value

@@ -28,6 +28,13 @@ CASES = {
     "dot list": lambda x: np.dot([x[0], x[1], x[2]], x),
     "maximum list": lambda x: np.maximum([x[0], x[1], 0.0], x),
     "multiply tuple": lambda x: np.multiply((x[0], 2.0, x[1]), x),
+    # the operators: a list or tuple operand is an array_like, on either side
+    "operator + list": lambda x: x + [x[0], 1.0, x[2]],
+    "operator list *": lambda x: [x[1], 1.0, 2.0] * x,
+    "operator - tuple": lambda x: x - (x[0], x[1] * 3, 0.5),
+    "operator tuple /": lambda x: (x[2], 1.0, x[0]) / x,
+    "operator ** list": lambda x: x ** [x[0], 2.0, 1.0],
+    "operator list @": lambda x: [x[0], 1.0, x[2]] @ x,
     "multi_dot": lambda x: np.linalg.multi_dot([np.outer(x, x), [x[0], 1.0, x[2]]]),
 }
 
