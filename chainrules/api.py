@@ -219,7 +219,7 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
                     dtype = scalar_output_dtype(out, tape, fname)
                     seed = None
             finally:
-                if tape.refused is None:
+                if tape.refused is None and tape.converted is None:
                     tape.active = False  # (close, without its call)
                 else:
                     tape.close()

@@ -196,7 +196,8 @@ class Tape(ReverseSweeps, ForwardSweeps):
     """
 
     __slots__ = ("rules", "shapes", "dtypes", "level", "active", "anomaly", "sources",
-                 "freed", "replays", "user_rules", "refused", "__weakref__")
+                 "freed", "replays", "user_rules", "refused", "converted",
+                 "__weakref__")
 
     def __init__(self, first=_NO_LEAF):
         # first: the value (an array or a NumPy scalar) of a first leaf, node
@@ -230,6 +231,9 @@ class Tape(ReverseSweeps, ForwardSweeps):
         # a refused conversion of one of its values that compiled code may
         # have dropped (``close`` raises it)
         self.refused = None
+        # the last refused conversion of one of its values to a number or a
+        # plain array (``close`` raises it when NumPy raised from it)
+        self.converted = None
         if on and first is not _NO_LEAF:
             anomaly.on_leaf(self, first)
 
@@ -246,6 +250,14 @@ class Tape(ReverseSweeps, ForwardSweeps):
         after it (a different exception, or a result without the
         derivative), the refusal is what the caller gets."""
         self.active = False
+        if self.converted is not None:
+            converted, self.converted = self.converted, None
+            e = sys.exc_info()[1]
+            if e is not None and e is not converted and e.__cause__ is converted:
+                # NumPy raised an error of its own from a refused conversion
+                # (``out[i] = x`` into a plain array: "setting an array
+                # element with a sequence"); the refusal says what to do
+                raise converted
         if self.refused is not None:
             refused, self.refused = self.refused, None
             e, seen = sys.exc_info()[1], set()

@@ -138,6 +138,20 @@ def _refuse_in_scipy(frame, what, how, tape=None):
         raise
 
 
+def _refuse_conversion(value, what, alternative):
+    """Refuse a conversion of ``value`` to a Python number or a plain array,
+    keeping the refusal on its recording: NumPy raises an error of its own
+    from it when the conversion was a write into a plain array
+    (``out[i] = x``), and ``Tape.close`` then raises the refusal itself."""
+    try:
+        untraceable(what, alternative)
+    except UntraceableError as exc:
+        tape = getattr(value, "tape", None)
+        if tape is not None:
+            tape.converted = exc
+        raise
+
+
 class ConversionGuards:
     """The refused conversions of a traced value (a mixin of ``Traced``)."""
 
@@ -161,7 +175,7 @@ class ConversionGuards:
         if kind == "scipy":
             _refuse_in_scipy(frame, "converting to a plain array", "calls np.asarray")
         scalar = np.ndim(self.value) == 0
-        untraceable("converting to a plain array (np.asarray / np.array)",
+        _refuse_conversion(self, "converting to a plain array (np.asarray / np.array)",
                      "keep using NumPy functions on it; to build an array from "
                      "traced pieces use np.stack / np.concatenate or "
                      "chainrules.numpy.array (np.full with a traced fill value: "
@@ -180,19 +194,19 @@ class ConversionGuards:
             # limits, the integrand's values)
             _refuse_in_scipy(frame, "converting to a Python float", "converts it to float",
                              getattr(self, "tape", None))
-        untraceable("float(x), or a function of the math module (math.exp(x) converts "
+        _refuse_conversion(self, "float(x), or a function of the math module (math.exp(x) converts "
                     "x with float first)",
                     "use NumPy's functions on arrays (np.exp(x), np.sqrt(x), ...) and keep "
                     "the value as an array; float(chainrules.stop_gradient(x)) converts "
                     "deliberately" + PLAIN_BUFFER)
 
     def __complex__(self):
-        untraceable("complex()", "use complex(chainrules.stop_gradient(x)) deliberately"
-                    + PLAIN_BUFFER)
+        _refuse_conversion(self, "complex()", "use complex(chainrules.stop_gradient(x)) "
+                           "deliberately" + PLAIN_BUFFER)
 
     def __int__(self):
-        untraceable("int()", "use int(chainrules.stop_gradient(x)) deliberately"
-                    + PLAIN_BUFFER)
+        _refuse_conversion(self, "int()", "use int(chainrules.stop_gradient(x)) deliberately"
+                           + PLAIN_BUFFER)
 
     def __index__(self):
         untraceable("using it as an index", "indices carry no derivative: use "
