@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .arrays import NOT_ARRAYS, is_array
+from .staging import complex_scalar_as_array
 from .errors import GraphFreedError, TangentShapeError
 from .registry import MadeByUser
 from .rule import (NODE_IDS, MultiOutput, NodeId, ReverseRule,  # noqa: F401  (re-exported)
@@ -386,4 +387,6 @@ class Tape(ReverseSweeps, ForwardSweeps):
             # a NumPy scalar; other array types, and traced values (nested
             # differentiation: NOT_ARRAYS), stay as they are
             c = np.asarray(c)
+        elif not cshape and cdtype.kind == "c":
+            c = complex_scalar_as_array(c)  # (staged: as above)
         return c
