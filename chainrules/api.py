@@ -29,6 +29,7 @@ from .graph import _NO_REPLAYS, Tape
 from .rule import node_ids
 from .tangents import ZERO, Structural
 from .copies import stop_gradient
+from .staging import Staged
 from .tracing import Traced, untraced
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "grad_and_hvp",
@@ -198,6 +199,16 @@ def _value_and_grad_call(f, argnums, has_aux, holomorphic, with_value=True):
                     v, scalar = arg, True
                 elif ta is complex:
                     v, scalar = np.complex128(arg), True
+                elif ta is Staged:
+                    # cr.jit's recording: a staged array or NumPy scalar is a
+                    # leaf as its value is (trace_arg's general path)
+                    sv = arg.value
+                    tv = type(sv)
+                    if tv is _ndarray:
+                        if sv.dtype.kind in "fc":
+                            v, scalar = arg, False
+                    elif tv in _INEXACT_SCALARS:
+                        v, scalar = arg, True
             if v is None:
                 return general(args, kwargs)
             tape = Tape(v)  # v its leaf, node 0

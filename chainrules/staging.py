@@ -660,4 +660,4 @@ def constant_value(x):
     return None
 
 
-staging_operators.install(Staged, _written)
+staging_operators.install(Staged, _written, _ufunc_call, _PLAIN)

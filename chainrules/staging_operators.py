@@ -21,9 +21,10 @@ _ndarray = np.ndarray
 _generic = np.generic
 _NUMBERS = (bool, int, float, complex)
 
-#: ``staging.Staged`` and ``staging._written`` (``install``: this module is
-#: below ``staging``, which imports it)
-Staged = _written = None
+#: ``staging.Staged``, ``staging._written``, ``staging._ufunc_call`` and
+#: ``staging._PLAIN`` (``install``: this module is below ``staging``, which
+#: imports it)
+Staged = _written = _ufunc_call = _PLAIN = None
 
 
 def _operator(rec, ufunc, op, x, y):
@@ -55,6 +56,11 @@ def _operator(rec, ufunc, op, x, y):
     if not (isinstance(cx, _generic) and (isinstance(cy, _generic) or ty in _NUMBERS)
             or isinstance(cy, _generic) and tx in _NUMBERS) \
             or type(x) is Staged and x.rec is not rec or type(y) is Staged and y.rec is not rec:
+        if (type(x) is Staged and x.rec is rec or type(x) in _PLAIN) and (
+                type(y) is Staged and y.rec is rec or type(y) in _PLAIN):
+            # what NumPy's dispatch would call (``Staged.__array_ufunc__``
+            # of a call without keywords), without its search for overrides
+            return _ufunc_call(rec, ufunc, (x, y))
         return ufunc(x, y)  # (NumPy's dispatch: another type may take it)
     value = _OPERATOR_FUNCTIONS[op](cx, cy)
     if not isinstance(value, _generic):  # (a Python value: as NumPy's call records it)
@@ -123,11 +129,13 @@ def _operators(ufunc, op):
     return method, reflected, in_place
 
 
-def install(staged, written):
+def install(staged, written, ufunc_call, plain):
     """Install the operators into the class ``staged`` (``staging.Staged``);
-    ``written``: ``staging._written``, the check of a write."""
-    global Staged, _written
-    Staged, _written = staged, written
+    ``written``: ``staging._written``, the check of a write; ``ufunc_call``:
+    ``staging._ufunc_call``, the record of a ufunc's call; ``plain``: the
+    types of plain operands."""
+    global Staged, _written, _ufunc_call, _PLAIN
+    Staged, _written, _ufunc_call, _PLAIN = staged, written, ufunc_call, plain
     for name, ufunc, op in [("add", np.add, "+"), ("sub", np.subtract, "-"),
                             ("mul", np.multiply, "*"), ("truediv", np.true_divide, "/"),
                             ("pow", np.power, "**"), ("floordiv", np.floor_divide, None),
