@@ -234,7 +234,7 @@ class Tape(ReverseSweeps, ForwardSweeps):
         self.refused = None
         # the last refused conversion of one of its values to a number or a
         # plain array (``close`` raises it when NumPy raised from it)
-        self.converted = None
+        self.converted: BaseException | None = None
         if on and first is not _NO_LEAF:
             anomaly.on_leaf(self, first)
 
