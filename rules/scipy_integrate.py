@@ -115,8 +115,9 @@ class OdeSpec:
     method) and its options. ``sensitivity_max`` overrides
     ``SENSITIVITY_MAX_STATE`` (0: always the adjoint method). ``origin``:
     ``(the user's function, a hashable of how ``func`` wraps it)``, under
-    which the staged derivatives of ``func`` are kept across solves
-    (rules/scipy_integrate_plans.py); None keeps them for this solve only.
+    which (with ``tfirst``) the staged derivatives of ``func`` are kept
+    across solves (rules/scipy_integrate_plans.py); None keeps them for
+    this solve only.
     ``plain``: the function ``func`` converts closures for, when it captured
     none, or a copy of it whose cells hold the captured values passed after
     its arguments (``scipy_integrate_plans.plain_cells``): the forward
@@ -131,7 +132,7 @@ class OdeSpec:
         self.func, self.tfirst, self.solver, self.opts, self.name = \
             func, tfirst, solver, dict(opts), name
         self.sensitivity_max = sensitivity_max
-        self.origin = origin
+        self.origin = None if origin is None else (origin[0], (origin[1], tfirst))
         self.plain = plain
         self.plans = {}  # this solve's staged derivatives of the right-hand side
 

@@ -1,21 +1,29 @@
-"""Staged derivatives of an ODE's right-hand side, kept across solves.
+"""Staged derivatives of the user's functions in the scipy.integrate twins,
+kept across solves: an ODE's right-hand side, called at every solver step,
+and a quadrature's integrand, called at every quadrature point.
 
 The sensitivity and adjoint integrations of rules/scipy_integrate.py call
 a derivative of the user's right-hand side (its Jacobian rows, or a
-``vjp``) at every solver step, with one signature: each is a ``cr.jit``
-of that computation, so after two calls a step replays a plan instead of
-tracing the right-hand side again. Recording that plan costs as much as
-many replays, and a loss that is fitted calls the same right-hand side in
-every solve, so the plans are kept across solves here, per right-hand
-side, the structure the twin wrapped it in, the derivative and the
-differentiated parameters.
+``vjp``) at every solver step, and the derivatives' integrals of
+rules/scipy_quad.py a ``vjp`` or a ``jvp`` of the integrand at every
+point SciPy's quadrature samples, each with one signature: each is a
+``cr.jit`` of that computation, so after two calls a step replays a plan
+instead of tracing the user's function again. Recording that plan costs
+as much as many replays, and a loss that is fitted calls the same
+function in every solve, so the plans are kept across solves here, per
+function, the structure the twin wrapped it in, the derivative and the
+differentiated parameters. A solve is what a twin's rule integrates once
+(an ``OdeSpec``; a ``QuadRule``'s integral): an object with ``plans``
+(its own staged derivatives, a dict) and ``origin`` (``(the user's
+function, a hashable of how the twin wrapped it)``, or None: staged for
+that solve alone).
 
 A loss usually passes a new function object to every solve (a closure
 over the parameters, ``lambda y, t: rhs(y, t, p)``), so a plain Python
 function is keyed by its code object (held weakly: it lives as long as
 its module, or as the code made at run time) and by what it closes over
 and its defaults (``_cell_key``): a closed-over value being differentiated
-by its kind alone (the twins pass it to the right-hand side as an
+by its kind alone (the twins pass it to the user's function as an
 argument, so a plan reads it as an input); a number, a string, a NumPy
 scalar or an array of at most ``VALUE_BYTES`` by type and value (shape,
 dtype and bytes); a tuple and a function by the keys of what they hold;
@@ -40,15 +48,15 @@ constants alone). So the first derivative a new solve asks for, at its
 first point, runs the plan *and* the derivative eagerly and compares them
 (``jit._close``, the purity check ``cr.jit`` makes on a second call): a
 difference drops the plans and records again (the eager result is the
-one used), and after ``RETRIES`` differences the right-hand side gets a
+one used), and after ``RETRIES`` differences the function gets a
 new ``cr.jit`` per solve, as if nothing were shared (a replay that
 differs from eager inside one solve still runs eagerly, ``cr.jit``'s own
-check). A plan is verified at one point: a rebound value the right-hand
-side's derivative does not depend on there goes unseen, as after
+check). A plan is verified at one point: a rebound value the function's
+derivative does not depend on there goes unseen, as after
 ``cr.jit``'s one check.
 
 The shared ``cr.jit`` records through the solve that calls it (the
-solve's right-hand side, with its closure conversion, is set in a
+solve, whose function holds its closure conversion, is set in a
 context variable around each call), so a plan recorded or recorded again
 in a later solve is that solve's. Replays hold no buffers, so threads
 share plans. At most ``MAX_SHARED`` derivatives are kept (least recently
@@ -70,12 +78,12 @@ from chainrules.tracing import Traced
 
 __all__ = ["staged", "plain_cells", "MAX_SHARED", "RETRIES", "shared_info", "clear_shared"]
 
-#: how many staged derivatives (a right-hand side, a derivative kind, the
+#: how many staged derivatives (a user's function, a derivative kind, the
 #: differentiated parameters) are kept across solves
 MAX_SHARED = 32
 
-#: a right-hand side whose kept plan differed from eager at the start of
-#: this many solves is staged per solve from then on
+#: a function whose kept plan differed from eager at the start of this
+#: many solves is staged per solve from then on
 RETRIES = 2
 
 #: a closed-over NumPy array of at most this many bytes is compared by value
@@ -83,9 +91,9 @@ RETRIES = 2
 #: identity
 VALUE_BYTES = 1 << 16
 
-# the solve (its OdeSpec) on whose behalf the shared cr.jit is called, and
-# the arrays its right-hand side's key compared by value
-_SPEC = contextvars.ContextVar("chainrules_ode_spec")
+# the solve on whose behalf the shared cr.jit is called, and the arrays its
+# function's key compared by value
+_SPEC = contextvars.ContextVar("chainrules_integrate_solve")
 
 _lock = threading.Lock()
 _shared = OrderedDict()  # key -> _Shared, least recently used first
@@ -94,7 +102,7 @@ _dead = []               # weak references to owners that died while _lock was h
 
 
 class _Shared:
-    """One staged derivative shared by the solves of one right-hand side."""
+    """One staged derivative shared by the solves of one user's function."""
 
     __slots__ = ("jitted", "solves", "differed", "per_solve", "held", "read")
 
@@ -127,7 +135,7 @@ class _Shared:
 def _identity(func):
     """``(owner's identity, weak reference to the owner, the owner,
     structure key, objects held, arrays compared by value)`` of a
-    right-hand side, or None
+    user's function, or None
     when it cannot be referenced weakly (its plans are then not kept across
     solves). A plain Python function is owned by its code object, so that a
     new function object made in every loss call (a closure, a ``lambda``)
@@ -261,7 +269,7 @@ def _lookup(spec, kind, pidx, make):
     if ident is None:
         return None
     ident, ref, target, structure, held, arrays = ident
-    key = (ident, structure, detail, spec.tfirst, kind, pidx)
+    key = (ident, structure, detail, kind, pidx)
     with _lock:
         while _dead:
             _drop_ref(_dead.pop())
@@ -280,7 +288,7 @@ def _lookup(spec, kind, pidx, make):
             owner[1].discard(key)
             entry = None
         if entry is None:
-            entry = _shared[key] = _Shared(make, pidx, f"rhs_{kind}", held)
+            entry = _shared[key] = _Shared(make, pidx, kind, held)
             owner[1].add(key)
             while len(_shared) > MAX_SHARED:
                 old, _ = _shared.popitem(last=False)
@@ -301,12 +309,13 @@ def _lookup(spec, kind, pidx, make):
 
 
 def staged(spec, key, make):
-    """``make(spec, pidx)`` (a function of the state, the time and the
-    derivative's own arguments) staged for this solve, kept in
-    ``spec.plans[key]`` (``key``: the derivative's kind and ``pidx``): a
-    ``cr.jit`` shared with the earlier solves of the same
-    right-hand side, verified at this solve's first call, or one of this
-    solve's own when the right-hand side is not shared."""
+    """``make(spec, pidx)`` (the derivative of the user's function that a
+    solver calls at each of its points, a function of plain values) staged
+    for this solve ``spec``, kept in ``spec.plans[key]`` (``key``: the
+    derivative's kind and ``pidx``, a hashable that describes it in the
+    solve's ``origin``): a ``cr.jit`` shared with the earlier solves of
+    the same function, verified at this solve's first call, or one of this
+    solve's own when the function is not shared."""
     fn = spec.plans.get(key)
     if fn is not None:
         return fn
@@ -400,7 +409,7 @@ def plain_cells(func, captured):
 
 def shared_info():
     """``{"entries", "functions"}``: the staged derivatives kept across
-    solves and the right-hand sides they belong to."""
+    solves and the user's functions they belong to."""
     with _lock:
         return {"entries": len(_shared), "functions": len(_owners)}
 

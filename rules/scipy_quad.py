@@ -31,6 +31,17 @@ them with ``chainrules.capture.closure_convert``).
   values that may be traced, so nested differentiation differentiates them
   (the integrand of the integrand's ``vjp`` is differentiated by chainrules
   itself); ``pullback_with_tangents`` is the ``jvp`` of the pullback.
+* Staged: SciPy evaluates a derivative's integrand at every quadrature point
+  (21 per subinterval for ``quad_vec``) on plain values, with one
+  signature. There it is a ``cr.jit`` of the ``vjp`` or ``jvp`` (a plan
+  replayed instead of tracing the integrand at each point), kept across
+  the integrals of the same integrand (an optimiser's loop) and verified
+  against an eager evaluation at the first point of each
+  (rules/scipy_integrate_plans.py, under ``QuadSpec.origin``). Each
+  ``QuadRule`` is one solve there: its pullback's and pushforward's
+  integrals share its plans. On other values (traced ones: a derived
+  integrand differentiated again, at second order) a derivative's
+  integrand runs eagerly.
 """
 
 import warnings
@@ -46,6 +57,7 @@ from chainrules.tracing import untraced
 from chainrules.user_code import user_stacklevel
 
 from ._util import on_demand_family
+from .scipy_integrate_plans import staged
 
 try:
     import scipy.integrate as si
@@ -61,13 +73,20 @@ class QuadSpec:
     """What ``integral`` integrates: ``func(x, *params)``, a scalar
     (``vector=False``, solved by ``quad``) or an array (``quad_vec``), and
     the tolerances its derivatives' integrals are solved to (``epsabs``,
-    ``epsrel``, ``limit``, ``points``). ``name`` names it in messages."""
+    ``epsrel``, ``limit``, ``points``). ``name`` names it in messages.
+    ``origin``: ``(the user's function, a hashable of how ``func`` wraps
+    it)``, under which the staged derivatives of ``func`` are kept across
+    integrals (rules/scipy_integrate_plans.py), ``(func, None)`` by
+    default; ``staged=False``: its derivatives' integrands are evaluated
+    eagerly (an integrand that solves an integral itself at each point)."""
 
-    __slots__ = ("func", "vector", "opts", "name", "shape")
+    __slots__ = ("func", "vector", "opts", "name", "shape", "origin", "staged")
 
-    def __init__(self, func, vector, opts, name, shape=None):
+    def __init__(self, func, vector, opts, name, shape=None, origin=None, staged=True):
         self.func, self.vector, self.name, self.shape = func, vector, name, shape
         self.opts = {k: v for k, v in opts.items() if v is not None}
+        self.origin = (func, None) if origin is None else origin
+        self.staged = staged
 
     def solve(self, a, b, params):
         """The integral on plain values: by ``quad`` for a scalar integrand
@@ -108,12 +127,15 @@ class QuadSpec:
                 warnings.warn(w.message, w.category, stacklevel=level)
         return y
 
-    def derived(self, func, what, shape):
-        """The spec of an integrand derived from this one (its derivative's,
-        an array of ``shape``), solved to the same tolerances."""
+    def derived(self, rule, key, make, what, shape):
+        """The spec of the integrand ``make(rule, key[1])`` derived from this
+        one (its derivative's, an array of ``shape``; ``key`` names the
+        derivative in ``origin``), solved to the same tolerances."""
         opts = {k: v for k, v in self.opts.items() if k in ("epsabs", "epsrel", "limit",
                                                               "points")}
-        return QuadSpec(func, True, opts, f"{self.name} ({what})", shape)
+        func = _at_points(rule, key, make) if self.staged else make(rule, key[1])
+        return QuadSpec(func, True, opts, f"{self.name} ({what})", shape,
+                        (self.origin[0], (self.origin[1], key)), self.staged)
 
 
 def _widened(p):
@@ -162,8 +184,49 @@ def _with(params, pidx, values):
 
 
 def _zeros_of(p):
-    v = np.asarray(untraced(p))
-    return np.zeros(v.shape, dtype=v.dtype if v.dtype.kind == "f" else np.float64)
+    # (read without np.asarray: a staged value is not converted)
+    v = untraced(p)
+    dt = getattr(v, "dtype", None)
+    dt = np.result_type(v) if dt is None else np.dtype(dt)
+    return np.zeros(getattr(v, "shape", ()), dtype=dt if dt.kind == "f" else np.float64)
+
+
+def _plain(x, args):
+    """Whether a derived integrand's arguments are plain values a plan takes
+    (SciPy's point and parameters: arrays of numbers, Python and NumPy
+    numbers), not traced ones."""
+    for a in (x, *args):
+        t = type(a)
+        if t is np.ndarray:
+            if a.dtype.kind not in "biuf":
+                return False
+        elif not (t is float or t is int or isinstance(a, (np.floating, np.integer))):
+            return False
+    return True
+
+
+def _at_points(rule, key, make):
+    """The integrand ``make(rule, key[1])`` as SciPy calls it, point by
+    point: on plain values the plan of ``rule``'s solve
+    (``scipy_integrate_plans.staged``, looked up at each point, as its first
+    point's check replaces it), on others eagerly."""
+    eager = make(rule, key[1])
+
+    def integrand(x, *args):
+        if _plain(x, args):
+            return staged(rule, key, make)(x, *args)
+        return eager(x, *args)
+
+    integrand.__name__ = integrand.__qualname__ = eager.__name__
+    return integrand
+
+
+def _vjp_of(rule, what):
+    return _vjp_integrand(rule.spec.func, *what)
+
+
+def _jvp_of(rule, what):
+    return _jvp_integrand(rule.spec.func, *what)
 
 
 def _vjp_integrand(func, pidx, nparams):
@@ -203,10 +266,12 @@ def _like(c, v):
     return c
 
 
-def _pullback(spec, live, a, b, params, g):
+def _pullback(rule, live, a, b, params, g):
     """``[(position, cotangent), ...]`` of the integral over ``a..b`` of
-    ``spec.func(x, *params)`` for the cotangent ``g``; positions 0 and 1 are
-    the limits, ``2 + k`` the parameter ``k``, for the positions in ``live``."""
+    ``rule.spec.func(x, *params)`` for the cotangent ``g``; positions 0 and
+    1 are the limits, ``2 + k`` the parameter ``k``, for the positions in
+    ``live``."""
+    spec = rule.spec
     out = []
     if 1 in live:
         fb = spec.func(_limit_value(b, spec, "upper"), *params)
@@ -217,8 +282,8 @@ def _pullback(spec, live, a, b, params, g):
     pidx = [k for k in range(len(params)) if 2 + k in live]
     if pidx:
         total = sum(int(np.prod(np.shape(params[k]), dtype=int)) for k in pidx)
-        dspec = spec.derived(_vjp_integrand(spec.func, pidx, len(params)), "its derivative",
-                             (total,))
+        dspec = spec.derived(rule, ("integrand_vjp", (tuple(pidx), len(params))), _vjp_of,
+                             "its derivative", (total,))
         v = integral(a, b, *params, g, _spec=dspec)
         off = 0
         for k in pidx:
@@ -233,15 +298,20 @@ class QuadRule(ReverseRule):
     """The rule of ``integral``: limits by the fundamental theorem, parameters
     by differentiating under the integral sign."""
 
-    __slots__ = ("ids", "a", "b", "params", "spec", "shape")
+    __slots__ = ("ids", "a", "b", "params", "spec", "shape", "plans")
 
     def __init__(self, ids, a, b, params, spec, shape):
         self.ids, self.a, self.b, self.params, self.spec, self.shape = \
             ids, a, b, params, spec, shape
+        self.plans = {}  # the staged derivatives' integrands of this integral
 
     @property
     def name(self):
         return self.spec.name
+
+    @property
+    def origin(self):
+        return self.spec.origin
 
     def inputs(self):
         return tuple(i for i in self.ids if i is not None)
@@ -251,7 +321,7 @@ class QuadRule(ReverseRule):
 
     def pullback(self, g):
         return [(self.ids[k], c) for k, c in
-                _pullback(self.spec, self._live(), self.a, self.b, self.params, g)]
+                _pullback(self, self._live(), self.a, self.b, self.params, g)]
 
     def pushforward(self, tangents):
         live = self._live()
@@ -265,8 +335,8 @@ class QuadRule(ReverseRule):
             out = out - spec.func(_limit_value(self.a, spec, "lower"), *params) * da
         pidx = [k for k in range(len(params)) if 2 + k in tan and not is_zero(tan[2 + k])]
         if pidx:
-            jspec = spec.derived(_jvp_integrand(spec.func, pidx, len(params), self.shape),
-                                 "its tangent", self.shape)
+            jspec = spec.derived(self, ("integrand_jvp", (tuple(pidx), len(params), self.shape)),
+                                 _jvp_of, "its tangent", self.shape)
             out = out + integral(self.a, self.b, *params, *[tan[2 + k] for k in pidx],
                                  _spec=jspec)
         return out
@@ -291,7 +361,7 @@ class QuadRule(ReverseRule):
 
         def pulled_back(*xs):
             full = _with(vals, live, xs[:-1])
-            got = dict(_pullback(self.spec, live, full[0], full[1], full[2:], xs[-1]))
+            got = dict(_pullback(self, live, full[0], full[1], full[2:], xs[-1]))
             return tuple(got[k] for k in live)
 
         c, cd = jvp(pulled_back, tuple(prim), tuple(tans))

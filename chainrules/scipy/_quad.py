@@ -15,6 +15,7 @@ Second derivatives (``hvp``, ``hessian``, ``grad`` of ``grad``) work: the
 derivative's integrals are differentiated again the same way.
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -54,29 +55,35 @@ def _inside(a, b):
 
 
 def _flat_args(func, args):
-    """``(func, leaves)``: ``func(x, *leaves)`` calls the user's integrand
-    with ``args`` rebuilt from the leaves of its pytree, so that the leaves
-    inside a nested argument are differentiated."""
+    """``(func, leaves, structure)``: ``func(x, *leaves)`` calls the user's
+    integrand with ``args`` rebuilt from the leaves of its pytree (of that
+    structure; None for leaves), so that the leaves inside a nested argument
+    are differentiated."""
     leaves, td = pytree.flatten(list(args))
     if len(leaves) == len(args) and all(pytree.is_leaf(a) for a in args):
-        return func, tuple(args)
+        return func, tuple(args), None
 
     def flat_func(x, *flat):
         return func(x, *pytree.unflatten(td, list(flat)))
-    return flat_func, tuple(leaves)
+    return flat_func, tuple(leaves), td
 
 
 def _parameters(func, a, b, args, twin):
-    """``(func, params)``: the integrand taking the leaves of ``args`` and
-    then the closed-over values being differentiated (found by evaluating it
-    once inside the interval, on plain values), and those values."""
+    """``(func, params, origin)``: the integrand taking the leaves of
+    ``args`` and then the closed-over values being differentiated (found by
+    evaluating it once inside the interval, on plain values), those values,
+    and ``QuadSpec.origin``: the user's integrand and how it was wrapped
+    (the arguments' structure, how many closed-over values became
+    parameters), under which its derivatives' plans are kept across
+    integrals."""
     name = _name(func, twin)
-    func, leaves = _flat_args(func, args)
+    user = func
+    func, leaves, td = _flat_args(func, args)
     func, captured = closure_convert(
         func, _inside(a, b), *leaves, name=name,
         unseen=f"it did not use at x = {_inside(a, b)}, where chainrules evaluates it to "
                "find them; pass such a value in args")
-    return func, tuple(leaves) + tuple(captured)
+    return func, tuple(leaves) + tuple(captured), (user, (td, len(captured)))
 
 
 def _at_user_line(call, *args, **kwargs):
@@ -126,22 +133,27 @@ def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-8, epsrel=1.49e-8, lim
     >>> round(float(cr.grad(f)(1.0)), 8)     # d/dp sqrt(pi / p) / 2 at p = 1
     -0.44311346
     """
-    args = _as_args(args)
     kw = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
               points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
               limlst=limlst, complex_func=complex_func)
-    fn, params = _parameters(func, a, b, args, "quad")
+    return _quad(func, a, b, _as_args(args), kw)
+
+
+def _quad(func, a, b, args, kw, staged=True):
+    """``quad``, its options in ``kw``; ``staged=False``: the derivatives'
+    integrands are evaluated eagerly (``QuadSpec.staged``)."""
+    fn, params, origin = _parameters(func, a, b, args, "quad")
     if not _traced(a, b, *params):
         return _si.quad(func, a, b, args=args, **kw)
-    if weight is not None or complex_func:
+    if kw["weight"] is not None or kw["complex_func"]:
         raise MissingRuleError(
             "chainrules.scipy.integrate.quad: weighted integrals (weight=) and complex "
             "integrands (complex_func=True) are not differentiated; write the weight into "
             "the integrand, and integrate real and imaginary parts separately")
     plain = _at_user_line(_si.quad, fn, float(untraced(a)), float(untraced(b)),
                           args=untraced(params), **kw)
-    spec = QuadSpec(fn, False, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
-                    "chainrules.scipy.integrate.quad")
+    spec = QuadSpec(fn, False, {k: kw[k] for k in ("epsabs", "epsrel", "limit", "points")},
+                    "chainrules.scipy.integrate.quad", origin=origin, staged=staged)
     value = integral(a, b, *params, _spec=spec, _value=np.float64(plain[0]))
     return (value,) + tuple(plain[1:])
 
@@ -157,13 +169,13 @@ def quad_vec(f, a, b, epsabs=1e-200, epsrel=1e-8, norm="2", cache_size=100e6, li
     args = _as_args(args) if args else ()
     kw = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size, limit=limit,
               workers=workers, points=points, quadrature=quadrature, full_output=full_output)
-    fn, params = _parameters(f, a, b, args, "quad_vec")
+    fn, params, origin = _parameters(f, a, b, args, "quad_vec")
     if not _traced(a, b, *params):
         return _si.quad_vec(f, a, b, args=args, **kw)
     plain = _at_user_line(_si.quad_vec, fn, float(untraced(a)), float(untraced(b)),
                           args=untraced(params), **kw)
     spec = QuadSpec(fn, True, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
-                    "chainrules.scipy.integrate.quad_vec")
+                    "chainrules.scipy.integrate.quad_vec", origin=origin)
     value = integral(a, b, *params, _spec=spec, _value=np.asarray(plain[0], dtype=float))
     return (value,) + tuple(plain[1:])
 
@@ -186,8 +198,12 @@ def dblquad(func, a, b, gfun, hfun, args=(), epsabs=1.49e-8, epsrel=1.49e-8):
                     epsrel=epsrel)[0]
 
     inner.__qualname__ = getattr(func, "__qualname__", "func")
-    fn, params = _parameters(inner, a, b, args, "dblquad")
+    fn, params, _ = _parameters(inner, a, b, args, "dblquad")
     if not _traced(a, b, *params):
         return _si.dblquad(func, a, b, gfun, hfun, args=args, epsabs=epsabs, epsrel=epsrel)
-    out = quad(fn, a, b, args=params, epsabs=epsabs, epsrel=epsrel)
+    # the outer integrand solves an integral at each point: its derivatives
+    # are evaluated eagerly (the inner integrals' own are staged)
+    kw = {k: p.default for k, p in inspect.signature(quad).parameters.items()
+          if p.default is not p.empty and k != "args"}
+    out = _quad(fn, a, b, params, dict(kw, epsabs=epsabs, epsrel=epsrel), staged=False)
     return out[0], out[1]
