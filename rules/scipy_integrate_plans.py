@@ -362,15 +362,16 @@ def staged(spec, key, make):
 
 
 def plain_cells(func, captured):
-    """For an ODE's forward solve on plain values (the twins'
-    ``OdeSpec.plain``): a function ``(a, b, *args,
-    *values)`` that runs a copy of ``func`` whose closure cells holding the
-    ``captured`` traced values hold ``values`` instead (cheaper than the
-    closure conversion's capture at every step), or None when ``func`` is
-    not a plain function or a captured value is not in one of its cells (a
-    global, an element of a list): the conversion is then used. A result
-    still traced (a traced value it did not use at the initial point) makes
-    the solve fall back to the conversion, which names it."""
+    """For a twin's solve on plain values (an ODE's forward solve, the
+    twins' ``OdeSpec.plain``; a quadrature's value): a function ``(*args,
+    *values)`` that runs a copy of ``func`` on ``args`` whose closure cells
+    holding the ``captured`` traced values hold ``values`` instead (cheaper
+    than the closure conversion's capture at every step), or None when
+    ``func`` is not a plain function or a captured value is not in one of
+    its cells (a global, an element of a list): the conversion is then
+    used. A result still traced (a traced value it did not use at the
+    initial point) makes the solve fall back to the conversion, which
+    names it."""
     cells = getattr(func, "__closure__", None)
     if type(func) is not types.FunctionType or not cells:
         return None
@@ -391,7 +392,7 @@ def plain_cells(func, captured):
                                       func.__defaults__, func.__kwdefaults__)
     last = [None, None]  # the values of the last call and the copy made for them
 
-    def plain(a, b, *args):
+    def plain(*args):
         values = args[len(args) - n:]
         if last[0] is None or any(v is not w for v, w in zip(values, last[0])):
             new = list(cells)
@@ -402,7 +403,7 @@ def plain_cells(func, captured):
             copy = types.FunctionType(code, glob, name, defaults, tuple(new))
             copy.__kwdefaults__ = kw
             last[:] = [values, copy]
-        return last[1](a, b, *args[:len(args) - n])
+        return last[1](*args[:len(args) - n])
 
     return plain
 

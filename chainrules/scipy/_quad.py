@@ -23,8 +23,9 @@ import numpy as np
 from chainrules import pytree
 from chainrules.capture import closure_convert
 from chainrules.errors import MissingRuleError
+from chainrules.rules.scipy_integrate_plans import plain_cells
 from chainrules.rules.scipy_quad import QuadSpec, integral
-from chainrules.tracing import is_traced, untraced
+from chainrules.tracing import holds_traced, is_traced, untraced
 from chainrules.user_code import user_stacklevel
 
 try:
@@ -69,21 +70,41 @@ def _flat_args(func, args):
 
 
 def _parameters(func, a, b, args, twin):
-    """``(func, params, origin)``: the integrand taking the leaves of
+    """``(func, params, origin, plain)``: the integrand taking the leaves of
     ``args`` and then the closed-over values being differentiated (found by
     evaluating it once inside the interval, on plain values), those values,
-    and ``QuadSpec.origin``: the user's integrand and how it was wrapped
-    (the arguments' structure, how many closed-over values became
-    parameters), under which its derivatives' plans are kept across
-    integrals."""
+    ``QuadSpec.origin`` (the user's integrand and how it was wrapped: the
+    arguments' structure, how many closed-over values became parameters;
+    its derivatives' plans are kept across integrals under it), and the
+    integrand for the value's solve (``_on_plain_values``)."""
     name = _name(func, twin)
     user = func
-    func, leaves, td = _flat_args(func, args)
+    flat, leaves, td = _flat_args(func, args)
     func, captured = closure_convert(
-        func, _inside(a, b), *leaves, name=name,
+        flat, _inside(a, b), *leaves, name=name,
         unseen=f"it did not use at x = {_inside(a, b)}, where chainrules evaluates it to "
                "find them; pass such a value in args")
-    return func, tuple(leaves) + tuple(captured), (user, (td, len(captured)))
+    return (func, tuple(leaves) + tuple(captured), (user, (td, len(captured))),
+            _on_plain_values(func, flat, captured))
+
+
+def _on_plain_values(converted, func, captured):
+    """``converted`` (the closure conversion of ``func``) for SciPy's solve
+    of the value, on plain values: ``func`` itself, or a copy whose cells
+    hold the values passed for the ``captured`` ones
+    (``scipy_integrate_plans.plain_cells``), without the conversion's
+    capture at every point. A result still traced (a value being
+    differentiated that ``func`` did not use where it was first evaluated)
+    is computed again by ``converted``, which raises naming it."""
+    plain = func if not captured else plain_cells(func, captured)
+    if plain is None:
+        return converted
+
+    def value_integrand(x, *args):
+        out = plain(x, *args)
+        return converted(x, *args) if holds_traced(out) else out
+
+    return value_integrand
 
 
 def _at_user_line(call, *args, **kwargs):
@@ -142,7 +163,7 @@ def quad(func, a, b, args=(), full_output=0, epsabs=1.49e-8, epsrel=1.49e-8, lim
 def _quad(func, a, b, args, kw, staged=True):
     """``quad``, its options in ``kw``; ``staged=False``: the derivatives'
     integrands are evaluated eagerly (``QuadSpec.staged``)."""
-    fn, params, origin = _parameters(func, a, b, args, "quad")
+    fn, params, origin, on_plain = _parameters(func, a, b, args, "quad")
     if not _traced(a, b, *params):
         return _si.quad(func, a, b, args=args, **kw)
     if kw["weight"] is not None or kw["complex_func"]:
@@ -150,7 +171,7 @@ def _quad(func, a, b, args, kw, staged=True):
             "chainrules.scipy.integrate.quad: weighted integrals (weight=) and complex "
             "integrands (complex_func=True) are not differentiated; write the weight into "
             "the integrand, and integrate real and imaginary parts separately")
-    plain = _at_user_line(_si.quad, fn, float(untraced(a)), float(untraced(b)),
+    plain = _at_user_line(_si.quad, on_plain, float(untraced(a)), float(untraced(b)),
                           args=untraced(params), **kw)
     spec = QuadSpec(fn, False, {k: kw[k] for k in ("epsabs", "epsrel", "limit", "points")},
                     "chainrules.scipy.integrate.quad", origin=origin, staged=staged)
@@ -169,10 +190,10 @@ def quad_vec(f, a, b, epsabs=1e-200, epsrel=1e-8, norm="2", cache_size=100e6, li
     args = _as_args(args) if args else ()
     kw = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size, limit=limit,
               workers=workers, points=points, quadrature=quadrature, full_output=full_output)
-    fn, params, origin = _parameters(f, a, b, args, "quad_vec")
+    fn, params, origin, on_plain = _parameters(f, a, b, args, "quad_vec")
     if not _traced(a, b, *params):
         return _si.quad_vec(f, a, b, args=args, **kw)
-    plain = _at_user_line(_si.quad_vec, fn, float(untraced(a)), float(untraced(b)),
+    plain = _at_user_line(_si.quad_vec, on_plain, float(untraced(a)), float(untraced(b)),
                           args=untraced(params), **kw)
     spec = QuadSpec(fn, True, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),
                     "chainrules.scipy.integrate.quad_vec", origin=origin)
@@ -198,7 +219,7 @@ def dblquad(func, a, b, gfun, hfun, args=(), epsabs=1.49e-8, epsrel=1.49e-8):
                     epsrel=epsrel)[0]
 
     inner.__qualname__ = getattr(func, "__qualname__", "func")
-    fn, params, _ = _parameters(inner, a, b, args, "dblquad")
+    fn, params, _, _ = _parameters(inner, a, b, args, "dblquad")
     if not _traced(a, b, *params):
         return _si.dblquad(func, a, b, gfun, hfun, args=args, epsabs=epsabs, epsrel=epsrel)
     # the outer integrand solves an integral at each point: its derivatives

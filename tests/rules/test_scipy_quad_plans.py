@@ -166,3 +166,40 @@ def test_dblquad_stages_its_inner_integrals_only():
     assert owners and all(getattr(o, "co_name", getattr(o, "__name__", None)) == "<lambda>"
                           for o in owners)
     assert all(e.jitted.cache_info()["eager"] == 0 for e in plans._shared.values())
+
+
+def test_the_value_of_a_closure_is_solved_on_copied_cells(monkeypatch):
+    # SciPy's solve of the value calls a copy of the integrand whose cells
+    # hold the plain values, not the closure conversion's capture at each point
+    capture = __import__("chainrules.capture", fromlist=["Capture"])
+    runs = []
+    base = capture.Capture.run
+    monkeypatch.setattr(capture.Capture, "run", lambda self, *a: runs.append(1) or base(self, *a))
+    seen = {}
+
+    def f(w):
+        out = quad_vec(lambda x: np.exp(-w * x) * np.sin(x + w), 0.0, 2.0, full_output=True)
+        seen["neval"] = out[2].neval
+        return np.sum(out[0] ** 2)
+
+    with monkeypatch.context() as m:
+        m.setattr(sq, "staged", _eager)
+        cr.grad(f)(W)
+    # eager derivatives: the conversion's first run and the derivative's
+    # points (traced), not the value's points (twice as many runs before)
+    assert seen["neval"] >= 21 and len(runs) <= seen["neval"] + 2
+    del runs[:]
+    cr.grad(f)(W)
+    del runs[:]
+    cr.grad(f)(W * 1.1)
+    # staged derivatives: the conversion's first run and the check of the
+    # kept plan at the derivative's first point
+    assert len(runs) <= 3
+
+
+def test_a_value_not_seen_at_the_first_evaluation_is_named():
+    def g(p, q):   # q is used only for x > 1.5, not at the midpoint 1.0
+        return quad(lambda x: p * x + (q * x if x > 1.5 else x), 0.0, 2.0)[0]
+
+    with pytest.raises(cr.UntraceableError, match="did not use at x = 1.0"):
+        cr.grad(g, argnums=(0, 1))(1.0, 2.0)
