@@ -19,10 +19,16 @@ Columns: milliseconds of the first call and the median of the next
 ``--repeat`` calls (each at parameters scaled by ``1 + 0.01 i``), and the
 calls of the user's integrand per call once warm (a count the machine's
 load does not change: each eager evaluation of a derivative calls it
-once). Usage: ``python benchmarks/quad_plans.py [--repeat 15]``.
+once). ``--profile`` prints instead, from cProfile over 10 warm calls, the
+calls per call of ``chainrules.vjp`` and ``chainrules.jvp`` (each traces
+the integrand once), of the integrand and of all Python functions: counts
+the load does not change. Usage: ``python benchmarks/quad_plans.py
+[--repeat 15] [--profile]``.
 """
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import time
 
@@ -76,10 +82,42 @@ def timed(call, x0, repeat):
     return first, statistics.median(times), statistics.median(counts)
 
 
+def profiled(call, x0, calls=10):
+    """Calls per warm call: ``(chainrules.vjp, chainrules.jvp, the integrand,
+    all Python functions)``."""
+    call(x0)
+    pr = cProfile.Profile()
+    pr.enable()
+    for i in range(1, calls + 1):
+        call(x0 * (1 + 0.01 * i))
+    pr.disable()
+    counts = {"vjp": 0, "jvp": 0, "<lambda>": 0}
+    total = 0
+    for (path, _, func), (_, ncalls, _, _, _) in pstats.Stats(pr).stats.items():
+        total += ncalls
+        if path.endswith("api.py") and func in ("vjp", "jvp") \
+                or path == __file__ and func == "<lambda>":
+            counts[func] += ncalls
+    return tuple(n / calls for n in (counts["vjp"], counts["jvp"], counts["<lambda>"], total))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
+    if args.profile:
+        print("| case | derivative | chainrules.vjp | chainrules.jvp | integrand | Python calls |")
+        print("|---|---|---|---|---|---|")
+        for name, (loss, x0) in CASES.items():
+            v = np.linspace(-1.0, 1.0, x0.size)
+            def hvp(x, loss=loss, v=v):   # (not a lambda: those are counted)
+                return cr.hvp(loss, x, v)
+
+            for what, call in (("grad", cr.grad(loss)), ("hvp", hvp)):
+                n = profiled(call, x0)
+                print(f"| {name} | {what} | {n[0]:.0f} | {n[1]:.0f} | {n[2]:.0f} | {n[3]:.0f} |")
+        return
     print("| case | derivative | first call (ms) | median (ms) | integrand calls per call |")
     print("|---|---|---|---|---|")
     for name, (loss, x0) in CASES.items():
