@@ -165,7 +165,10 @@ def _quad(func, a, b, args, kw, staged=True):
     integrands are evaluated eagerly (``QuadSpec.staged``)."""
     fn, params, origin, on_plain = _parameters(func, a, b, args, "quad")
     if not _traced(a, b, *params):
-        return _si.quad(func, a, b, args=args, **kw)
+        # (the plain form of the integrand raises, naming it, for a value
+        # being differentiated that it uses elsewhere than where it was
+        # first evaluated)
+        return _si.quad(on_plain, a, b, args=params, **kw)
     if kw["weight"] is not None or kw["complex_func"]:
         raise MissingRuleError(
             "chainrules.scipy.integrate.quad: weighted integrals (weight=) and complex "
@@ -192,7 +195,7 @@ def quad_vec(f, a, b, epsabs=1e-200, epsrel=1e-8, norm="2", cache_size=100e6, li
               workers=workers, points=points, quadrature=quadrature, full_output=full_output)
     fn, params, origin, on_plain = _parameters(f, a, b, args, "quad_vec")
     if not _traced(a, b, *params):
-        return _si.quad_vec(f, a, b, args=args, **kw)
+        return _si.quad_vec(on_plain, a, b, args=params, **kw)
     plain = _at_user_line(_si.quad_vec, on_plain, float(untraced(a)), float(untraced(b)),
                           args=untraced(params), **kw)
     spec = QuadSpec(fn, True, dict(epsabs=epsabs, epsrel=epsrel, limit=limit, points=points),

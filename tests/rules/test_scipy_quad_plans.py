@@ -203,3 +203,19 @@ def test_a_value_not_seen_at_the_first_evaluation_is_named():
 
     with pytest.raises(cr.UntraceableError, match="did not use at x = 1.0"):
         cr.grad(g, argnums=(0, 1))(1.0, 2.0)
+
+
+@pytest.mark.parametrize("twin", [quad, quad_vec])
+def test_an_integrand_using_its_only_traced_value_elsewhere_is_named(twin):
+    # no value being differentiated reaches the integrand at the midpoint,
+    # so SciPy integrates on plain values: its plain form still names the
+    # value it meets elsewhere (not SciPy's conversion, nor a rule of norm)
+    def g(p):
+        return np.sum(twin(lambda x: p * x if x > 1.5 else x, 0.0, 2.0)[0])
+
+    with pytest.raises(cr.UntraceableError, match="did not use at x = 1.0"):
+        cr.grad(g)(2.0)
+    # undifferentiated, the twins are SciPy's functions
+    for args in [(), (3.0,)]:
+        got = twin(lambda x, *c: x * x + sum(c), 0.0, 2.0, args=args)[0]
+        assert np.allclose(got, 8.0 / 3.0 + 2.0 * sum(args))
