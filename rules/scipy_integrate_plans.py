@@ -60,8 +60,9 @@ solve, whose function holds its closure conversion, is set in a
 context variable around each call), so a plan recorded or recorded again
 in a later solve is that solve's. Replays hold no buffers, so threads
 share plans. At most ``MAX_SHARED`` derivatives are kept (least recently
-used first out), and a function's plans go when its code (or, for other
-callables, the callable) does.
+used first out), at most ``MAX_PER_FUNCTION`` of one function (its own
+least recently used out first), and a function's plans go when its code
+(or, for other callables, the callable) does.
 """
 
 import contextvars
@@ -76,11 +77,18 @@ from chainrules.jit import _close, jit
 from chainrules.pytree import flatten
 from chainrules.tracing import Traced
 
-__all__ = ["staged", "plain_cells", "MAX_SHARED", "RETRIES", "shared_info", "clear_shared"]
+__all__ = ["staged", "plain_cells", "MAX_SHARED", "MAX_PER_FUNCTION", "RETRIES", "shared_info",
+           "clear_shared"]
 
 #: how many staged derivatives (a user's function, a derivative kind, the
 #: differentiated parameters) are kept across solves
 MAX_SHARED = 32
+
+#: how many of them one function's (one code's) keep: a function that
+#: closes over a number taking a new value at every solve (an integrand
+#: inside another's, over the outer point) replaces its own, not the plans
+#: of other functions
+MAX_PER_FUNCTION = 8
 
 #: a function whose kept plan differed from eager at the start of this
 #: many solves is staged per solve from then on
@@ -288,6 +296,13 @@ def _lookup(spec, kind, pidx, make):
             owner[1].discard(key)
             entry = None
         if entry is None:
+            if len(owner[1]) >= MAX_PER_FUNCTION:
+                # (its least recently used entry: the first in _shared's order)
+                for k in _shared:
+                    if k in owner[1]:
+                        del _shared[k]
+                        owner[1].discard(k)
+                        break
             entry = _shared[key] = _Shared(make, pidx, kind, held)
             owner[1].add(key)
             while len(_shared) > MAX_SHARED:

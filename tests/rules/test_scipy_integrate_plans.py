@@ -216,6 +216,30 @@ def test_the_cache_is_bounded_and_does_not_keep_functions_alive(monkeypatch):
     assert plans.shared_info() == {"entries": 1, "functions": 1}
 
 
+def test_one_function_keeps_at_most_its_share_of_the_cache(monkeypatch):
+    monkeypatch.setattr(plans, "MAX_SHARED", 4)
+    monkeypatch.setattr(plans, "MAX_PER_FUNCTION", 2)
+
+    def make(c):
+        def rhs(y, t, k):
+            return -c * k * y
+        return rhs
+
+    # another function's derivative, kept first
+    np.testing.assert_allclose(cr.grad(lambda k: _loss(k, _decay))(K), _exact_grad(K),
+                               rtol=1e-8)
+    # one code closing over a new number at every solve: it replaces its own
+    for c in (1.0, 2.0, 3.0, 4.0, 5.0):
+        np.testing.assert_allclose(cr.grad(lambda k: _loss(k, make(c)))(K),
+                                   _exact_grad(K, gain=c), rtol=1e-8)
+        assert plans.shared_info() == {"entries": min(3, 1 + int(c)), "functions": 2}
+    # the first function's plan was kept: its next solve records nothing
+    rec = _Recordings(monkeypatch)
+    np.testing.assert_allclose(cr.grad(lambda k: _loss(k, _decay))(K), _exact_grad(K),
+                               rtol=1e-8)
+    assert rec.n == 0
+
+
 def test_a_new_lambda_per_loss_call_reuses_the_plans(method, monkeypatch):
     rec = _Recordings(monkeypatch)
 
