@@ -114,6 +114,10 @@ class UnaryScalarRule(ReverseRule):
         if spec.const:
             return [(self.x_id, times(g, spec.d))]
         d = self.dval
+        if type(g) is _f64:  # a float64 scalar (never uniform): times' product
+            if d is None:
+                d = spec.d(self.x, self.y)
+            return [(self.x_id, g * d if type(d) is _f64 else times(g, d))]
         if d is None:
             if spec.dk is not None:
                 c = self._factored(g)
@@ -222,15 +226,26 @@ class BinaryScalarRule(ReverseRule):
     def pullback(self, g):
         spec, x, y, z = self.spec, self.x, self.y, self.z
         out = []
+        # a float64 scalar g (a 0-d output: 0-d inputs) times a float64
+        # scalar partial is times' product, of shape (): nothing to sum
+        scalar = type(g) is _f64
         if self.x_id is not None:
-            c = times(g, call_partial(spec.dx, x, y, z))
-            if not (type(c) in _OF_SHAPE and c.shape == self.xshape):  # else nothing to sum
-                c = unbroadcast(c, self.xshape)
+            d = call_partial(spec.dx, x, y, z)
+            if scalar and type(d) is _f64:
+                c = g * d
+            else:
+                c = times(g, d)
+                if not (type(c) in _OF_SHAPE and c.shape == self.xshape):  # nothing to sum
+                    c = unbroadcast(c, self.xshape)
             out.append((self.x_id, c))
         if self.y_id is not None:
-            c = times(g, call_partial(spec.dy, x, y, z))
-            if not (type(c) in _OF_SHAPE and c.shape == self.yshape):
-                c = unbroadcast(c, self.yshape)
+            d = call_partial(spec.dy, x, y, z)
+            if scalar and type(d) is _f64:
+                c = g * d
+            else:
+                c = times(g, d)
+                if not (type(c) in _OF_SHAPE and c.shape == self.yshape):
+                    c = unbroadcast(c, self.yshape)
             out.append((self.y_id, c))
         return out
 

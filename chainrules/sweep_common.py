@@ -18,6 +18,7 @@ from .tangents import ZERO, NoTangent, ZeroTangent
 
 _ndarray = np.ndarray
 _F64 = np.dtype(np.float64)
+_f64 = np.float64
 #: the shape recorded for a node with several outputs
 MULTI = object()
 #: the types of structural (never materialised) cotangents
@@ -143,8 +144,9 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
     """Add ``g`` into ``buf[nid]`` at the basic ``index`` (the pullback of a
     gather ``x[index]``), in place when the engine owns the buffer. Returns
     False, doing nothing, when it cannot (the caller uses the pullback)."""
-    if type(index) is int and type(g) is _ndarray and dtype is _F64 and g.dtype is _F64 and (
-            not g.shape):
+    tg = type(g)
+    if type(index) is int and dtype is _F64 and (tg is _f64 or tg is _ndarray and (
+            g.dtype is _F64 and not g.shape)):
         # x[i] of a float64 vector, the common gather of scalar code: the
         # general path below, without its other cases
         prev = buf[nid]
@@ -157,8 +159,8 @@ def add_at(buf, owned, bit, nid, index, g, shape, dtype):
         target = acc[index]
         if type(target) is _ndarray:  # (a row of a matrix: a view)
             target += g
-        else:
-            acc[index] = target + g[()]  # a float64 scalar: NumPy's scalar sum
+        else:  # a float64 scalar: NumPy's scalar sum
+            acc[index] = target + (g if tg is _f64 else g[()])
         buf[nid] = acc
         owned[nid] |= bit
         return True

@@ -279,7 +279,16 @@ class ReverseSweeps:
                                                       and c.dtype != dtypes[nid]):
                             c = self._project(c, nid, rule)
                     elif tc is _f64 and dtypes[nid] is _F64 and shapes[nid] == ():
-                        c = _asarray(c)  # (the case below, without reading c.dtype)
+                        # a float64 scalar onto a 0-d float64 node: kept as it
+                        # is (the sum of two 0-d arrays is one already), so the
+                        # next pullback multiplies scalars without a 0-d array
+                        if (prev := cots[nid]) is None:
+                            cots[nid] = c
+                        elif type(prev) is _f64:
+                            cots[nid] = prev + c
+                        else:
+                            accumulate(cots, owned, 1, nid, c)
+                        continue
                     elif tc in STRUCT:
                         continue
                     elif shapes[nid] is MULTI:

@@ -92,7 +92,7 @@ def _general(monkeypatch):
     plain = lambda g, d: g * d  # noqa: E731
     for mod in (common, derived, arithmetic):
         monkeypatch.setattr(mod, "product", plain)
-    for mod in (derived, graph, sweep_reverse, arithmetic):
+    for mod in (derived, derived_linear, graph, sweep_reverse, arithmetic):
         monkeypatch.setattr(mod, "_f64", _Never)
     monkeypatch.setattr(sweep_common, "_F64", object())
 
@@ -105,6 +105,11 @@ FUNCTIONS = [
     lambda x: np.square(x[0]) - x[1] * x[1] + (x[0] - 2 ** 60) + 1e308 * x[1],
     lambda x: max(abs(x)) + np.maximum(x[0], 0.0) + (x[0] >= x[1]) * x[1],
     lambda x: np.sum(x * x[0]) + x[1] / x[0],
+    # float64 cotangents summed over fan-out, through binary, unary and
+    # constant-partial rules, and abs of a float64 scalar by both calls
+    lambda x: (lambda a: a * a + a * 3.0 + np.sin(a) / a - abs(a) * np.abs(-a))(x[0] * x[1]),
+    lambda x: np.arctan2(x[0], x[1]) * np.cos(x[0]) + abs(np.tanh(x[1])) ** 3 - x[0] ** 0.5,
+    lambda x: np.hypot(x[1], 2.0) * x[0] + abs(x[0]) * np.float64(2.5) + 2.5 * abs(x[1]),
 ]
 POINTS = [np.array([1.5, -0.7]), np.array([0.0, -0.0]), np.array([-2.0, 3.0]),
           np.array([1e-320, 1e300])]
