@@ -440,6 +440,10 @@ class Traced(ConversionGuards, ArrayMethods):
         self.node = node
         self.tape = tape
 
+    def __abs__(self):  # np.absolute(self) as __array_ufunc__ runs it, without NumPy's call
+        out = None if DECOMPOSITIONS.get(np.absolute) else _one_traced(np.absolute, self)
+        return np.absolute(self) if out is None else out
+
     # -- NumPy protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if not kwargs and method == "__call__" and DECOMPOSITIONS.get(ufunc) is None:

@@ -18,6 +18,8 @@ import chainrules.derived_linear as derived_linear
 import chainrules.graph as graph
 import chainrules.sweep_common as sweep_common
 import chainrules.sweep_reverse as sweep_reverse
+import chainrules.tracing as tracing
+from chainrules.array_methods import ArrayMethods
 from chainrules.rules import arithmetic
 from chainrules.rules import complex as complex_rules
 from chainrules.rules import nondiff
@@ -92,9 +94,11 @@ def _general(monkeypatch):
     plain = lambda g, d: g * d  # noqa: E731
     for mod in (common, derived, arithmetic):
         monkeypatch.setattr(mod, "product", plain)
-    for mod in (derived, derived_linear, graph, sweep_reverse, arithmetic):
+    for mod in (derived, derived_linear, graph, sweep_reverse, arithmetic, complex_rules):
         monkeypatch.setattr(mod, "_f64", _Never)
     monkeypatch.setattr(sweep_common, "_F64", object())
+    # abs(x) through NumPy's ufunc call, as np.absolute(x)
+    monkeypatch.setattr(tracing.Traced, "__abs__", ArrayMethods.__abs__)
 
 
 FUNCTIONS = [
