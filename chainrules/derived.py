@@ -114,18 +114,16 @@ class UnaryScalarRule(ReverseRule):
         if spec.const:
             return [(self.x_id, times(g, spec.d))]
         d = self.dval
-        if type(g) is _f64:  # a float64 scalar (never uniform): times' product
-            if d is None:
-                d = spec.d(self.x, self.y)
-            return [(self.x_id, g * d if type(d) is _f64 else times(g, d))]
         if d is None:
-            if spec.dk is not None:
+            if spec.dk is not None and type(g) is not _f64:  # (a scalar is never uniform)
                 c = self._factored(g)
                 if c is not None:
                     return [(self.x_id, c)]
             d = spec.d(self.x, self.y)
         if type(g) is np.ndarray:
             return [(self.x_id, g * d if g.ndim else product(g, d))]
+        if type(g) is _f64 and type(d) is _f64:  # times' product, without the call
+            return [(self.x_id, g * d)]
         return [(self.x_id, times(g, d))]
 
     def pushforward(self, tangents):

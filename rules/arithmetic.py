@@ -256,10 +256,11 @@ scalar_rule(np.positive, 1, second=0)
 
 
 def _multiply_tx(g, y, xshape):
-    if type(g) is _f64 and type(y) is _f64:  # float64 scalars: the product below
-        return g * y
-    if xshape == () and _same_plain(g, y):
-        return _sum_of_products(g, y)
+    if xshape == ():
+        if type(g) is _f64 and type(y) is _f64:  # float64 scalars: the product below
+            return g * y
+        if _same_plain(g, y):
+            return _sum_of_products(g, y)
     c = product(g, y) if type(g) is np.ndarray and not g.ndim else g * y
     tc = type(c)
     if (tc is np.ndarray or tc is np.float64) and c.shape == xshape:
@@ -268,10 +269,11 @@ def _multiply_tx(g, y, xshape):
 
 
 def _multiply_ty(g, x, yshape):
-    if type(g) is _f64 and type(x) is _f64:  # float64 scalars: the product below
-        return g * x
-    if yshape == () and _same_plain(g, x):
-        return _sum_of_products(g, x)
+    if yshape == ():
+        if type(g) is _f64 and type(x) is _f64:  # float64 scalars: the product below
+            return g * x
+        if _same_plain(g, x):
+            return _sum_of_products(g, x)
     c = product(g, x) if type(g) is np.ndarray and not g.ndim else g * x
     tc = type(c)
     if (tc is np.ndarray or tc is np.float64) and c.shape == yshape:
